@@ -1,0 +1,104 @@
+/*
+ * costmodel.h -- per-layer time and memory of a model on one NPU.
+ *
+ * The cost model turns (workload, cluster, micro-batch size) into a flat array
+ * of "layers" in model order, each with its forward / input-gradient /
+ * weight-gradient time, its tensor-parallel collective time, its activation
+ * bytes under each recompute option and its weight+gradient+optimizer bytes.
+ * Planners partition this array; schedule generators turn it into op
+ * durations; the simulator never sees it.
+ *
+ * For a Transformer the array is
+ *   [0]        embedding (word + position), pinned to the first stage
+ *   [1 .. L]   decoder layers
+ *   [L+1]      final norm, LM head and loss, pinned to the last stage
+ * For a layer-by-layer model (workload model.layers) it is the listed layers.
+ *
+ * All quantities are per NPU (one TP rank) and per micro-batch of
+ * cm_model.micro_batch_size samples.  Times follow the roofline
+ *   t = max(FLOPs / (peak · efficiency), bytes / HBM bandwidth) + launch
+ * per operator; matmuls use the cluster's matmul efficiency.  Sources of each
+ * formula are cited in costmodel.c.
+ */
+#ifndef COSTMODEL_H
+#define COSTMODEL_H
+
+#include <stdbool.h>
+
+#include "cluster.h"
+#include "np_error.h"
+#include "workload.h"
+
+typedef enum cm_layer_kind {
+    CM_EMBEDDING = 0,
+    CM_DECODER,
+    CM_LM_HEAD,
+    CM_CUSTOM
+} cm_layer_kind;
+
+/* A recomputable unit of a layer (AdaPipe's granularity): QKV projection,
+ * core attention, output projection, LayerNorms, FC1, activation, FC2,
+ * dropout.  The layer input is always kept and is not a unit. */
+typedef struct cm_unit {
+    char name[24];
+    double forward_s;        /* time to recompute this unit */
+    double activation_bytes; /* bytes it keeps for backward when not recomputed */
+} cm_unit;
+
+#define CM_MAX_UNITS 12
+
+typedef struct cm_layer {
+    char name[48];
+    cm_layer_kind kind;
+    double forward_s;     /* compute of the forward pass */
+    double backward_s;    /* input-gradient pass (B) */
+    double weight_grad_s; /* weight-gradient pass (W) */
+    double tp_forward_s;  /* TP collectives in forward (all-reduce, or AG+RS with SP) */
+    double tp_backward_s; /* TP collectives in backward */
+    double tp_bytes;      /* payload of one forward TP collective per NPU */
+    /* Extra forward work executed before the backward, and activation bytes kept
+     * between forward and backward, under each recompute option. */
+    double recompute_s[RECOMPUTE_COUNT];
+    double activation_bytes[RECOMPUTE_COUNT];
+    double params;        /* parameters held by one NPU (after the TP split) */
+    double state_bytes;   /* weights + gradients + optimizer state on one NPU */
+    double grad_bytes;    /* gradient bytes reduced over data parallelism per NPU */
+    double forward_flops; /* model FLOPs of the forward pass on one NPU (for MFU) */
+    double output_bytes;  /* tensor sent to the next stage by one TP rank */
+    int num_units;
+    cm_unit units[CM_MAX_UNITS];
+} cm_layer;
+
+typedef struct cm_model {
+    int num_layers;
+    cm_layer *layers;
+    int micro_batch_size;
+    int tensor_parallel;
+    int data_parallel;
+    bool sequence_parallel;
+    bool distributed_optimizer;
+    double workspace_bytes;   /* reserved per NPU: framework, allocator slack, comm buffers */
+    double hbm_bytes;         /* capacity per NPU (copied from the cluster) */
+    double optimizer_step_s;  /* per layer of parameters: see cm_optimizer_step_s() */
+} cm_model;
+
+/* Builds the cost model for micro-batch size b (b <= 0: the workload's
+ * training.micro_batch_size). Returns 0 or an np_exit_code. */
+int cm_build(const wl_workload *w, const cl_cluster *c, int micro_batch_size,
+             cm_model *out, np_error *err);
+void cm_free(cm_model *m);
+
+/* Forward time of layer l including its TP collectives. */
+double cm_forward_total_s(const cm_layer *l);
+/* Backward (B + W) time including recompute under option r and TP collectives. */
+double cm_backward_total_s(const cm_layer *l, recompute_kind r);
+/* Optimizer step time for the parameters of layers [first, last). */
+double cm_optimizer_step_s(const cm_model *m, const cl_cluster *c, int first, int last);
+
+/* Korthikanti et al. 2022 (Reducing Activation Recomputation in Large
+ * Transformer Models, Table 2): activation bytes per layer per micro-batch on
+ * one TP rank, s = sequence, b = micro-batch, h = hidden, a = heads, t = TP. */
+double cm_korthikanti_activation_bytes(double s, double b, double h, double a, int t,
+                                       bool sequence_parallel, recompute_kind r);
+
+#endif

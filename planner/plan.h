@@ -1,0 +1,50 @@
+/*
+ * plan.h -- a training plan: what a planner decides and the simulator replays.
+ *
+ * A plan partitions the cost model's layer array into p·v contiguous model
+ * chunks (v = 1 except for interleaved schedules), gives every layer a
+ * recompute option and fixes micro-batching and the schedule.  Model chunk
+ * k = j·p + s is virtual chunk j of pipeline stage s (Megatron's interleaved
+ * layout); it holds layers [chunk_start[k], chunk_start[k+1]).
+ */
+#ifndef PLAN_H
+#define PLAN_H
+
+#include <stdbool.h>
+
+#include "costmodel.h"
+#include "np_error.h"
+#include "workload.h"
+
+typedef struct plan {
+    char planner[32];
+    schedule_kind schedule;
+    int num_stages;        /* p */
+    int num_chunks;        /* v: virtual chunks per stage */
+    int num_layers;        /* length of the cost model's layer array */
+    int *chunk_start;      /* [p·v + 1], chunk_start[0] = 0, [p·v] = num_layers */
+    recompute_kind *recompute; /* [num_layers] */
+    int micro_batch_size;
+    int num_micro_batches; /* m, per pipeline per iteration */
+    int *micro_batch_sizes;/* [m] when micro-batches differ (CSIMD), else NULL */
+    int tensor_parallel;
+    int data_parallel;
+    bool merak_shifted_recompute; /* last p−s micro-batches of stage s skip recompute */
+    double predicted_iteration_s; /* the planner's own estimate; 0 when none */
+    double planner_wall_s;
+} plan;
+
+/* Allocates arrays for p stages, v chunks, L layers; everything else zero. */
+int plan_init(plan *pl, int num_stages, int num_chunks, int num_layers);
+void plan_free(plan *pl);
+int plan_copy(plan *dst, const plan *src);
+
+/* Stage and virtual chunk holding layer l. */
+int plan_stage_of_layer(const plan *pl, int layer, int *chunk);
+
+/* Checks that chunks are contiguous, non-empty and cover every layer, and
+ * that each schedule's constraints hold (e.g. m divisible by p for
+ * interleaved).  source names the plan's origin for the message. */
+int plan_check(const plan *pl, const char *source, np_error *err);
+
+#endif

@@ -1,0 +1,125 @@
+/*
+ * workload.h -- a training job as the user describes it in workload JSON.
+ *
+ * Keys follow Megatron-LM's argument names (see DESIGN.md, "Workload JSON") so
+ * that a user can copy them from a launch script.  The loader checks every key:
+ * an unknown key, a wrong type, a missing required key or an impossible
+ * combination is an np_error naming the file and the dotted key.
+ *
+ * Command-line overrides (`simrun --set key=value`) are applied to the JSON tree
+ * before it is checked, so an override is held to exactly the same rules as the
+ * file.  A key may be given dotted ("parallel.data_parallel_size") or bare
+ * ("data_parallel_size") when the bare name is unique.
+ */
+#ifndef WORKLOAD_H
+#define WORKLOAD_H
+
+#include <stdbool.h>
+
+#include "np_error.h"
+
+typedef enum wl_dtype { WL_BF16 = 0, WL_FP16, WL_FP32 } wl_dtype;
+
+/* Recompute (activation checkpointing) option of one layer. */
+typedef enum recompute_kind {
+    RECOMPUTE_NONE = 0,
+    RECOMPUTE_SELECTIVE = 1, /* attention core only (Korthikanti et al. 2022) */
+    RECOMPUTE_FULL = 2,      /* keep the layer input, recompute the layer */
+    RECOMPUTE_COUNT
+} recompute_kind;
+
+typedef enum schedule_kind {
+    SCHED_GPIPE = 0,
+    SCHED_1F1B,
+    SCHED_INTERLEAVED, /* Megatron interleaved 1F1B, v virtual chunks */
+    SCHED_ZB_H1,
+    SCHED_ZB_H2,
+    SCHED_PIPEDREAM,     /* asynchronous, weight stashing */
+    SCHED_PIPEDREAM_2BW, /* double-buffered weights */
+    SCHED_COUNT
+} schedule_kind;
+
+/* One layer of a model described layer by layer (CNNs, heterogeneous
+ * Transformers).  Quantities are per sample unless a table is given. */
+typedef struct wl_layer_spec {
+    char name[48];
+    double forward_flops;    /* per sample */
+    double params;           /* parameter count */
+    double activation_bytes; /* kept for backward, per sample */
+    double output_bytes;     /* sent to the next layer, per sample */
+    /* Optional profiled time table t(b) over micro-batch sizes b. */
+    int num_time_points;
+    double *time_batch;      /* b values, increasing */
+    double *time_forward_s;  /* forward time at each b */
+    double *time_backward_s; /* backward (input + weight grad) time at each b */
+} wl_layer_spec;
+
+typedef struct wl_model {
+    int num_layers;
+    long hidden_size;
+    long ffn_hidden_size;
+    int num_attention_heads;
+    int num_query_groups; /* GQA groups; == heads for MHA */
+    long seq_length;
+    long vocab_size;
+    bool swiglu;
+    bool untie_embeddings_and_output_weights;
+    /* Mixture of experts: num_experts == 0 means dense. */
+    int num_experts;
+    int moe_router_topk;
+    long moe_ffn_hidden_size;
+    double moe_expert_capacity_factor; /* 0 = no capacity limit */
+    char moe_token_trace[512];         /* path relative to the workload, or "" */
+    /* Layer-by-layer models: num_layer_specs > 0 replaces the Transformer. */
+    int num_layer_specs;
+    wl_layer_spec *layer_specs;
+} wl_model;
+
+typedef struct wl_training {
+    long global_batch_size; /* sequences (samples) per iteration */
+    int micro_batch_size;
+    wl_dtype params_dtype;
+    bool use_distributed_optimizer;
+    bool sequence_parallel;
+    recompute_kind recompute_granularity; /* used by the Megatron planner */
+} wl_training;
+
+typedef struct wl_parallel {
+    int tensor_model_parallel_size;
+    int pipeline_model_parallel_size;
+    int data_parallel_size;
+    int virtual_pipeline_model_parallel_size;
+    int expert_model_parallel_size;
+} wl_parallel;
+
+typedef struct wl_workload {
+    char name[128];
+    char path[512]; /* file it was loaded from */
+    wl_model model;
+    wl_training training;
+    wl_parallel parallel;
+    schedule_kind schedule;
+    char planner[32];
+} wl_workload;
+
+/* Loads and checks path, applying num_overrides "key=value" strings first.
+ * Returns 0, or an np_exit_code with err filled.  wl_free() releases it. */
+int wl_load(const char *path, const char *const *overrides, int num_overrides,
+            wl_workload *out, np_error *err);
+void wl_free(wl_workload *w);
+
+/* Checks the job against a cluster of num_npus devices:
+ * tp·pp·dp == num_npus, divisibility the schedule needs, etc. */
+int wl_check_cluster(const wl_workload *w, int num_npus, np_error *err);
+
+/* Number of micro-batches per pipeline per iteration:
+ * global_batch_size / (micro_batch_size · data_parallel_size). */
+int wl_num_micro_batches(const wl_workload *w);
+
+const char *wl_schedule_name(schedule_kind s);
+int wl_schedule_by_name(const char *name); /* -1 when unknown */
+const char *wl_recompute_name(recompute_kind r);
+int wl_recompute_by_name(const char *name); /* -1 when unknown */
+double wl_dtype_bytes(wl_dtype d);
+
+#endif
