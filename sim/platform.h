@@ -1,0 +1,31 @@
+/*
+ * platform.h -- a loaded SimGrid platform seen as an NPU cluster.
+ *
+ * platform_load() loads the XML into SimGrid (simgrid_init must have run),
+ * numbers the NPUs (rank = the number at the end of the host name, which
+ * must run 0..N-1 without gaps), and fills a cl_cluster from the hosts'
+ * speed and properties (see cluster.h for the property names) and from the
+ * route between NPU 0 and the first NPU of the next node (the scale-out
+ * bandwidth and latency).  Every problem is an np_error naming the file and
+ * the property; nothing aborts on a malformed platform.
+ */
+#ifndef SIM_PLATFORM_H
+#define SIM_PLATFORM_H
+
+#include <simgrid/forward.h>
+
+#include "cluster.h"
+#include "np_error.h"
+
+typedef struct sim_platform {
+    cl_cluster cluster;
+    int num_npus;
+    sg_host_t *host_of_rank; /* [num_npus] */
+} sim_platform;
+
+/* Checks the file before SimGrid sees it (exists, readable, well-formed
+ * enough for SimGrid's parser), then loads it.  Returns 0 or NP_EXIT_INPUT. */
+int platform_load(const char *path, sim_platform *out, np_error *err);
+void platform_free(sim_platform *p);
+
+#endif
