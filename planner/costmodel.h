@@ -79,7 +79,7 @@ typedef struct cm_model {
     bool distributed_optimizer;
     double workspace_bytes;   /* reserved per NPU: framework, allocator slack, comm buffers */
     double hbm_bytes;         /* capacity per NPU (copied from the cluster) */
-    double optimizer_step_s;  /* per layer of parameters: see cm_optimizer_step_s() */
+    double hbm_bandwidth_Bps; /* copied from the cluster, for cm_optimizer_step_s() */
 } cm_model;
 
 /* Builds the cost model for micro-batch size b (b <= 0: the workload's
@@ -92,8 +92,9 @@ void cm_free(cm_model *m);
 double cm_forward_total_s(const cm_layer *l);
 /* Backward (B + W) time including recompute under option r and TP collectives. */
 double cm_backward_total_s(const cm_layer *l, recompute_kind r);
-/* Optimizer step time for the parameters of layers [first, last). */
-double cm_optimizer_step_s(const cm_model *m, const cl_cluster *c, int first, int last);
+/* Optimizer step time for the parameters of layers [first, last) on one NPU
+ * (memory-bound Adam over the fp32 state, at m->hbm_bandwidth_Bps). */
+double cm_optimizer_step_s(const cm_model *m, int first, int last);
 
 /* Korthikanti et al. 2022 (Reducing Activation Recomputation in Large
  * Transformer Models, Table 2): activation bytes per layer per micro-batch on

@@ -1,0 +1,65 @@
+/*
+ * planner.c -- the planner registry and the common wrapper (see planner.h).
+ */
+#include "planner.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "memory.h"
+
+static const planner_desc planners[] = {
+    {"megatron", "uniform layers per stage, one recompute option for every layer", planner_megatron},
+};
+
+const planner_desc *planner_all(int *count)
+{
+    *count = (int)(sizeof planners / sizeof planners[0]);
+    return planners;
+}
+
+const planner_desc *planner_find(const char *name)
+{
+    int n;
+    const planner_desc *all = planner_all(&n);
+    for (int i = 0; i < n; i++)
+        if (strcmp(all[i].name, name) == 0)
+            return &all[i];
+    return NULL;
+}
+
+void planner_init_options(planner_options *o, const wl_workload *w)
+{
+    memset(o, 0, sizeof *o);
+    o->schedule = w->schedule;
+    o->num_chunks = w->parallel.virtual_pipeline_model_parallel_size;
+    o->recompute = (int)w->training.recompute_granularity;
+    o->time_limit_s = 10.0;
+}
+
+void planner_plan_basics(plan *pl, const wl_workload *w, const planner_options *o)
+{
+    pl->schedule = o->schedule;
+    pl->micro_batch_size = w->training.micro_batch_size;
+    pl->num_micro_batches = wl_num_micro_batches(w);
+    pl->tensor_parallel = w->parallel.tensor_model_parallel_size;
+    pl->data_parallel = w->parallel.data_parallel_size;
+}
+
+int planner_run(const planner_desc *d, const cm_model *cm, const cl_cluster *c,
+                const wl_workload *w, const planner_options *o, plan *out, np_error *err)
+{
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    int rc = d->run(cm, c, w, o, out, err);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    if (rc)
+        return rc;
+    snprintf(out->planner, sizeof out->planner, "%s", d->name);
+    out->planner_wall_s = (t1.tv_sec - t0.tv_sec) + 1e-9 * (t1.tv_nsec - t0.tv_nsec);
+    rc = plan_check(out, w->path, err);
+    if (rc)
+        return rc;
+    return mem_check_fits(cm, out, err);
+}

@@ -1,0 +1,66 @@
+/*
+ * planner_megatron.c -- Megatron-LM's uniform baseline.
+ *
+ * Decoder layers are split evenly over the p·v model chunks; the embedding
+ * goes with the first chunk and the LM head with the last, as Megatron
+ * places them.  When L is not divisible by p·v the extra layers go to the
+ * chunks after the first, one each, so the two chunks that already carry the
+ * embedding and the head get the fewest (Megatron itself requires
+ * divisibility or explicit first/last-stage layer counts).  Every decoder
+ * layer gets the same recompute option: the workload's
+ * recompute_granularity, or, when the options leave the choice open, the
+ * fastest of none, selective and full that fits in memory.
+ */
+#include "planner.h"
+
+#include <stddef.h>
+
+#include "memory.h"
+
+static void uniform_partition(const cm_model *cm, plan *pl)
+{
+    int chunks = pl->num_stages * pl->num_chunks;
+    int first_decoder = 0, num_decoder = 0;
+    for (int l = 0; l < cm->num_layers; l++) {
+        if (cm->layers[l].kind == CM_DECODER || cm->layers[l].kind == CM_CUSTOM) {
+            if (!num_decoder)
+                first_decoder = l;
+            num_decoder++;
+        }
+    }
+    int base = num_decoder / chunks, extra = num_decoder % chunks;
+    int next = first_decoder;
+    pl->chunk_start[0] = 0;
+    for (int k = 0; k < chunks; k++) {
+        next += base + (k >= 1 && k <= extra ? 1 : 0);
+        pl->chunk_start[k + 1] = next;
+    }
+    pl->chunk_start[chunks] = cm->num_layers;
+}
+
+static void set_recompute(const cm_model *cm, plan *pl, recompute_kind r)
+{
+    for (int l = 0; l < cm->num_layers; l++)
+        pl->recompute[l] = cm->layers[l].kind == CM_DECODER ? r : RECOMPUTE_NONE;
+}
+
+int planner_megatron(const cm_model *cm, const cl_cluster *c, const wl_workload *w,
+                     const planner_options *o, plan *out, np_error *err)
+{
+    int p = w->parallel.pipeline_model_parallel_size;
+    int v = o->schedule == SCHED_INTERLEAVED ? o->num_chunks : 1;
+    if (plan_init(out, p, v, cm->num_layers))
+        return np_error_set(err, NP_EXIT_INTERNAL, "<megatron>", "", 0, "out of memory");
+    planner_plan_basics(out, w, o);
+    uniform_partition(cm, out);
+    if (o->recompute >= 0) {
+        set_recompute(cm, out, (recompute_kind)o->recompute);
+        return 0;
+    }
+    for (int r = RECOMPUTE_NONE; r < RECOMPUTE_COUNT; r++) {
+        set_recompute(cm, out, (recompute_kind)r);
+        if (mem_check_fits(cm, out, NULL) == 0)
+            return 0;
+    }
+    return mem_check_fits(cm, out, err); /* full recompute does not fit either */
+}

@@ -1,0 +1,351 @@
+/*
+ * schedule.c -- what every schedule generator shares (see schedule.h).
+ *
+ * sched_build() dispatches on the plan's schedule; the generators live one per
+ * file (schedule_1f1b.c, ...).  This file also holds the chunk cost helper that
+ * turns cost-model layers into op durations and memory deltas, so that every
+ * generator charges work and memory the same way, and sched_check(), which
+ * replays the op lists abstractly to prove that sends and receives match and
+ * that the schedule cannot deadlock.
+ */
+#include "schedule.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "memory.h"
+#include "schedule_internal.h"
+
+static const char *const op_names[OP_KIND_COUNT] = {
+    "F", "B", "W", "recompute", "send-fwd", "recv-fwd", "send-bwd", "recv-bwd",
+    "dp-allreduce", "optimizer", "all-to-all",
+};
+
+const char *sched_op_name(op_kind k)
+{
+    return (unsigned)k < OP_KIND_COUNT ? op_names[k] : "?";
+}
+
+sched_op *sched_push(sched_stage *st, op_kind kind, int micro_batch, int chunk)
+{
+    if (st->num_ops == st->capacity) {
+        int cap = st->capacity ? 2 * st->capacity : 64;
+        sched_op *ops = realloc(st->ops, (size_t)cap * sizeof *ops);
+        if (!ops)
+            return NULL;
+        st->ops = ops;
+        st->capacity = cap;
+    }
+    sched_op *op = &st->ops[st->num_ops++];
+    memset(op, 0, sizeof *op);
+    op->kind = (uint8_t)kind;
+    op->micro_batch = micro_batch;
+    op->chunk = (uint8_t)chunk;
+    op->peer = -1;
+    return op;
+}
+
+void sched_free(schedule *sc)
+{
+    if (!sc->stages)
+        return;
+    for (int s = 0; s < sc->num_stages; s++)
+        free(sc->stages[s].ops);
+    free(sc->stages);
+    sc->stages = NULL;
+}
+
+/* Samples in micro-batch i relative to the cost model's micro-batch: work and
+ * activations scale linearly with it (a first-order model; planners that need
+ * t(b) exactly build one cost model per size). */
+static double micro_batch_scale(const plan *pl, const cm_model *cm, int i)
+{
+    if (!pl->micro_batch_sizes || i < 0)
+        return 1.0;
+    return (double)pl->micro_batch_sizes[i] / cm->micro_batch_size;
+}
+
+void sched_chunk_cost(const plan *pl, const cm_model *cm, int stage, int chunk,
+                      int micro_batch, bool skip_recompute, sched_chunk *out)
+{
+    memset(out, 0, sizeof *out);
+    int k = chunk * pl->num_stages + stage;
+    int first = pl->chunk_start[k], last = pl->chunk_start[k + 1];
+    double scale = micro_batch_scale(pl, cm, micro_batch);
+    for (int l = first; l < last; l++) {
+        const cm_layer *ly = &cm->layers[l];
+        recompute_kind r = skip_recompute ? RECOMPUTE_NONE : pl->recompute[l];
+        out->forward_s += ly->forward_s;
+        out->forward_comm_s += ly->tp_forward_s;
+        out->backward_s += ly->backward_s;
+        out->weight_grad_s += ly->weight_grad_s;
+        out->backward_comm_s += ly->tp_backward_s;
+        out->recompute_s += ly->recompute_s[r];
+        out->activation_bytes += ly->activation_bytes[r];
+        double transient = ly->activation_bytes[RECOMPUTE_NONE] - ly->activation_bytes[r];
+        if (transient > out->transient_bytes)
+            out->transient_bytes = transient;
+        out->static_bytes += ly->state_bytes;
+        out->grad_bytes += ly->grad_bytes;
+    }
+    out->output_bytes = cm->layers[last - 1].output_bytes;
+    out->forward_s *= scale;
+    out->forward_comm_s *= scale;
+    out->backward_s *= scale;
+    out->weight_grad_s *= scale;
+    out->backward_comm_s *= scale;
+    out->recompute_s *= scale;
+    out->activation_bytes *= scale;
+    out->transient_bytes *= scale;
+    out->output_bytes *= scale;
+}
+
+int sched_emit_forward(sched_stage *st, const plan *pl, const cm_model *cm, int s,
+                       int chunk, int i, bool skip_recompute)
+{
+    sched_chunk c;
+    sched_chunk_cost(pl, cm, s, chunk, i, skip_recompute, &c);
+    sched_op *op = sched_push(st, OP_FORWARD, i, chunk);
+    if (!op)
+        return -1;
+    op->compute_s = c.forward_s;
+    op->comm_s = c.forward_comm_s;
+    op->mem_delta_bytes = c.activation_bytes;
+    return 0;
+}
+
+int sched_emit_backward(sched_stage *st, const plan *pl, const cm_model *cm, int s,
+                        int chunk, int i, bool skip_recompute, bool split_weight_grad)
+{
+    sched_chunk c;
+    sched_chunk_cost(pl, cm, s, chunk, i, skip_recompute, &c);
+    if (c.recompute_s > 0) {
+        sched_op *r = sched_push(st, OP_RECOMPUTE, i, chunk);
+        if (!r)
+            return -1;
+        r->compute_s = c.recompute_s;
+        r->mem_transient_bytes = c.transient_bytes;
+    }
+    sched_op *op = sched_push(st, OP_BACKWARD, i, chunk);
+    if (!op)
+        return -1;
+    op->compute_s = c.backward_s + (split_weight_grad ? 0.0 : c.weight_grad_s);
+    op->comm_s = c.backward_comm_s;
+    op->mem_transient_bytes = c.transient_bytes;
+    op->mem_delta_bytes = -c.activation_bytes;
+    return 0;
+}
+
+int sched_emit_weight_grad(sched_stage *st, const plan *pl, const cm_model *cm, int s,
+                           int chunk, int i)
+{
+    sched_chunk c;
+    sched_chunk_cost(pl, cm, s, chunk, i, false, &c);
+    sched_op *op = sched_push(st, OP_WEIGHT_GRAD, i, chunk);
+    if (!op)
+        return -1;
+    op->compute_s = c.weight_grad_s;
+    return 0;
+}
+
+int sched_emit_p2p(sched_stage *st, const plan *pl, const cm_model *cm, op_kind kind,
+                   int s, int chunk, int i, int peer)
+{
+    /* The tensor crossing a boundary is the output of the sending chunk's last
+     * layer; its gradient has the same size.  Forward sends and backward
+     * receives carry this chunk's output; forward receives and backward sends
+     * carry the previous chunk's. */
+    int p = pl->num_stages;
+    int k = chunk * p + s;
+    bool own_output = (kind == OP_SEND_FORWARD || kind == OP_RECV_BACKWARD);
+    int boundary_layer = own_output ? pl->chunk_start[k + 1] - 1 : pl->chunk_start[k] - 1;
+    sched_op *op = sched_push(st, kind, i, chunk);
+    if (!op)
+        return -1;
+    op->peer = peer;
+    op->bytes = cm->layers[boundary_layer].output_bytes * micro_batch_scale(pl, cm, i);
+    return 0;
+}
+
+int sched_emit_iteration_end(sched_stage *st, const plan *pl, const cm_model *cm, int s)
+{
+    double grad_bytes = 0;
+    for (int j = 0; j < pl->num_chunks; j++) {
+        sched_chunk c;
+        sched_chunk_cost(pl, cm, s, j, -1, false, &c);
+        grad_bytes += c.grad_bytes;
+    }
+    if (pl->data_parallel > 1) {
+        sched_op *ar = sched_push(st, OP_DP_ALLREDUCE, -1, 0);
+        if (!ar)
+            return -1;
+        ar->bytes = grad_bytes;
+    }
+    double opt_s = 0;
+    for (int j = 0; j < pl->num_chunks; j++) {
+        int k = j * pl->num_stages + s;
+        opt_s += cm_optimizer_step_s(cm, pl->chunk_start[k], pl->chunk_start[k + 1]);
+    }
+    if (opt_s > 0) {
+        sched_op *op = sched_push(st, OP_OPTIMIZER, -1, 0);
+        if (!op)
+            return -1;
+        op->compute_s = opt_s;
+    }
+    return 0;
+}
+
+static void stage_static_bytes(sched_stage *st, const plan *pl, const cm_model *cm, int s)
+{
+    mem_stage m;
+    mem_stage_bytes(cm, pl, s, &m);
+    st->static_bytes = m.static_bytes;
+    st->workspace_bytes = m.workspace_bytes;
+}
+
+int sched_build(const plan *pl, const cm_model *cm, schedule *out, np_error *err)
+{
+    int rc = plan_check(pl, "<plan>", err);
+    if (rc)
+        return rc;
+    out->num_stages = pl->num_stages;
+    out->stages = calloc((size_t)pl->num_stages, sizeof *out->stages);
+    if (!out->stages)
+        return np_error_set(err, NP_EXIT_INTERNAL, "<schedule>", "", 0, "out of memory");
+    sched_generator gen = NULL;
+    switch (pl->schedule) {
+    case SCHED_1F1B: gen = sched_gen_1f1b; break;
+    default: break;
+    }
+    if (!gen) {
+        sched_free(out);
+        return np_error_set(err, NP_EXIT_INPUT, "<plan>", "schedule", 0,
+                            "schedule '%s' is not available in this build",
+                            wl_schedule_name(pl->schedule));
+    }
+    for (int s = 0; s < pl->num_stages; s++) {
+        stage_static_bytes(&out->stages[s], pl, cm, s);
+        if (gen(&out->stages[s], pl, cm, s) != 0) {
+            sched_free(out);
+            return np_error_set(err, NP_EXIT_INTERNAL, "<schedule>", "", 0,
+                                "out of memory while generating stage %d", s);
+        }
+    }
+    return sched_check(out, err);
+}
+
+bool sched_skips_recompute(const plan *pl, int stage, int micro_batch)
+{
+    if (!pl->merak_shifted_recompute)
+        return false;
+    int p = pl->num_stages, m = pl->num_micro_batches;
+    return micro_batch >= m - (p - stage);
+}
+
+/* A FIFO per (receiving stage, direction) of micro_batch·p + sending stage. */
+typedef struct check_channel {
+    int *items;
+    int head, tail, capacity;
+} check_channel;
+
+static int channel_push(check_channel *ch, int item)
+{
+    if (ch->tail == ch->capacity) {
+        int cap = ch->capacity ? 2 * ch->capacity : 32;
+        int *items = realloc(ch->items, (size_t)cap * sizeof *items);
+        if (!items)
+            return -1;
+        ch->items = items;
+        ch->capacity = cap;
+    }
+    ch->items[ch->tail++] = item;
+    return 0;
+}
+
+static bool is_recv(int kind) { return kind == OP_RECV_FORWARD || kind == OP_RECV_BACKWARD; }
+static bool is_send(int kind) { return kind == OP_SEND_FORWARD || kind == OP_SEND_BACKWARD; }
+static int direction(int kind) { return kind == OP_SEND_FORWARD || kind == OP_RECV_FORWARD ? 0 : 1; }
+
+/* Executes as many ops of stage s as it can; returns how many it ran,
+ * or -1 with err set on a mismatch. */
+static int check_advance(const schedule *sc, int s, int *pc, check_channel *chans, np_error *err)
+{
+    const sched_stage *st = &sc->stages[s];
+    int ran = 0;
+    while (pc[s] < st->num_ops) {
+        const sched_op *op = &st->ops[pc[s]];
+        if (is_send(op->kind)) {
+            if (op->peer < 0 || op->peer >= sc->num_stages)
+                return np_error_set(err, NP_EXIT_INTERNAL, "<schedule>", "", 0,
+                                    "stage %d op %d sends to stage %d", s, pc[s], op->peer), -1;
+            check_channel *ch = &chans[op->peer * 2 + direction(op->kind)];
+            if (channel_push(ch, op->micro_batch * sc->num_stages + s) != 0)
+                return np_error_set(err, NP_EXIT_INTERNAL, "<schedule>", "", 0, "out of memory"), -1;
+        } else if (is_recv(op->kind)) {
+            check_channel *ch = &chans[s * 2 + direction(op->kind)];
+            if (ch->head == ch->tail)
+                break; /* blocked */
+            int item = ch->items[ch->head++];
+            if (item / sc->num_stages != op->micro_batch || item % sc->num_stages != op->peer)
+                return np_error_set(err, NP_EXIT_INTERNAL, "<schedule>", "", 0,
+                                    "stage %d op %d (%s) expects micro-batch %d from stage %d, "
+                                    "the channel delivers micro-batch %d from stage %d",
+                                    s, pc[s], sched_op_name(op->kind), op->micro_batch, op->peer,
+                                    item / sc->num_stages, item % sc->num_stages), -1;
+        }
+        pc[s]++;
+        ran++;
+    }
+    return ran;
+}
+
+int sched_check(const schedule *sc, np_error *err)
+{
+    int p = sc->num_stages;
+    int *pc = calloc((size_t)p, sizeof *pc);
+    check_channel *chans = calloc((size_t)p * 2, sizeof *chans);
+    int rc = 0;
+    if (!pc || !chans) {
+        rc = np_error_set(err, NP_EXIT_INTERNAL, "<schedule>", "", 0, "out of memory");
+        goto out;
+    }
+    for (;;) {
+        int progress = 0, done = 0;
+        for (int s = 0; s < p; s++) {
+            int ran = check_advance(sc, s, pc, chans, err);
+            if (ran < 0) {
+                rc = NP_EXIT_INTERNAL;
+                goto out;
+            }
+            progress += ran;
+            done += pc[s] == sc->stages[s].num_ops;
+        }
+        if (done == p)
+            break;
+        if (!progress) {
+            int s = 0;
+            while (pc[s] == sc->stages[s].num_ops)
+                s++;
+            rc = np_error_set(err, NP_EXIT_INTERNAL, "<schedule>", "", 0,
+                              "schedule deadlocks: stage %d waits at op %d (%s of micro-batch %d)",
+                              s, pc[s], sched_op_name(sc->stages[s].ops[pc[s]].kind),
+                              sc->stages[s].ops[pc[s]].micro_batch);
+            goto out;
+        }
+    }
+    for (int c = 0; c < 2 * p; c++)
+        if (chans[c].head != chans[c].tail) {
+            rc = np_error_set(err, NP_EXIT_INTERNAL, "<schedule>", "", 0,
+                              "stage %d never receives %d message(s) sent to it",
+                              c / 2, chans[c].tail - chans[c].head);
+            goto out;
+        }
+out:
+    if (chans)
+        for (int c = 0; c < 2 * p; c++)
+            free(chans[c].items);
+    free(chans);
+    free(pc);
+    return rc;
+}

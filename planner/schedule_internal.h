@@ -1,0 +1,53 @@
+/*
+ * schedule_internal.h -- what the schedule generators share (not public).
+ *
+ * Each generator fills the op list of one stage.  They charge work through
+ * the sched_emit_* helpers so that every schedule prices a forward, a
+ * backward, a recompute or a boundary transfer identically; a generator only
+ * decides the order.
+ */
+#ifndef SCHEDULE_INTERNAL_H
+#define SCHEDULE_INTERNAL_H
+
+#include <stdbool.h>
+
+#include "schedule.h"
+
+/* Sum over the layers of one model chunk, for one micro-batch. */
+typedef struct sched_chunk {
+    double forward_s, forward_comm_s;
+    double backward_s, weight_grad_s, backward_comm_s;
+    double recompute_s;
+    double activation_bytes; /* kept from forward to backward */
+    double transient_bytes;  /* largest per-layer recompute working set */
+    double static_bytes, grad_bytes;
+    double output_bytes;
+} sched_chunk;
+
+typedef int (*sched_generator)(sched_stage *st, const plan *pl, const cm_model *cm, int stage);
+
+int sched_gen_1f1b(sched_stage *st, const plan *pl, const cm_model *cm, int stage);
+
+void sched_chunk_cost(const plan *pl, const cm_model *cm, int stage, int chunk,
+                      int micro_batch, bool skip_recompute, sched_chunk *out);
+
+/* Forward of (chunk, micro-batch i): allocates its activations. */
+int sched_emit_forward(sched_stage *st, const plan *pl, const cm_model *cm, int s,
+                       int chunk, int i, bool skip_recompute);
+/* Recompute (when the chunk recomputes) then backward; frees the activations.
+ * split_weight_grad leaves W to a later sched_emit_weight_grad(). */
+int sched_emit_backward(sched_stage *st, const plan *pl, const cm_model *cm, int s,
+                        int chunk, int i, bool skip_recompute, bool split_weight_grad);
+int sched_emit_weight_grad(sched_stage *st, const plan *pl, const cm_model *cm, int s,
+                           int chunk, int i);
+/* A send or receive of the boundary tensor of (chunk, micro-batch i). */
+int sched_emit_p2p(sched_stage *st, const plan *pl, const cm_model *cm, op_kind kind,
+                   int s, int chunk, int i, int peer);
+/* Data-parallel gradient all-reduce and optimizer step. */
+int sched_emit_iteration_end(sched_stage *st, const plan *pl, const cm_model *cm, int s);
+
+/* Merak's shifted critical path: the last p−s micro-batches of stage s keep
+ * their activations instead of recomputing (plan.merak_shifted_recompute). */
+bool sched_skips_recompute(const plan *pl, int stage, int micro_batch);
+
+#endif

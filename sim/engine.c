@@ -1,0 +1,406 @@
+/*
+ * engine.c -- the pipeline-worker actors and the metrics (see engine.h).
+ *
+ * Cost of a run is proportional to the number of SimGrid activities, so the
+ * engine starts as few as the model allows (DESIGN.md: ~50K activities per
+ * CPU-second at 16K hosts): one execution per compute op, one flow per TP
+ * rank per stage-to-stage send, collective flows as collective*.c decides,
+ * zero-length ops skipped.  Per-worker accounting is plain arithmetic on the
+ * simulated clock.
+ */
+#include "engine_internal.h"
+
+#include <simgrid/engine.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <xbt/asserts.h>
+#include <xbt/config.h>
+#include <xbt/log.h>
+
+void engine_init_options(engine_options *o)
+{
+    memset(o, 0, sizeof *o);
+    o->dp_algorithm = COLL_RING_FLOW;
+}
+
+void engine_simgrid_init(int *argc, char **argv)
+{
+    simgrid_init(argc, argv);
+    xbt_log_control_set("root.thresh:critical");
+    /* DESIGN.md, "Recommended SimGrid configuration". */
+    sg_cfg_set_string("network/model", "CM02");
+    sg_cfg_set_boolean("network/crosstraffic", "no");
+    sg_cfg_set_double("network/TCP-gamma", 1e15);
+    sg_cfg_set_int("contexts/stack-size", 64);
+}
+
+/* ---- channels ---------------------------------------------------------- */
+
+static void channel_push(channel *ch, transfer t)
+{
+    if (ch->head == ch->tail)
+        ch->head = ch->tail = 0;
+    if (ch->tail == ch->capacity) {
+        int cap = ch->capacity ? 2 * ch->capacity : 8;
+        transfer *items = realloc(ch->items, (size_t)cap * sizeof *items);
+        if (!items)
+            xbt_die("npusim: out of memory growing a channel");
+        ch->items = items;
+        ch->capacity = cap;
+    }
+    ch->items[ch->tail++] = t;
+}
+
+static int same_node(const engine *e, int rank_a, int rank_b)
+{
+    int per_node = e->pf->cluster.npus_per_node;
+    return rank_a / per_node == rank_b / per_node;
+}
+
+static sg_exec_t flow_start(sg_host_t src, sg_host_t dst, double bytes)
+{
+    sg_host_t hosts[2] = {src, dst};
+    double flops[2] = {0, 0};
+    double comm[4] = {0, bytes, 0, 0};
+    sg_exec_t flow = sg_actor_parallel_exec_init(2, hosts, flops, comm);
+    sg_exec_start(flow);
+    return flow;
+}
+
+void engine_post(engine *e, worker *from, worker *to, int ch, double bytes)
+{
+    double now = engine_now(e);
+    transfer t = {.flows = NULL, .num_flows = 0, .arrive_s = now, .sent_s = now};
+    if (bytes > 0) {
+        for (int r = 0; r < e->tp; r++) {
+            if (same_node(e, from->ranks[r], to->ranks[r])) {
+                double done = now + cl_p2p_time(&e->pf->cluster, bytes, 1);
+                if (done > t.arrive_s)
+                    t.arrive_s = done;
+                continue;
+            }
+            if (!t.flows && !(t.flows = malloc((size_t)e->tp * sizeof *t.flows)))
+                xbt_die("npusim: out of memory posting a transfer");
+            t.flows[t.num_flows++] = flow_start(from->hosts[r], to->hosts[r], bytes);
+            e->activities++;
+        }
+    }
+    channel_push(&to->chan[ch], t);
+    sg_sem_release(to->chan[ch].posted);
+}
+
+double engine_receive(engine *e, worker *w, int ch)
+{
+    double asked = engine_now(e);
+    channel *c = &w->chan[ch];
+    sg_sem_acquire(c->posted);
+    transfer t = c->items[c->head++];
+    for (int i = 0; i < t.num_flows; i++)
+        sg_exec_wait(t.flows[i]); /* releases the flow */
+    free(t.flows);
+    if (t.arrive_s > engine_now(e)) {
+        sg_actor_sleep_until(t.arrive_s + e->t0);
+        e->activities++;
+    }
+    double since = asked > t.sent_s ? asked : t.sent_s;
+    return engine_now(e) - since;
+}
+
+/* ---- the worker actor ---------------------------------------------------- */
+
+static void span_record(worker *w, const sched_op *op, double start_s)
+{
+    if (!w->eng->opt->record_spans)
+        return;
+    if (w->num_spans == w->span_capacity) {
+        int cap = w->span_capacity ? 2 * w->span_capacity : 64;
+        engine_span *s = realloc(w->spans, (size_t)cap * sizeof *s);
+        if (!s)
+            xbt_die("npusim: out of memory recording the timeline");
+        w->spans = s;
+        w->span_capacity = cap;
+    }
+    engine_span *s = &w->spans[w->num_spans++];
+    s->start_s = start_s;
+    s->end_s = engine_now(w->eng);
+    s->memory_bytes = w->mem_bytes;
+    s->micro_batch = op->micro_batch;
+    s->kind = op->kind;
+    s->chunk = op->chunk;
+}
+
+static void mem_acquire(worker *w, const sched_op *op)
+{
+    if (op->mem_delta_bytes > 0)
+        w->mem_bytes += op->mem_delta_bytes;
+    w->mem_bytes += op->mem_transient_bytes;
+    if (w->mem_bytes > w->peak_bytes)
+        w->peak_bytes = w->mem_bytes;
+}
+
+static void mem_release(worker *w, const sched_op *op)
+{
+    w->mem_bytes -= op->mem_transient_bytes;
+    if (op->mem_delta_bytes < 0)
+        w->mem_bytes += op->mem_delta_bytes;
+}
+
+static void run_compute(worker *w, const sched_op *op)
+{
+    double duration_s = op->compute_s + op->comm_s;
+    mem_acquire(w, op);
+    if (duration_s > 0) {
+        sg_actor_execute(duration_s * sg_host_get_speed(w->hosts[0]));
+        w->eng->activities++;
+    }
+    mem_release(w, op);
+    if (op->kind == OP_OPTIMIZER)
+        return;
+    w->busy_s += duration_s;
+    w->tp_comm_s += op->comm_s;
+    if (op->kind == OP_RECOMPUTE)
+        w->recompute_s += duration_s;
+    w->pipeline_end_s = engine_now(w->eng);
+}
+
+static void run_op(worker *w, const sched_op *op)
+{
+    engine *e = w->eng;
+    switch ((op_kind)op->kind) {
+    case OP_FORWARD:
+    case OP_BACKWARD:
+    case OP_WEIGHT_GRAD:
+    case OP_RECOMPUTE:
+    case OP_OPTIMIZER:
+        run_compute(w, op);
+        break;
+    case OP_SEND_FORWARD:
+        engine_post(e, w, engine_worker(e, op->peer, w->replica), CH_FORWARD, op->bytes);
+        break;
+    case OP_SEND_BACKWARD:
+        engine_post(e, w, engine_worker(e, op->peer, w->replica), CH_BACKWARD, op->bytes);
+        break;
+    case OP_RECV_FORWARD:
+        w->p2p_exposed_s += engine_receive(e, w, CH_FORWARD);
+        break;
+    case OP_RECV_BACKWARD:
+        w->p2p_exposed_s += engine_receive(e, w, CH_BACKWARD);
+        break;
+    case OP_DP_ALLREDUCE: {
+        double start = engine_now(e);
+        coll_allreduce(e, w, op->bytes);
+        w->dp_comm_s += engine_now(e) - start;
+        break;
+    }
+    case OP_ALLTOALL:
+    case OP_KIND_COUNT:
+        break;
+    }
+}
+
+static void worker_main(int argc, char **argv)
+{
+    worker *w = sg_actor_self_get_data();
+    const sched_stage *st = &w->eng->sc->stages[w->stage];
+    w->mem_bytes = w->peak_bytes = st->static_bytes + st->workspace_bytes;
+    for (int i = 0; i < st->num_ops; i++) {
+        double start = engine_now(w->eng);
+        run_op(w, &st->ops[i]);
+        span_record(w, &st->ops[i], start);
+    }
+    w->end_s = engine_now(w->eng);
+}
+
+/* ---- set-up, run, metrics ------------------------------------------------ */
+
+static int workers_create(engine *e, np_error *err)
+{
+    int n = e->p * e->dp;
+    e->workers = calloc((size_t)n, sizeof *e->workers);
+    int *ranks = malloc((size_t)n * e->tp * sizeof *ranks);
+    sg_host_t *hosts = malloc((size_t)n * e->tp * sizeof *hosts);
+    if (!e->workers || !ranks || !hosts) {
+        free(ranks);
+        free(hosts);
+        return np_error_set(err, NP_EXIT_INTERNAL, "<engine>", "", 0, "out of memory");
+    }
+    for (int s = 0; s < e->p; s++) {
+        for (int d = 0; d < e->dp; d++) {
+            worker *w = engine_worker(e, s, d);
+            w->stage = s;
+            w->replica = d;
+            w->eng = e;
+            w->ranks = ranks + (size_t)(s * e->dp + d) * e->tp;
+            w->hosts = hosts + (size_t)(s * e->dp + d) * e->tp;
+            /* Megatron's rank order tp-dp-pp: TP fastest, then DP, then PP. */
+            for (int r = 0; r < e->tp; r++) {
+                w->ranks[r] = r + e->tp * (d + e->dp * s);
+                w->hosts[r] = e->pf->host_of_rank[w->ranks[r]];
+            }
+            for (int c = 0; c < CH_COUNT; c++)
+                w->chan[c].posted = sg_sem_init(0);
+        }
+    }
+    return 0;
+}
+
+static void workers_start(engine *e)
+{
+    char name[64];
+    for (int s = 0; s < e->p; s++) {
+        for (int d = 0; d < e->dp; d++) {
+            worker *w = engine_worker(e, s, d);
+            snprintf(name, sizeof name, "stage%d-dp%d", s, d);
+            sg_actor_t a = sg_actor_init(name, w->hosts[0]);
+            sg_actor_set_data(a, w);
+            sg_actor_start(a, worker_main, 0, NULL);
+        }
+    }
+}
+
+static void workers_destroy(engine *e)
+{
+    if (!e->workers)
+        return;
+    for (int i = 0; i < e->p * e->dp; i++) {
+        worker *w = &e->workers[i];
+        for (int c = 0; c < CH_COUNT; c++) {
+            sg_sem_destroy(w->chan[c].posted);
+            free(w->chan[c].items);
+        }
+        free(w->spans);
+    }
+    free(e->workers[0].ranks);
+    free(e->workers[0].hosts);
+    free(e->workers);
+    e->workers = NULL;
+}
+
+static double model_flops_per_iteration(const cm_model *cm, const plan *pl)
+{
+    double per_micro_batch = 0;
+    for (int l = 0; l < cm->num_layers; l++)
+        per_micro_batch += cm->layers[l].forward_flops;
+    double samples = (double)pl->num_micro_batches * cm->micro_batch_size;
+    if (pl->micro_batch_sizes) {
+        samples = 0;
+        for (int i = 0; i < pl->num_micro_batches; i++)
+            samples += pl->micro_batch_sizes[i];
+    }
+    /* forward + backward = 3 forwards (Narayanan et al. SC'21, eq. 3); per
+     * NPU flops times the TP ranks and DP replicas. */
+    return 3.0 * per_micro_batch * (samples / cm->micro_batch_size) * pl->tensor_parallel *
+           pl->data_parallel;
+}
+
+static void stage_metrics(engine *e, int s, engine_stage_metrics *m)
+{
+    memset(m, 0, sizeof *m);
+    m->capacity_bytes = e->pf->cluster.hbm_bytes;
+    for (int d = 0; d < e->dp; d++) {
+        const worker *w = engine_worker(e, s, d);
+        if (w->busy_s > m->busy_s) {
+            m->busy_s = w->busy_s;
+            m->recompute_s = w->recompute_s;
+            m->tp_comm_s = w->tp_comm_s;
+        }
+        if (w->peak_bytes > m->peak_bytes)
+            m->peak_bytes = w->peak_bytes;
+        if (w->p2p_exposed_s > m->p2p_exposed_s)
+            m->p2p_exposed_s = w->p2p_exposed_s;
+        if (w->dp_comm_s > m->dp_comm_s)
+            m->dp_comm_s = w->dp_comm_s;
+    }
+}
+
+static int collect(engine *e, const wl_workload *w, const cm_model *cm, engine_result *out)
+{
+    out->num_stages = e->p;
+    out->stages = calloc((size_t)e->p, sizeof *out->stages);
+    if (!out->stages)
+        return -1;
+    for (int i = 0; i < e->p * e->dp; i++) {
+        const worker *wk = &e->workers[i];
+        if (wk->end_s > out->iteration_s)
+            out->iteration_s = wk->end_s;
+        if (wk->pipeline_end_s > out->pipeline_s)
+            out->pipeline_s = wk->pipeline_end_s;
+    }
+    double idle = 0, busy = 0, comm = 0;
+    for (int s = 0; s < e->p; s++) {
+        engine_stage_metrics *m = &out->stages[s];
+        stage_metrics(e, s, m);
+        m->bubble_ratio = m->busy_s > 0 ? (out->pipeline_s - m->busy_s) / m->busy_s : 0;
+        idle += out->pipeline_s - m->busy_s;
+        busy += m->busy_s;
+        comm += m->tp_comm_s + m->p2p_exposed_s + m->dp_comm_s;
+        if (m->peak_bytes > out->peak_bytes)
+            out->peak_bytes = m->peak_bytes;
+    }
+    out->bubble_ratio = busy > 0 ? idle / busy : 0;
+    out->exposed_comm_s = comm / e->p;
+    out->peak_fraction = out->peak_bytes / e->pf->cluster.hbm_bytes;
+    double npus = (double)e->tp * e->p * e->dp;
+    out->mfu = model_flops_per_iteration(cm, e->pl) /
+               (out->iteration_s * npus * e->pf->cluster.peak_flops);
+    double tokens = (double)w->training.global_batch_size *
+                    (w->model.seq_length > 0 ? w->model.seq_length : 1);
+    out->tokens_per_s = tokens / out->iteration_s;
+    out->activities = e->activities;
+    if (e->opt->record_spans) {
+        int n = e->p * e->dp;
+        out->num_workers = n;
+        out->spans = calloc((size_t)n, sizeof *out->spans);
+        out->num_spans = calloc((size_t)n, sizeof *out->num_spans);
+        if (!out->spans || !out->num_spans)
+            return -1;
+        for (int i = 0; i < n; i++) { /* hand the timelines over */
+            out->spans[i] = e->workers[i].spans;
+            out->num_spans[i] = e->workers[i].num_spans;
+            e->workers[i].spans = NULL;
+        }
+    }
+    return 0;
+}
+
+int engine_run(const sim_platform *pf, const wl_workload *w, const cm_model *cm,
+               const plan *pl, const schedule *sc, const engine_options *o,
+               engine_result *out, np_error *err)
+{
+    memset(out, 0, sizeof *out);
+    engine e = {.pf = pf, .pl = pl, .sc = sc, .opt = o, .tp = pl->tensor_parallel,
+                .dp = pl->data_parallel, .p = pl->num_stages};
+    long needed = (long)e.tp * e.dp * e.p;
+    if (needed != pf->num_npus)
+        return np_error_set(err, NP_EXIT_INPUT, pf->cluster.name, "", 0,
+                            "the plan needs tp·pp·dp = %d·%d·%d = %ld NPUs, the platform has %d",
+                            e.tp, e.p, e.dp, needed, pf->num_npus);
+    int rc = workers_create(&e, err);
+    if (rc)
+        return rc;
+    struct timespec t_start, t_end;
+    clock_gettime(CLOCK_MONOTONIC, &t_start);
+    e.t0 = simgrid_get_clock();
+    workers_start(&e);
+    simgrid_run();
+    clock_gettime(CLOCK_MONOTONIC, &t_end);
+    rc = collect(&e, w, cm, out);
+    out->wall_s = (t_end.tv_sec - t_start.tv_sec) + 1e-9 * (t_end.tv_nsec - t_start.tv_nsec);
+    workers_destroy(&e);
+    if (rc)
+        return np_error_set(err, NP_EXIT_INTERNAL, "<engine>", "", 0, "out of memory");
+    return 0;
+}
+
+void engine_result_free(engine_result *r)
+{
+    free(r->stages);
+    if (r->spans)
+        for (int i = 0; i < r->num_workers; i++)
+            free(r->spans[i]);
+    free(r->spans);
+    free(r->num_spans);
+    memset(r, 0, sizeof *r);
+}

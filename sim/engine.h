@@ -1,0 +1,95 @@
+/*
+ * engine.h -- replaying a schedule on a SimGrid platform.
+ *
+ * One SimGrid actor per pipeline worker: the TP group that holds stage s of
+ * data-parallel replica d (an NPU when TP = 1).  The actor sits on the NPU of
+ * TP rank 0 and replays its stage's op list:
+ *   - compute ops (F, B, W, recompute, optimizer) are SimGrid executions on
+ *     that NPU lasting the op's compute + TP-collective time (TP collectives
+ *     run on the scale-up fabric, which the XML fat tree cannot describe);
+ *   - a send starts one flow per TP rank, from that rank's NPU to the same
+ *     rank of the peer stage, on the fat tree (or a scale-up transfer when
+ *     both NPUs share a server); the receiver waits for all of them;
+ *   - the data-parallel all-reduce runs as flows between the replicas' NPUs
+ *     (collective.h), so it contends with pipeline traffic on the fabric.
+ * A memory tracker follows every allocation the op list declares and keeps
+ * each worker's peak.  Metrics are derived from per-worker accounting at the
+ * end of the run; nothing is sampled.
+ *
+ * SimGrid allows one platform per process; engine_run() may be called several
+ * times on it (each run starts at the current simulated clock).
+ */
+#ifndef SIM_ENGINE_H
+#define SIM_ENGINE_H
+
+#include <stdbool.h>
+
+#include "costmodel.h"
+#include "plan.h"
+#include "platform.h"
+#include "schedule.h"
+#include "workload.h"
+
+typedef enum coll_algorithm {
+    COLL_RING_FLOW = 0, /* one flow per ring edge carrying 2(N−1)/N·S (DESIGN.md) */
+    COLL_ALGORITHM_COUNT
+} coll_algorithm;
+
+typedef struct engine_options {
+    coll_algorithm dp_algorithm;
+    bool record_spans; /* keep per-op spans for a timeline (--trace) */
+} engine_options;
+
+void engine_init_options(engine_options *o);
+
+/* One timeline span of a worker. */
+typedef struct engine_span {
+    double start_s, end_s;
+    double memory_bytes; /* device memory when the span ends */
+    int32_t micro_batch;
+    uint8_t kind; /* op_kind */
+    uint8_t chunk;
+} engine_span;
+
+typedef struct engine_stage_metrics {
+    double busy_s;          /* compute + TP collectives of F/B/W/recompute (slowest replica) */
+    double recompute_s;     /* of which recompute */
+    double tp_comm_s;       /* of which TP collectives */
+    double bubble_ratio;    /* (pipeline time − busy) / busy */
+    double p2p_exposed_s;   /* time blocked on data in flight between stages */
+    double dp_comm_s;       /* data-parallel all-reduce, exposed */
+    double peak_bytes;      /* device memory peak (largest over replicas) */
+    double capacity_bytes;
+} engine_stage_metrics;
+
+typedef struct engine_result {
+    double iteration_s;     /* first op start to last op end, all workers */
+    double pipeline_s;      /* to the end of the last F/B/W: the flush */
+    double bubble_ratio;    /* Σ_s (pipeline − busy_s) / Σ_s busy_s */
+    double exposed_comm_s;  /* mean over stages of TP + exposed p2p + DP time */
+    double peak_bytes;      /* largest device peak */
+    double peak_fraction;   /* peak_bytes / capacity */
+    double mfu;             /* model FLOPs / (iteration · NPUs · peak) */
+    double tokens_per_s;
+    double wall_s;          /* host seconds spent in the simulation */
+    long activities;        /* SimGrid executions and flows started */
+    int num_stages;
+    engine_stage_metrics *stages; /* [num_stages] */
+    /* Timeline, when options.record_spans: spans of worker (s, d) are
+     * spans[s·dp + d][0 .. num_spans[s·dp + d]). */
+    int num_workers;
+    engine_span **spans;
+    int *num_spans;
+} engine_result;
+
+int engine_run(const sim_platform *pf, const wl_workload *w, const cm_model *cm,
+               const plan *pl, const schedule *sc, const engine_options *o,
+               engine_result *out, np_error *err);
+void engine_result_free(engine_result *r);
+
+/* Starts SimGrid for this process with npusim's configuration (DESIGN.md:
+ * CM02, no cross-traffic, no TCP window cap) and quiet logs.  Call once,
+ * before platform_load(). */
+void engine_simgrid_init(int *argc, char **argv);
+
+#endif

@@ -1,0 +1,139 @@
+/*
+ * report.c -- summary table and CSV rows (see report.h).
+ *
+ * Units on screen are the ones a reader of training reports expects: seconds,
+ * tokens/s, percentages, GB (1e9 bytes, as HBM capacities are quoted).  The
+ * CSV keeps SI base units (seconds, bytes, ratios) so that plots need no
+ * parsing.
+ */
+#include "report.h"
+
+#include <errno.h>
+#include <string.h>
+#include <sys/stat.h>
+
+const char report_csv_header[] =
+    "platform,workload,planner,schedule,npus,tp,pp,dp,vpp,micro_batch_size,"
+    "num_micro_batches,global_batch_size,recompute,iteration_s,pipeline_s,tokens_per_s,mfu,"
+    "bubble_ratio,peak_bytes,capacity_bytes,peak_fraction,exposed_comm_s,recompute_s,"
+    "predicted_iteration_s,planner_wall_s,sim_wall_s,activities,overrides";
+
+const char *report_recompute_summary(const plan *pl, char *buf, int size)
+{
+    int count[RECOMPUTE_COUNT] = {0};
+    for (int l = 0; l < pl->num_layers; l++)
+        count[pl->recompute[l]]++;
+    int kinds = 0, only = 0;
+    for (int r = 0; r < RECOMPUTE_COUNT; r++)
+        if (count[r] && r != RECOMPUTE_NONE)
+            kinds++, only = r;
+    if (kinds == 0)
+        snprintf(buf, size, "none");
+    else if (kinds == 1)
+        snprintf(buf, size, "%s", wl_recompute_name((recompute_kind)only));
+    else
+        snprintf(buf, size, "mixed(%d/%d/%d)", count[0], count[1], count[2]);
+    if (pl->merak_shifted_recompute && size > 8)
+        strncat(buf, "+shift", size - strlen(buf) - 1);
+    return buf;
+}
+
+void report_print_header(FILE *out, const report_row *row)
+{
+    const wl_parallel *par = &row->w->parallel;
+    fprintf(out, "npusim: %s on %s (%d NPUs)\n", row->w->name, row->platform, row->num_npus);
+    fprintf(out, "  TP %d  PP %d  DP %d  VPP %d   global batch %ld, micro-batch %d, %d micro-batches "
+                 "per pipeline\n",
+            par->tensor_model_parallel_size, par->pipeline_model_parallel_size,
+            par->data_parallel_size, row->pl->num_chunks, row->w->training.global_batch_size,
+            row->pl->micro_batch_size, row->pl->num_micro_batches);
+}
+
+void report_print_table_head(FILE *out)
+{
+    fprintf(out, "\n%-10s %-13s %-10s %10s %8s %12s %6s %7s %15s %7s %9s %9s %8s\n", "planner",
+            "schedule", "recompute", "iter (s)", "speedup", "tokens/s", "MFU", "bubble",
+            "peak mem (GB)", "mem", "comm (s)", "plan (s)", "sim (s)");
+}
+
+void report_print_table_row(FILE *out, const report_row *row, double baseline_iteration_s)
+{
+    const engine_result *r = row->r;
+    char rc[48];
+    double speedup = baseline_iteration_s > 0 ? baseline_iteration_s / r->iteration_s : 1.0;
+    fprintf(out, "%-10s %-13s %-10s %10.3f %7.2fx %12.0f %5.1f%% %6.1f%% %7.1f / %5.1f %6.1f%% %9.3f %9.3f %8.2f\n",
+            row->pl->planner, wl_schedule_name(row->pl->schedule),
+            report_recompute_summary(row->pl, rc, sizeof rc), r->iteration_s, speedup,
+            r->tokens_per_s, 100 * r->mfu, 100 * r->bubble_ratio, r->peak_bytes / 1e9,
+            row->capacity_bytes / 1e9, 100 * r->peak_fraction, r->exposed_comm_s,
+            row->pl->planner_wall_s, r->wall_s);
+}
+
+void report_print_stages(FILE *out, const report_row *row)
+{
+    const engine_result *r = row->r;
+    fprintf(out, "\n%6s %8s %10s %10s %10s %10s %10s %12s\n", "stage", "layers", "busy (s)",
+            "bubble", "recomp (s)", "p2p (s)", "dp (s)", "peak (GB)");
+    for (int s = 0; s < r->num_stages; s++) {
+        const engine_stage_metrics *m = &r->stages[s];
+        int layers = 0;
+        for (int j = 0; j < row->pl->num_chunks; j++) {
+            int k = j * row->pl->num_stages + s;
+            layers += row->pl->chunk_start[k + 1] - row->pl->chunk_start[k];
+        }
+        fprintf(out, "%6d %8d %10.3f %9.1f%% %10.3f %10.3f %10.3f %12.2f\n", s, layers, m->busy_s,
+                100 * m->bubble_ratio, m->recompute_s, m->p2p_exposed_s, m->dp_comm_s,
+                m->peak_bytes / 1e9);
+    }
+}
+
+static void csv_field(FILE *f, const char *s)
+{
+    if (!strpbrk(s, ",\"\n")) {
+        fputs(s, f);
+        return;
+    }
+    fputc('"', f);
+    for (; *s; s++) {
+        if (*s == '"')
+            fputc('"', f);
+        fputc(*s, f);
+    }
+    fputc('"', f);
+}
+
+int report_csv_append(const char *path, const report_row *row, np_error *err)
+{
+    struct stat st;
+    int is_new = stat(path, &st) != 0 || st.st_size == 0;
+    FILE *f = fopen(path, "a");
+    if (!f)
+        return np_error_set(err, NP_EXIT_INTERNAL, path, "", 0, "cannot open CSV file for append: %s",
+                            strerror(errno));
+    if (is_new)
+        fprintf(f, "%s\n", report_csv_header);
+    const engine_result *r = row->r;
+    const plan *pl = row->pl;
+    char rc[48];
+    csv_field(f, row->platform);
+    fputc(',', f);
+    csv_field(f, row->workload);
+    fprintf(f, ",%s,%s,%d,%d,%d,%d,%d,%d,%d,%ld,%s,", pl->planner, wl_schedule_name(pl->schedule),
+            row->num_npus, pl->tensor_parallel, pl->num_stages, pl->data_parallel, pl->num_chunks,
+            pl->micro_batch_size, pl->num_micro_batches, row->w->training.global_batch_size,
+            report_recompute_summary(pl, rc, sizeof rc));
+    double recompute_s = 0;
+    for (int s = 0; s < r->num_stages; s++)
+        recompute_s += r->stages[s].recompute_s;
+    fprintf(f, "%.9g,%.9g,%.9g,%.6g,%.6g,%.9g,%.9g,%.6g,%.9g,%.9g,%.9g,%.6g,%.6g,%ld,",
+            r->iteration_s, r->pipeline_s, r->tokens_per_s, r->mfu, r->bubble_ratio, r->peak_bytes,
+            row->capacity_bytes, r->peak_fraction, r->exposed_comm_s, recompute_s / r->num_stages,
+            pl->predicted_iteration_s, pl->planner_wall_s, r->wall_s, r->activities);
+    csv_field(f, row->overrides ? row->overrides : "");
+    fputc('\n', f);
+    int failed = ferror(f);
+    if (fclose(f) != 0 || failed)
+        return np_error_set(err, NP_EXIT_INTERNAL, path, "", 0, "cannot write CSV row: %s",
+                            strerror(errno));
+    return 0;
+}

@@ -1,0 +1,40 @@
+/*
+ * report.h -- what a run tells the user: the summary table on stdout and the
+ * CSV row appended to --csv FILE.
+ *
+ * The CSV header is fixed and documented in README.md ("CSV columns"); a row
+ * is written and flushed as soon as its run ends, so a sweep that dies keeps
+ * every finished row.
+ */
+#ifndef SIM_REPORT_H
+#define SIM_REPORT_H
+
+#include <stdio.h>
+
+#include "engine.h"
+
+typedef struct report_row {
+    const char *platform;
+    const char *workload;
+    const wl_workload *w;
+    const plan *pl;
+    const engine_result *r;
+    double capacity_bytes;
+    int num_npus;
+    const char *overrides; /* "--set" assignments joined by ';', or "" */
+} report_row;
+
+extern const char report_csv_header[];
+
+void report_print_header(FILE *out, const report_row *row);
+void report_print_table_head(FILE *out);
+void report_print_table_row(FILE *out, const report_row *row, double baseline_iteration_s);
+void report_print_stages(FILE *out, const report_row *row);
+
+/* Appends one row (and the header if the file is new or empty). */
+int report_csv_append(const char *path, const report_row *row, np_error *err);
+
+/* "none", "selective", "full", or "mixed(n/s/f)" with the layer counts. */
+const char *report_recompute_summary(const plan *pl, char *buf, int size);
+
+#endif

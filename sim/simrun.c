@@ -1,0 +1,246 @@
+/*
+ * simrun.c -- the npusim command line.
+ *
+ *   simrun [options] PLATFORM.xml WORKLOAD.json
+ *
+ * Loads the workload (cheap, so bad input fails before SimGrid starts), then
+ * the platform, builds the cost model, runs the planner, generates the
+ * schedule, replays it on SimGrid and reports.  Every user error is one line
+ * on stderr naming the file and key, with an exit code from np_exit_code.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine.h"
+#include "memory.h"
+#include "planner.h"
+#include "report.h"
+#include "schedule.h"
+
+#define MAX_OVERRIDES 64
+#define MAX_SIMGRID_ARGS 64
+
+static const char usage_text[] =
+    "usage: simrun [options] PLATFORM.xml WORKLOAD.json\n"
+    "\n"
+    "Simulates one training iteration of WORKLOAD on the cluster described by\n"
+    "PLATFORM (a SimGrid XML platform) and prints iteration time, tokens/s, MFU,\n"
+    "pipeline bubble, device memory and exposed communication.\n"
+    "\n"
+    "options:\n"
+    "  --set KEY=VALUE    override a workload key before it is checked (repeatable);\n"
+    "                     KEY is dotted (parallel.data_parallel_size) or bare\n"
+    "                     (data_parallel_size); VALUE is a JSON literal or a string\n"
+    "  --planner NAME     planner to run (default: the workload's \"planner\");\n"
+    "                     NAME is one of: %s\n"
+    "  --schedule NAME    pipeline schedule (default: the workload's \"schedule\")\n"
+    "  --csv FILE         append one result row to FILE (header written if new)\n"
+    "  --stages           also print the per-stage table\n"
+    "  --quiet            print nothing on success (use with --csv)\n"
+    "  --help             this text\n"
+    "  --cfg=NAME:VALUE   passed to SimGrid (e.g. --cfg=network/model:LV08)\n"
+    "\n"
+    "exit codes: 0 success; 1 bad command line; 2 bad or missing input file\n"
+    "(workload, platform); 3 the plan does not fit in device memory;\n"
+    "4 simulation or output failure.\n";
+
+typedef struct cli {
+    const char *platform_path;
+    const char *workload_path;
+    const char *overrides[MAX_OVERRIDES];
+    int num_overrides;
+    const char *planner;
+    const char *schedule;
+    const char *csv_path;
+    int stages, quiet;
+    char *simgrid_argv[MAX_SIMGRID_ARGS];
+    int simgrid_argc;
+} cli;
+
+static void print_usage(FILE *out)
+{
+    char names[256] = "";
+    int n;
+    const planner_desc *all = planner_all(&n);
+    for (int i = 0; i < n; i++) {
+        strncat(names, all[i].name, sizeof names - strlen(names) - 1);
+        if (i + 1 < n)
+            strncat(names, ", ", sizeof names - strlen(names) - 1);
+    }
+    fprintf(out, usage_text, names);
+}
+
+static int usage_error(const char *fmt, const char *arg)
+{
+    fprintf(stderr, "simrun: ");
+    fprintf(stderr, fmt, arg);
+    fprintf(stderr, "\n(run simrun --help for usage)\n");
+    return NP_EXIT_USAGE;
+}
+
+/* Where the value of option a goes, or NULL when a takes no value. */
+static const char **value_option(cli *c, const char *a)
+{
+    if (strcmp(a, "--planner") == 0)
+        return &c->planner;
+    if (strcmp(a, "--schedule") == 0)
+        return &c->schedule;
+    if (strcmp(a, "--csv") == 0)
+        return &c->csv_path;
+    return NULL;
+}
+
+/* Returns -1 to continue, or an exit code. */
+static int parse_args(int argc, char **argv, cli *c)
+{
+    const char *positional[2];
+    int npos = 0;
+    c->simgrid_argv[c->simgrid_argc++] = argv[0];
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        const char **target;
+        const char *value = i + 1 < argc ? argv[i + 1] : NULL;
+        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+            print_usage(stdout);
+            return NP_EXIT_OK;
+        } else if (strncmp(a, "--cfg=", 6) == 0 || strncmp(a, "--log=", 6) == 0) {
+            if (c->simgrid_argc == MAX_SIMGRID_ARGS)
+                return usage_error("too many SimGrid options (at most %s)", "63");
+            c->simgrid_argv[c->simgrid_argc++] = argv[i];
+        } else if (strcmp(a, "--set") == 0) {
+            if (!value)
+                return usage_error("option %s needs KEY=VALUE", a);
+            if (!strchr(value, '='))
+                return usage_error("--set expects KEY=VALUE, got '%s'", value);
+            if (c->num_overrides == MAX_OVERRIDES)
+                return usage_error("too many --set options (at most %s)", "64");
+            c->overrides[c->num_overrides++] = value;
+            i++;
+        } else if ((target = value_option(c, a))) {
+            if (!value)
+                return usage_error("option %s needs a value", a);
+            *target = value;
+            i++;
+        } else if (strcmp(a, "--stages") == 0) {
+            c->stages = 1;
+        } else if (strcmp(a, "--quiet") == 0) {
+            c->quiet = 1;
+        } else if (a[0] == '-' && a[1] != '\0') {
+            return usage_error("unknown option '%s'", a);
+        } else if (npos < 2) {
+            positional[npos++] = a;
+        } else {
+            return usage_error("unexpected argument '%s'", a);
+        }
+    }
+    if (npos < 2)
+        return usage_error("%s", "expected PLATFORM.xml and WORKLOAD.json");
+    c->platform_path = positional[0];
+    c->workload_path = positional[1];
+    c->simgrid_argv[c->simgrid_argc] = NULL;
+    return -1;
+}
+
+static int fail(const np_error *err)
+{
+    char buf[1400];
+    fprintf(stderr, "simrun: %s\n", np_error_format(err, buf, sizeof buf));
+    return err->code ? err->code : NP_EXIT_INTERNAL;
+}
+
+static void join_overrides(const cli *c, char *buf, int size)
+{
+    buf[0] = '\0';
+    for (int i = 0; i < c->num_overrides; i++) {
+        if (i)
+            strncat(buf, ";", size - strlen(buf) - 1);
+        strncat(buf, c->overrides[i], size - strlen(buf) - 1);
+    }
+}
+
+/* The job: everything after argument parsing, with resources released by the
+ * caller whatever happens. */
+typedef struct job {
+    wl_workload w;
+    sim_platform pf;
+    cm_model cm;
+    plan pl;
+    schedule sc;
+    engine_result res;
+} job;
+
+static int run_job(cli *c, job *j, np_error *err)
+{
+    int rc = wl_load(c->workload_path, c->overrides, c->num_overrides, &j->w, err);
+    if (rc)
+        return rc;
+    if (c->schedule) {
+        int s = wl_schedule_by_name(c->schedule);
+        if (s < 0)
+            return np_error_set(err, NP_EXIT_USAGE, "<command line>", "--schedule", 0,
+                                "unknown schedule '%s'", c->schedule);
+        j->w.schedule = (schedule_kind)s;
+    }
+    const char *planner_name = c->planner ? c->planner : j->w.planner;
+    const planner_desc *pd = planner_find(planner_name);
+    if (!pd)
+        return np_error_set(err, c->planner ? NP_EXIT_USAGE : NP_EXIT_INPUT,
+                            c->planner ? "<command line>" : c->workload_path,
+                            c->planner ? "--planner" : "planner", 0, "unknown planner '%s'",
+                            planner_name);
+
+    engine_simgrid_init(&c->simgrid_argc, c->simgrid_argv);
+    if ((rc = platform_load(c->platform_path, &j->pf, err)))
+        return rc;
+    if ((rc = wl_check_cluster(&j->w, j->pf.num_npus, err)))
+        return rc;
+    if ((rc = cm_build(&j->w, &j->pf.cluster, 0, &j->cm, err)))
+        return rc;
+    planner_options po;
+    planner_init_options(&po, &j->w);
+    if ((rc = planner_run(pd, &j->cm, &j->pf.cluster, &j->w, &po, &j->pl, err)))
+        return rc;
+    if ((rc = sched_build(&j->pl, &j->cm, &j->sc, err)))
+        return rc;
+    engine_options eo;
+    engine_init_options(&eo);
+    if ((rc = engine_run(&j->pf, &j->w, &j->cm, &j->pl, &j->sc, &eo, &j->res, err)))
+        return rc;
+
+    char overrides[2048];
+    join_overrides(c, overrides, sizeof overrides);
+    report_row row = {.platform = c->platform_path, .workload = c->workload_path, .w = &j->w,
+                      .pl = &j->pl, .r = &j->res, .capacity_bytes = j->pf.cluster.hbm_bytes,
+                      .num_npus = j->pf.num_npus, .overrides = overrides};
+    if (c->csv_path && (rc = report_csv_append(c->csv_path, &row, err)))
+        return rc;
+    if (!c->quiet) {
+        report_print_header(stdout, &row);
+        report_print_table_head(stdout);
+        report_print_table_row(stdout, &row, 0);
+        if (c->stages)
+            report_print_stages(stdout, &row);
+    }
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    cli c = {0};
+    int rc = parse_args(argc, argv, &c);
+    if (rc >= 0)
+        return rc;
+    job j;
+    memset(&j, 0, sizeof j);
+    np_error err;
+    np_error_clear(&err);
+    rc = run_job(&c, &j, &err);
+    engine_result_free(&j.res);
+    sched_free(&j.sc);
+    plan_free(&j.pl);
+    cm_free(&j.cm);
+    platform_free(&j.pf);
+    wl_free(&j.w);
+    return rc ? fail(&err) : 0;
+}
