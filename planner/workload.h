@@ -121,5 +121,6 @@ int wl_schedule_by_name(const char *name); /* -1 when unknown */
 const char *wl_recompute_name(recompute_kind r);
 int wl_recompute_by_name(const char *name); /* -1 when unknown */
 double wl_dtype_bytes(wl_dtype d);
+const char *wl_dtype_name(wl_dtype d); /* "bf16", "fp16", "fp32" */
 
 #endif
