@@ -1,0 +1,381 @@
+#!/usr/bin/python3
+"""gen_platform.py -- writes npusim's SimGrid platforms (XML, DTD version 4.1).
+
+Every platform is one SimGrid <cluster> whose hosts are NPUs: host `speed` is
+the NPU's peak dense FLOP/s in bf16, and the <prop> elements inside the cluster
+(SimGrid copies them to every host) carry what SimGrid does not model -- the
+property names are exactly those of planner/cluster.h.  Each NPU has one NIC
+link into the scale-out fabric: a 2-level FAT_TREE for the device platforms
+(a 3-level tree takes 8-15 s to build in SimGrid 3.32, see DESIGN.md), a flat
+cluster (one private link per host, no backbone) for the collective tests.
+Host names are "npu-<rank>", rank 0..N-1; ranks of one server are
+consecutive, so server = rank / npus_per_node.
+
+Usage (python standard library only):
+  gen_platform.py --preset 910b --npus 65536 -o /tmp/64k_npu.xml
+      fat-tree platform of any size; --npus must be a multiple of the preset's
+      npus_per_node (or of --npus-per-node).  Options:
+        --preset {910b,a100,h100}   device figures (see PRESETS below)
+        --npus N                    number of NPUs (hosts)
+        --npus-per-node K           override the preset's server size
+        --topo "2;m1,m2;1,w2;1,1"   override the automatic fat-tree shape
+        -o FILE                     output (default: stdout)
+  gen_platform.py --flat N --bandwidth-Bps B --latency-s A -o FILE
+      flat cluster, 1 NPU per node; every host-to-host route has bandwidth B
+      and latency A (each private link carries A/2).
+  gen_platform.py --free-comm N -o FILE
+      "free communication": bandwidths 1e30 B/s, latencies 0, no launch
+      overhead, matmul efficiency 1 (for closed-form bubble-ratio tests).
+  gen_platform.py --all [DIR]
+      regenerates every shipped platform in DIR (default: this script's
+      folder).  The shipped XML files are exactly this output; edit the
+      presets here, not the XML.
+
+Automatic fat-tree shape for N hosts: SimGrid's PGFT "2;m1,m2;w1,w2;p1,p2"
+has m1 hosts under each of m2 leaf switches and w2 spines, each leaf linked
+once to every spine.  We pick m1 = the smallest power of two >= sqrt(N) that
+holds whole servers and leaves at most 128 leaves, m2 = N/m1 and w2 = m1, so
+a leaf has as many up-links as hosts: a non-blocking (1:1) tree, the usual
+build for a training fabric.  1K -> "2;32,32;1,32;1,1", 16K ->
+"2;128,128;1,128;1,1", 64K -> "2;512,128;1,512;1,1".  The cap exists because
+SimGrid 3.32 builds a fat tree in a time that grows with the number of leaves
+(65,536 hosts, measured: 512 leaves 8.6 s, 256 leaves 5.2 s, 128 leaves 2.9 s,
+64 leaves 1.9 s; 16,384 hosts in 128 leaves 0.5 s).  Real switches have far
+fewer ports (a 64K cluster is a 3-level Clos in practice); a 2-level tree with
+the same per-link bandwidth has the same bisection, and a route of 2 links
+inside a leaf and 4 links across the spine.
+"""
+
+import argparse
+import math
+import os
+import sys
+
+# Device presets.  Every figure carries its public source; "assumption" marks
+# the few that have no vendor figure and are order-of-magnitude choices.
+# GB are decimal as marketed (64 GB -> 64e9 B): the true capacity is GiB, and
+# the ~7% difference stands in for memory the runtime reserves.
+PRESETS = {
+    "910b": {
+        "title": "Ascend 910B-class NPUs in Atlas 800T A2-class servers (8 NPUs per server)",
+        "speed_flops": 313e12,
+        "speed_src": "dense FP16/BF16 peak quoted for the Ascend 910B (910B3 bin) "
+        "in public comparisons; cross-check: Huawei CANN platform_config for 910B2 "
+        "gives 24 cube cores x 1.8 GHz x 16^3 MAC x 2 = 353.9 TFLOPS "
+        "(gitcode.com/cann/ops-transformer issue 5487), 910B3 is the lower bin",
+        "hbm_bytes": 64e9,
+        "hbm_src": "64 GB HBM2e (ai.gitee.com/docs/compute/clusters_gpu/ascend_gpu; "
+        "gitcode.com/cann/ops-transformer issue 5487: Atlas A2 memory 64 GB)",
+        "hbm_bandwidth_Bps": 1.6e12,
+        "hbm_bw_src": "1.6 TB/s (gitcode.com/cann/ops-transformer issue 5487: Atlas A2 1.6TB/s)",
+        "npus_per_node": 8,
+        "node_src": "8 NPUs per server, HCCS full mesh (ai.gitee.com Ascend 910B doc: "
+        "'single machine 8-card full interconnect')",
+        "scaleup_bandwidth_Bps": 196e9,
+        "scaleup_src": "HCCS: 7 links x 56 GB/s = 392 GB/s per NPU as commonly quoted "
+        "for the 910B, counted both directions -> 196 GB/s per direction "
+        "(no primary Huawei datasheet found)",
+        "scaleup_latency_s": 2e-6,
+        "scaleup_lat_src": "assumption: a few microseconds per HCCS transfer",
+        "nic_Bps": 25e9,
+        "nic_src": "one 200 GE RoCE v2 port per NPU (200 Gb/s = 25e9 B/s), "
+        "Atlas 800T A2 8 x 200GE",
+        "link_latency_s": 1e-6,
+        "link_lat_src": "assumption: 1 us per link (NIC + Ethernet switch port); "
+        "same-leaf route 2 us, cross-spine route 4 us",
+        "matmul_efficiency": 0.7,
+        "eff_src": "assumption: large-GEMM fraction of peak",
+        "kernel_launch_s": 10e-6,
+        "launch_src": "assumption: per-operator dispatch overhead of CANN",
+    },
+    "a100": {
+        "title": "NVIDIA DGX A100 (8 x A100 SXM4 80GB per node)",
+        "speed_flops": 312e12,
+        "speed_src": "312 TFLOPS dense BF16 Tensor Core (NVIDIA A100 datasheet)",
+        "hbm_bytes": 80e9,
+        "hbm_src": "80 GB HBM2e (NVIDIA A100 80GB datasheet)",
+        "hbm_bandwidth_Bps": 2.039e12,
+        "hbm_bw_src": "2,039 GB/s (NVIDIA A100 80GB SXM datasheet)",
+        "npus_per_node": 8,
+        "node_src": "8 GPUs per DGX A100, NVSwitch (NVIDIA DGX A100 datasheet)",
+        "scaleup_bandwidth_Bps": 300e9,
+        "scaleup_src": "NVLink 3: 600 GB/s per GPU both directions = 300 GB/s per "
+        "direction (NVIDIA A100 datasheet)",
+        "scaleup_latency_s": 1e-6,
+        "scaleup_lat_src": "assumption: about 1 us per NVLink transfer",
+        "nic_Bps": 25e9,
+        "nic_src": "8 x 200 Gb/s HDR InfiniBand per DGX A100 = one 25e9 B/s NIC "
+        "per GPU (NVIDIA DGX A100 datasheet)",
+        "link_latency_s": 0.5e-6,
+        "link_lat_src": "assumption: 0.5 us per link (HCA + ~130 ns IB switch); "
+        "same-leaf route 1 us, cross-spine route 2 us",
+        "matmul_efficiency": 0.8,
+        "eff_src": "assumption: large bf16 GEMMs reach ~250 of 312 TFLOPS",
+        "kernel_launch_s": 5e-6,
+        "launch_src": "assumption: CUDA kernel launch overhead",
+    },
+    "h100": {
+        "title": "NVIDIA H100 SXM5 80GB, 8 per node (DGX H100-class)",
+        "speed_flops": 989e12,
+        "speed_src": "989 TFLOPS dense BF16 Tensor Core (NVIDIA H100 SXM datasheet: "
+        "1,979 TFLOPS with sparsity)",
+        "hbm_bytes": 80e9,
+        "hbm_src": "80 GB HBM3 (NVIDIA H100 SXM datasheet)",
+        "hbm_bandwidth_Bps": 3.35e12,
+        "hbm_bw_src": "3.35 TB/s (NVIDIA H100 SXM datasheet)",
+        "npus_per_node": 8,
+        "node_src": "8 GPUs per DGX H100, NVSwitch (NVIDIA DGX H100 datasheet)",
+        "scaleup_bandwidth_Bps": 450e9,
+        "scaleup_src": "NVLink 4: 900 GB/s per GPU both directions = 450 GB/s per "
+        "direction (NVIDIA H100 SXM datasheet)",
+        "scaleup_latency_s": 1e-6,
+        "scaleup_lat_src": "assumption: about 1 us per NVLink transfer",
+        "nic_Bps": 50e9,
+        "nic_src": "one 400 Gb/s NDR InfiniBand ConnectX-7 per GPU = 50e9 B/s "
+        "(NVIDIA DGX H100 datasheet)",
+        "link_latency_s": 0.5e-6,
+        "link_lat_src": "assumption: 0.5 us per link (HCA + IB switch); "
+        "same-leaf route 1 us, cross-spine route 2 us",
+        "matmul_efficiency": 0.75,
+        "eff_src": "assumption: large bf16 GEMMs reach ~740 of 989 TFLOPS",
+        "kernel_launch_s": 5e-6,
+        "launch_src": "assumption: CUDA kernel launch overhead",
+    },
+}
+
+# "Free communication": every transfer takes ~bytes/1e30 s.  1e30 B/s is far
+# inside double range (SimGrid handles up to 1e300 on this machine) and leaves
+# room for products such as bandwidth x time without overflow.
+FREE_BANDWIDTH_BPS = 1e30
+
+CONFIG = """  <config>
+    <!-- CM02: no TCP latency/bandwidth correction factors; crosstraffic 0: no
+         ACK traffic on the reverse path; TCP-gamma 1e15: no TCP window cap
+         (RDMA fabrics).  All three names are accepted by SimGrid 3.32. -->
+    <prop id="network/model" value="CM02"/>
+    <prop id="network/crosstraffic" value="0"/>
+    <prop id="network/TCP-gamma" value="1e15"/>
+  </config>
+"""
+
+
+MAX_LEAVES = 128
+
+
+def fat_tree_shape(num_npus, npus_per_node=1):
+    """(m1, m2): m1 hosts per leaf -- the smallest power of two >= sqrt(N) that
+    holds whole servers and leaves at most MAX_LEAVES leaves -- and m2 = N / m1."""
+    whole = npus_per_node if npus_per_node & (npus_per_node - 1) == 0 else 1
+    m1 = 1
+    while m1 * m1 < num_npus or m1 % whole or num_npus > m1 * MAX_LEAVES:
+        m1 *= 2
+    while m1 > 1 and num_npus % m1:
+        m1 //= 2
+    if m1 == num_npus:  # a single leaf is not a 2-level tree; split it
+        m1 = max(1, num_npus // 2)
+    return m1, num_npus // m1
+
+
+def fat_tree_topo(num_npus, npus_per_node=1):
+    m1, m2 = fat_tree_shape(num_npus, npus_per_node)
+    return "2;%d,%d;1,%d;1,1" % (m1, m2, m1)
+
+
+def fmt(x):
+    """Engineering notation that reads back as the same double: 64e9, 2e-06 -> 2e-6."""
+    x = float(x)
+    if x == 0:
+        return "0"
+    exp3 = int(math.floor(math.log10(abs(x)) / 3) * 3)
+    if 1e-3 <= abs(x) < 1e3:
+        exp3 = 0
+    for decimals in range(0, 18):
+        mantissa = "%.*f" % (decimals, x / 10.0 ** exp3)
+        if "." in mantissa:
+            mantissa = mantissa.rstrip("0").rstrip(".")
+        text = mantissa if exp3 == 0 else "%se%d" % (mantissa, exp3)
+        if float(text) == x:
+            return text
+    return repr(x)
+
+
+def props_xml(props):
+    """props: list of (name, value, source) -> <prop> lines with comments."""
+    lines = []
+    for name, value, source in props:
+        lines.append("    <!-- %s -->" % source)
+        lines.append('    <prop id="%s" value="%s"/>' % (name, value))
+    return "\n".join(lines) + "\n"
+
+
+def header(title, lines):
+    body = "\n".join("  " + l for l in lines)
+    return (
+        "<?xml version='1.0'?>\n"
+        '<!DOCTYPE platform SYSTEM "https://simgrid.org/simgrid.dtd">\n'
+        "<!--\n  %s\n%s\n  Generated by platforms/gen_platform.py; do not edit by hand.\n-->\n"
+        '<platform version="4.1">\n' % (title, body)
+    )
+
+
+def cluster_xml(num_npus, speed, bw, lat_s, extra_attrs, props):
+    return (
+        '  <cluster id="npus" prefix="npu-" radical="0-%d" suffix="" speed="%sf"\n'
+        '           bw="%sBps" lat="%ss" sharing_policy="SPLITDUPLEX"%s>\n%s  </cluster>\n'
+        % (num_npus - 1, fmt(speed), fmt(bw), fmt(lat_s), extra_attrs, props_xml(props))
+    )
+
+
+def device_props(p, npus_per_node):
+    return [
+        ("hbm_bytes", fmt(p["hbm_bytes"]), "HBM capacity: " + p["hbm_src"]),
+        ("hbm_bandwidth_Bps", fmt(p["hbm_bandwidth_Bps"]), "HBM bandwidth: " + p["hbm_bw_src"]),
+        ("npus_per_node", str(npus_per_node), p["node_src"]),
+        ("scaleup_bandwidth_Bps", fmt(p["scaleup_bandwidth_Bps"]), p["scaleup_src"]),
+        ("scaleup_latency_s", fmt(p["scaleup_latency_s"]), p["scaleup_lat_src"]),
+        ("matmul_efficiency", fmt(p["matmul_efficiency"]), p["eff_src"]),
+        ("kernel_launch_s", fmt(p["kernel_launch_s"]), p["launch_src"]),
+    ]
+
+
+def fat_tree_platform(preset, num_npus, npus_per_node=None, topo=None):
+    p = PRESETS[preset]
+    per_node = npus_per_node or p["npus_per_node"]
+    if num_npus <= 0 or num_npus % per_node:
+        raise ValueError("--npus %d is not a positive multiple of %d NPUs per node"
+                         % (num_npus, per_node))
+    topo = topo or fat_tree_topo(num_npus, per_node)
+    levels = topo.split(";")
+    m = [int(x) for x in levels[1].split(",")]
+    if math.prod(m) != num_npus:
+        raise ValueError("fat tree %s holds %d hosts, not %d" % (topo, math.prod(m), num_npus))
+    lines = [
+        "%d NPUs = %d servers x %d." % (num_npus, num_npus // per_node, per_node),
+        "Host speed: %s." % p["speed_src"],
+        "Scale-out: %s; one NIC link per NPU into a 2-level FAT_TREE"
+        ' "%s" (%d hosts per leaf switch, %d leaves, %d spines, every link %s B/s).'
+        % (p["nic_src"], topo, m[0], m[1], int(levels[2].split(",")[1]), fmt(p["nic_Bps"])),
+        "Link latency: %s." % p["link_lat_src"],
+        "Ranks of one server are consecutive (server = rank / npus_per_node) and share a leaf;",
+        "a real rail-optimised fabric would spread them over leaves instead.",
+    ]
+    return (
+        header("npusim platform: %s" % p["title"], lines)
+        + CONFIG
+        + cluster_xml(num_npus, p["speed_flops"], p["nic_Bps"], p["link_latency_s"],
+                      '\n           topology="FAT_TREE" topo_parameters="%s"' % topo,
+                      device_props(p, per_node))
+        + "</platform>\n"
+    )
+
+
+def flat_platform(num_npus, bandwidth_Bps, latency_s):
+    """Collective-test platform: every route is one host link up and one down."""
+    p = PRESETS["910b"]
+    props = device_props(p, 1)
+    props[2] = ("npus_per_node", "1", "one NPU per node: every transfer crosses the flat fabric")
+    props[3] = ("scaleup_bandwidth_Bps", fmt(bandwidth_Bps), "unused (1 NPU per node); = route bandwidth")
+    props[4] = ("scaleup_latency_s", fmt(latency_s), "unused (1 NPU per node); = route latency")
+    lines = [
+        "Collective-test platform: %d NPUs, 1 NPU per node, flat cluster (no backbone)." % num_npus,
+        "Every host has one private full-duplex link of %s B/s and %s s, so every" % (fmt(bandwidth_Bps), fmt(latency_s / 2)),
+        "host-to-host route has bandwidth B = %s B/s and latency alpha = %s s" % (fmt(bandwidth_Bps), fmt(latency_s)),
+        "(ring all-reduce of S bytes: 2(N-1)(S/(N B) + alpha) on an idle fabric).",
+        "Device figures: the 910b preset of gen_platform.py.",
+    ]
+    return (
+        header("npusim test platform: flat %d" % num_npus, lines)
+        + CONFIG
+        + cluster_xml(num_npus, p["speed_flops"], bandwidth_Bps, latency_s / 2, "", props)
+        + "</platform>\n"
+    )
+
+
+def free_comm_platform(num_npus):
+    p = PRESETS["910b"]
+    per_node = 8
+    props = device_props(p, per_node)
+    free = "free communication"
+    props[3] = ("scaleup_bandwidth_Bps", fmt(FREE_BANDWIDTH_BPS), free)
+    props[4] = ("scaleup_latency_s", "0", free)
+    props[5] = ("matmul_efficiency", "1", "free communication platform: compute at peak")
+    props[6] = ("kernel_launch_s", "0", "free communication platform: no launch overhead")
+    lines = [
+        "Free-communication test platform: %d NPUs, %d per node." % (num_npus, per_node),
+        "Every link %s B/s with latency 0, scale-up the same, matmul_efficiency 1," % fmt(FREE_BANDWIDTH_BPS),
+        "kernel_launch_s 0: a simulation of uniform stages must reproduce the closed-form",
+        "bubble ratios ((p-1)/m for GPipe and 1F1B ...) to rounding.",
+        "Host speed and HBM: the 910b preset (%s)." % p["speed_src"],
+    ]
+    return (
+        header("npusim test platform: free communication, %d NPUs" % num_npus, lines)
+        + CONFIG
+        + cluster_xml(num_npus, p["speed_flops"], FREE_BANDWIDTH_BPS, 0,
+                      '\n           topology="FAT_TREE" topo_parameters="%s"' % fat_tree_topo(num_npus, per_node),
+                      props)
+        + "</platform>\n"
+    )
+
+
+# Every shipped platform: file name -> function producing its text.
+SHIPPED = {
+    "16k_npu.xml": lambda: fat_tree_platform("910b", 16384),
+    "dgx_a100_1024.xml": lambda: fat_tree_platform("a100", 1024),
+    "h100_16k.xml": lambda: fat_tree_platform("h100", 16384),
+    # 2 servers x 4 NPUs, 4 hosts per leaf: rank 4 is behind another leaf.
+    "test_8npu.xml": lambda: fat_tree_platform("910b", 8, npus_per_node=4, topo="2;4,2;1,4;1,1"),
+    "test_16npu.xml": lambda: fat_tree_platform("910b", 16),
+    "test_64npu.xml": lambda: fat_tree_platform("910b", 64),
+    "test_free_comm_8.xml": lambda: free_comm_platform(8),
+    "test_free_comm_16.xml": lambda: free_comm_platform(16),
+    "test_free_comm_32.xml": lambda: free_comm_platform(32),
+    # B = 1e9 B/s, alpha = 10 us: round numbers for closed-form checks.
+    "test_flat_4.xml": lambda: flat_platform(4, 1e9, 10e-6),
+    "test_flat_8.xml": lambda: flat_platform(8, 1e9, 10e-6),
+    "test_flat_16.xml": lambda: flat_platform(16, 1e9, 10e-6),
+}
+
+
+def write(text, path):
+    if path in (None, "-"):
+        sys.stdout.write(text)
+        return
+    with open(path, "w") as f:
+        f.write(text)
+
+
+def main(argv):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    mode = ap.add_mutually_exclusive_group(required=True)
+    mode.add_argument("--preset", choices=sorted(PRESETS))
+    mode.add_argument("--flat", type=int, metavar="N")
+    mode.add_argument("--free-comm", type=int, metavar="N")
+    mode.add_argument("--all", nargs="?", const=os.path.dirname(os.path.abspath(__file__)),
+                      metavar="DIR")
+    ap.add_argument("--npus", type=int)
+    ap.add_argument("--npus-per-node", type=int)
+    ap.add_argument("--topo")
+    ap.add_argument("--bandwidth-Bps", type=float, default=1e9)
+    ap.add_argument("--latency-s", type=float, default=10e-6)
+    ap.add_argument("-o", "--output")
+    a = ap.parse_args(argv)
+    try:
+        if a.all:
+            for name, make in SHIPPED.items():
+                write(make(), os.path.join(a.all, name))
+        elif a.preset:
+            if not a.npus:
+                ap.error("--preset needs --npus")
+            write(fat_tree_platform(a.preset, a.npus, a.npus_per_node, a.topo), a.output)
+        elif a.flat:
+            write(flat_platform(a.flat, a.bandwidth_Bps, a.latency_s), a.output)
+        else:
+            write(free_comm_platform(a.free_comm), a.output)
+    except (ValueError, IndexError) as e:
+        sys.stderr.write("gen_platform.py: %s\n" % e)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
