@@ -1,0 +1,80 @@
+#!/bin/sh
+# cli_test.sh -- end-to-end tests of the simrun binary.
+#   sh tests/cli_test.sh build/simrun
+# Each case runs simrun and checks its exit code and what it prints: bad input
+# must give ONE line on stderr naming the file (and key), a documented exit
+# code, and never a crash.  Ends with "cli: N passed, N failed".
+set -u
+SIMRUN=${1:-build/simrun}
+cd "$(dirname "$0")/.." || exit 2
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+pass=0
+fail=0
+
+ok() { pass=$((pass + 1)); }
+ko() { fail=$((fail + 1)); echo "FAIL: $1"; [ -s "$TMP/err" ] && sed 's/^/    stderr: /' "$TMP/err" | head -5; }
+
+# expect_error NAME EXIT_CODE PATTERN ARGS...: simrun must exit with EXIT_CODE
+# and print exactly one line to stderr containing PATTERN.
+expect_error() {
+    name=$1 code=$2 pattern=$3
+    shift 3
+    "$SIMRUN" "$@" >"$TMP/out" 2>"$TMP/err"
+    got=$?
+    lines=$(wc -l <"$TMP/err")
+    if [ "$got" -ne "$code" ]; then
+        ko "$name: exit $got, expected $code"
+    elif [ "$got" -ge 128 ]; then
+        ko "$name: killed by a signal"
+    elif [ "$lines" -lt 1 ] || ! head -1 "$TMP/err" | grep -q -- "$pattern"; then
+        ko "$name: stderr does not mention '$pattern'"
+    elif [ "$code" -ne 1 ] && [ "$lines" -ne 1 ]; then
+        ko "$name: $lines lines on stderr, expected one"
+    else
+        ok
+    fi
+}
+
+P8=platforms/test_8npu.xml
+W8=workloads/small_gpt.json
+
+# --- success paths ---------------------------------------------------------
+if "$SIMRUN" "$P8" "$W8" >"$TMP/out" 2>"$TMP/err" && grep -q "iter (s)" "$TMP/out" &&
+    grep -q "megatron" "$TMP/out"; then ok; else ko "small run prints the summary table"; fi
+
+"$SIMRUN" --help >"$TMP/out" 2>&1 && grep -q -- "--csv" "$TMP/out" && grep -q "exit codes" "$TMP/out" &&
+    ok || ko "--help documents options and exit codes"
+
+rm -f "$TMP/r.csv"
+"$SIMRUN" --quiet --csv "$TMP/r.csv" "$P8" "$W8" 2>"$TMP/err" &&
+    "$SIMRUN" --quiet --csv "$TMP/r.csv" --set micro_batch_size=2 "$P8" "$W8" 2>>"$TMP/err"
+if [ "$(wc -l <"$TMP/r.csv")" -eq 3 ] && head -1 "$TMP/r.csv" | grep -q '^platform,workload,planner' &&
+    [ "$(grep -c '^platform,' "$TMP/r.csv")" -eq 1 ]; then ok; else ko "--csv appends rows under one header"; fi
+if tail -1 "$TMP/r.csv" | grep -q 'micro_batch_size=2'; then ok; else ko "--csv records the overrides"; fi
+
+# --- bad command line ---------------------------------------------------------
+expect_error "unknown option" 1 "unknown option" --frobnicate "$P8" "$W8"
+expect_error "missing arguments" 1 "expected PLATFORM" "$P8"
+expect_error "unknown planner" 1 "unknown planner" --planner nosuch "$P8" "$W8"
+expect_error "--set without =" 1 "KEY=VALUE" --set nokey "$P8" "$W8"
+
+# --- bad input files ----------------------------------------------------------
+expect_error "missing platform file" 2 "platforms/nosuch.xml" platforms/nosuch.xml "$W8"
+expect_error "missing workload file" 2 "workloads/nosuch.json" "$P8" workloads/nosuch.json
+for f in tests/bad_input/*.json; do
+    [ -e "$f" ] || continue
+    expect_error "bad workload $f" 2 "$f" "$P8" "$f"
+done
+for f in tests/bad_input/platform_*.xml; do
+    [ -e "$f" ] || continue
+    expect_error "bad platform $f" 2 "$f" "$f" "$W8"
+done
+expect_error "tp*pp*dp != NPUs" 2 "16" platforms/test_16npu.xml "$W8"
+expect_error "unknown key override" 2 "nosuch_key" --set nosuch_key=1 "$P8" "$W8"
+expect_error "wrong type override" 2 "pipeline_model_parallel_size" --set pipeline_model_parallel_size='"four"' "$P8" "$W8"
+expect_error "model does not fit" 3 "does not fit" --set num_layers=400 --set hidden_size=8192 \
+    --set num_attention_heads=64 "$P8" "$W8"
+
+echo "cli: $pass passed, $fail failed"
+[ "$fail" -eq 0 ]
