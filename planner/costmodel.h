@@ -80,6 +80,9 @@ typedef struct cm_model {
     double workspace_bytes;   /* reserved per NPU: framework, allocator slack, comm buffers */
     double hbm_bytes;         /* capacity per NPU (copied from the cluster) */
     double hbm_bandwidth_Bps; /* copied from the cluster, for cm_optimizer_step_s() */
+    double kernel_launch_s;   /* copied from the cluster, for cm_optimizer_step_s() */
+    double weight_bytes_per_param;    /* one weight copy (PipeDream's stashed versions) */
+    double optimizer_bytes_per_param; /* HBM traffic of one Adam update per parameter */
 } cm_model;
 
 /* Builds the cost model for micro-batch size b (b <= 0: the workload's
@@ -101,5 +104,25 @@ double cm_optimizer_step_s(const cm_model *m, int first, int last);
  * one TP rank, s = sequence, b = micro-batch, h = hidden, a = heads, t = TP. */
 double cm_korthikanti_activation_bytes(double s, double b, double h, double a, int t,
                                        bool sequence_parallel, recompute_kind r);
+
+/* Building blocks, exposed for planners and tests. */
+/* Roofline time of one operator: max(flops/(peak·efficiency), bytes/HBM bw) + launch. */
+double cm_roofline_s(const cl_cluster *c, double flops, double bytes, double efficiency);
+/* Ring all-reduce of `bytes` over `ranks` NPUs: 2(N−1)(α + S/(N·B)) on the
+ * scale-up fabric (scale-out when the group is wider than a node). */
+double cm_ring_allreduce_s(const cl_cluster *c, int ranks, double bytes);
+/* Ring all-gather or reduce-scatter of a `bytes` tensor: half an all-reduce. */
+double cm_ring_allgather_s(const cl_cluster *c, int ranks, double bytes);
+/* Weights + gradients + optimizer state per parameter (Megatron-LM's
+ * distributed-optimizer table: bf16 18 or 6 + 12/dp, fp16 20 or 4 + 16/dp,
+ * fp32 16 or 8 + 8/dp). */
+double cm_state_bytes_per_param(wl_dtype d, bool distributed_optimizer, int dp);
+/* Bytes per parameter of the gradient reduced over DP (fp32 main grads, fp16: 2). */
+double cm_grad_bytes_per_param(wl_dtype d);
+/* HBM bytes moved per parameter by one Adam step. */
+double cm_optimizer_bytes_per_param(wl_dtype d);
+/* Piecewise-linear interpolation of a table (xs increasing) at q,
+ * extrapolated from the end segments, clamped at 0. */
+double cm_interpolate(const double *xs, const double *ys, int count, double q);
 
 #endif

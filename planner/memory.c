@@ -1,0 +1,293 @@
+/*
+ * memory.c -- device memory of a pipeline stage under a plan.
+ *
+ * Design.  A stage's peak is
+ *   static (weights, gradients, optimizer state, stashed weight versions)
+ *   + the peak of activations kept between forwards and backwards
+ *   + the recompute working set of the backward running at that peak
+ *   + the workspace reserve of the cost model.
+ * Rather than multiply an in-flight count by a per-micro-batch size, the
+ * activation peak is found by replaying the stage's order of forwards and
+ * backwards, the way the schedule generators emit them and the simulator's
+ * memory tracker charges them (a forward allocates its chunk's activations;
+ * a recompute and its backward hold the transient, the backward frees the
+ * activations when it ends).  With uniform micro-batches and chunks this is
+ * exactly mem_inflight() × bytes + transient; the replay also covers
+ * micro-batches of different sizes (CSIMD), interleaved chunks of different
+ * sizes and Merak's shifted recompute, where a product would be wrong.
+ *
+ * In-flight micro-batches at the peak, stage s of p, m micro-batches:
+ *   GPipe (Huang et al. 2019): all m forwards precede the backwards: m.
+ *   1F1B (Narayanan et al. SC'21 §2.2.1; PipeDream-Flush): min(p−s−1, m)
+ *     warm-up forwards, then one forward, one backward: min(p−s, m).
+ *   ZB-H1 (Qi et al. ICLR'24, §2.1): the 1F1B pattern, W passes delayed; its
+ *     peak stays the 1F1B peak on every stage.  The W-pending micro-batches
+ *     (up to s on stage s) keep only their weight-GEMM inputs; the schedule
+ *     frees a micro-batch's activations with its B, and so do we.
+ *   ZB-H2 (Qi et al. §2.2): warm-up forwards fill the time until the first B
+ *     arrives.  With T_F = T_B = T_W stage s starts at time s and receives its
+ *     first B at 2p−1−s, so it runs 2(p−s)−1 forwards first: 2p−1 on stage 0,
+ *     the paper's (2p−1)·M_B peak, 1 on the last stage; capped at m.
+ *   Interleaved 1F1B (Narayanan et al. SC'21 §2.2.2; Megatron-LM
+ *     forward_backward_pipelining_with_interleaving): stage s runs
+ *     W = min(2(p−s−1) + (v−1)·p, m·v) warm-up chunk-forwards, then one
+ *     forward, one backward; forward k runs chunk (k / p) mod v, backward k
+ *     chunk v−1 − (k / p) mod v, on micro-batch (k / (p·v))·p + k mod p.  The
+ *     peak holds W+1 (chunk, micro-batch) pairs (all m·v when W = m·v), spread
+ *     over the chunks as the first W+1 forwards fall: on stage 0 chunk 0 holds
+ *     2p−1, the others p, i.e. (1 + (p−1)/(p·v)) of the stage's layers' worth
+ *     (DESIGN.md), which is BMPipe's α.  (Older Megatron also runs all
+ *     forwards first when m = p; we follow the general formula.)
+ *   PipeDream (Narayanan et al. SOSP'19), asynchronous with weight stashing:
+ *     activations as 1F1B; stage s keeps one weight version per in-flight
+ *     micro-batch, the live weights plus min(p−s, m)−1 stashed copies.
+ *   PipeDream-2BW (Narayanan et al. ICML'21): activations as 1F1B, two weight
+ *     versions: one extra copy.
+ */
+#include "memory.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define BYTES_PER_GB 1e9
+
+static int min_int(int a, int b)
+{
+    return a < b ? a : b;
+}
+
+static int interleaved_warmup(int p, int s, int m, int v)
+{
+    int warmup = 2 * (p - s - 1) + (v - 1) * p;
+    return min_int(warmup, m * v);
+}
+
+/* Pipeline stages process these many micro-batches at their activation peak
+ * (non-interleaved schedules). */
+static int inflight_stage(schedule_kind sched, int p, int s, int m)
+{
+    switch (sched) {
+    case SCHED_GPIPE: return m;
+    case SCHED_ZB_H2: return min_int(2 * (p - s) - 1, m);
+    default: return min_int(p - s, m);
+    }
+}
+
+double mem_inflight(schedule_kind sched, int p, int s, int m, int v, int chunk)
+{
+    if (p <= 0 || s < 0 || s >= p || m <= 0)
+        return 0.0;
+    if (sched != SCHED_INTERLEAVED || v <= 1)
+        return chunk == 0 ? inflight_stage(sched, p, s, m) : 0.0;
+    if (chunk < 0 || chunk >= v)
+        return 0.0;
+    int held = min_int(interleaved_warmup(p, s, m, v) + 1, m * v);
+    int count = 0;
+    for (int k = 0; k < held; k++)
+        if ((k / p) % v == chunk)
+            count++;
+    return count;
+}
+
+/* ---- per-chunk sums of the plan ------------------------------------------ */
+
+typedef struct chunk_cost {
+    double activation_bytes; /* kept under the plan's recompute */
+    double activation_none;  /* kept with no recompute (Merak's skipped micro-batches) */
+    double transient_bytes;  /* largest per-layer recompute working set */
+    double state_bytes;
+    double weight_bytes;
+} chunk_cost;
+
+static void chunk_sum(const cm_model *cm, const plan *pl, int s, int chunk, chunk_cost *out)
+{
+    int k = chunk * pl->num_stages + s;
+    memset(out, 0, sizeof *out);
+    for (int l = pl->chunk_start[k]; l < pl->chunk_start[k + 1]; l++) {
+        const cm_layer *ly = &cm->layers[l];
+        recompute_kind r = pl->recompute ? pl->recompute[l] : RECOMPUTE_NONE;
+        out->activation_bytes += ly->activation_bytes[r];
+        out->activation_none += ly->activation_bytes[RECOMPUTE_NONE];
+        out->transient_bytes = fmax(out->transient_bytes, ly->activation_bytes[RECOMPUTE_NONE] -
+                                                              ly->activation_bytes[r]);
+        out->state_bytes += ly->state_bytes;
+        out->weight_bytes += ly->params * cm->weight_bytes_per_param;
+    }
+}
+
+/* ---- replay of the stage's forward / backward order ------------------- */
+
+typedef struct replay {
+    const cm_model *cm;
+    const plan *pl;
+    int s;
+    const chunk_cost *chunks;
+    double held, peak_held, peak_total;
+} replay;
+
+static double mb_scale(const replay *r, int mb)
+{
+    const plan *pl = r->pl;
+    if (!pl->micro_batch_sizes || mb < 0 || mb >= pl->num_micro_batches ||
+        r->cm->micro_batch_size <= 0)
+        return 1.0;
+    return (double)pl->micro_batch_sizes[mb] / r->cm->micro_batch_size;
+}
+
+/* Merak's shifted critical path, as the schedule generators apply it. */
+static bool skips_recompute(const plan *pl, int s, int mb)
+{
+    return pl->merak_shifted_recompute && mb >= pl->num_micro_batches - (pl->num_stages - s);
+}
+
+static double kept_bytes(const replay *r, int chunk, int mb)
+{
+    const chunk_cost *c = &r->chunks[chunk];
+    bool skip = skips_recompute(r->pl, r->s, mb);
+    return mb_scale(r, mb) * (skip ? c->activation_none : c->activation_bytes);
+}
+
+static void replay_forward(replay *r, int chunk, int mb)
+{
+    r->held += kept_bytes(r, chunk, mb);
+    r->peak_held = fmax(r->peak_held, r->held);
+    r->peak_total = fmax(r->peak_total, r->held);
+}
+
+static void replay_backward(replay *r, int chunk, int mb)
+{
+    bool skip = skips_recompute(r->pl, r->s, mb);
+    double transient = skip ? 0.0 : mb_scale(r, mb) * r->chunks[chunk].transient_bytes;
+    r->peak_total = fmax(r->peak_total, r->held + transient);
+    r->held -= kept_bytes(r, chunk, mb);
+}
+
+/* Warm-up forwards, then one forward and one backward, then the drain: the
+ * order of GPipe (warm-up m), 1F1B and its variants (warm-up k−1). */
+static void replay_flat(replay *r, int warmup, int m)
+{
+    int f = 0, b = 0;
+    for (; f < warmup; f++)
+        replay_forward(r, 0, f);
+    for (; f < m; f++, b++) {
+        replay_forward(r, 0, f);
+        replay_backward(r, 0, b);
+    }
+    for (; b < m; b++)
+        replay_backward(r, 0, b);
+}
+
+/* Forwards before the first backward: GPipe runs all m, the 1F1B family
+ * k − 1 so that the next forward brings the stage to its k in flight. */
+static int flat_warmup(schedule_kind sched, int p, int s, int m)
+{
+    int k = inflight_stage(sched, p, s, m);
+    return sched == SCHED_GPIPE ? k : k - 1;
+}
+
+static void interleaved_step(int k, int p, int v, bool forward, int *chunk, int *mb)
+{
+    int in_group = (k / p) % v;
+    *chunk = forward ? in_group : v - 1 - in_group;
+    *mb = (k / (p * v)) * p + k % p;
+}
+
+static void replay_interleaved(replay *r, int p, int m, int v)
+{
+    int total = m * v, warmup = interleaved_warmup(p, r->s, m, v);
+    int f = 0, b = 0, chunk, mb;
+    for (; f < warmup; f++) {
+        interleaved_step(f, p, v, true, &chunk, &mb);
+        replay_forward(r, chunk, mb);
+    }
+    for (; f < total; f++, b++) {
+        interleaved_step(f, p, v, true, &chunk, &mb);
+        replay_forward(r, chunk, mb);
+        interleaved_step(b, p, v, false, &chunk, &mb);
+        replay_backward(r, chunk, mb);
+    }
+    for (; b < total; b++) {
+        interleaved_step(b, p, v, false, &chunk, &mb);
+        replay_backward(r, chunk, mb);
+    }
+}
+
+static double stashed_weight_bytes(const plan *pl, int s, double weight_bytes)
+{
+    int p = pl->num_stages, m = pl->num_micro_batches;
+    if (pl->schedule == SCHED_PIPEDREAM)
+        return (inflight_stage(SCHED_1F1B, p, s, m) - 1) * weight_bytes;
+    if (pl->schedule == SCHED_PIPEDREAM_2BW)
+        return weight_bytes;
+    return 0.0;
+}
+
+void mem_stage_bytes(const cm_model *cm, const plan *pl, int s, mem_stage *out)
+{
+    int p = pl->num_stages, m = pl->num_micro_batches;
+    int v = pl->num_chunks > 0 ? pl->num_chunks : 1;
+    chunk_cost *chunks = calloc((size_t)v, sizeof *chunks);
+    memset(out, 0, sizeof *out);
+    out->workspace_bytes = cm->workspace_bytes;
+    out->capacity_bytes = cm->hbm_bytes;
+    if (!chunks)
+        return;
+    double weights = 0.0;
+    for (int j = 0; j < v; j++) {
+        chunk_sum(cm, pl, s, j, &chunks[j]);
+        out->static_bytes += chunks[j].state_bytes;
+        weights += chunks[j].weight_bytes;
+    }
+    out->static_bytes += stashed_weight_bytes(pl, s, weights);
+    replay r = {cm, pl, s, chunks, 0.0, 0.0, 0.0};
+    if (pl->schedule == SCHED_INTERLEAVED && v > 1)
+        replay_interleaved(&r, p, m, v);
+    else
+        replay_flat(&r, flat_warmup(pl->schedule, p, s, m), m);
+    free(chunks);
+    out->activation_bytes = r.peak_held;
+    out->transient_bytes = r.peak_total - r.peak_held;
+    out->total_bytes = out->static_bytes + out->activation_bytes + out->transient_bytes +
+                       out->workspace_bytes;
+}
+
+/* ---- the fit check -------------------------------------------------------- */
+
+static int describe_stage(char *buf, int size, int s, const mem_stage *st)
+{
+    return snprintf(buf, size,
+                    "stage %d needs %.2f GB (static %.2f + activations %.2f + recompute %.2f"
+                    " + workspace %.2f) but has %.2f GB: does not fit",
+                    s, st->total_bytes / BYTES_PER_GB, st->static_bytes / BYTES_PER_GB,
+                    st->activation_bytes / BYTES_PER_GB, st->transient_bytes / BYTES_PER_GB,
+                    st->workspace_bytes / BYTES_PER_GB, st->capacity_bytes / BYTES_PER_GB);
+}
+
+int mem_check_fits(const cm_model *cm, const plan *pl, np_error *err)
+{
+    char text[sizeof err->text], line[256];
+    const int reserve = 48; /* room for "; and N more stages do not fit" */
+    int used = 0, failing = 0, listed = 0;
+    text[0] = '\0';
+    for (int s = 0; s < pl->num_stages; s++) {
+        mem_stage st;
+        mem_stage_bytes(cm, pl, s, &st);
+        if (st.total_bytes <= st.capacity_bytes)
+            continue;
+        failing++;
+        int n = describe_stage(line, (int)sizeof line, s, &st);
+        if (used + n + 2 >= (int)sizeof text - reserve)
+            continue;
+        used += snprintf(text + used, sizeof text - used, "%s%s", listed ? "; " : "", line);
+        listed++;
+    }
+    if (!failing)
+        return 0;
+    if (listed < failing)
+        snprintf(text + used, sizeof text - used, "; and %d more stages do not fit",
+                 failing - listed);
+    return np_error_set(err, NP_EXIT_NOFIT, pl->planner[0] ? pl->planner : "<plan>", "", 0,
+                        "%s", text);
+}
