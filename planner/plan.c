@@ -32,6 +32,8 @@ void plan_free(plan *pl)
     free(pl->chunk_start);
     free(pl->recompute);
     free(pl->micro_batch_sizes);
+    free(pl->recompute_units);
+    pl->recompute_units = NULL;
     pl->chunk_start = NULL;
     pl->recompute = NULL;
     pl->micro_batch_sizes = NULL;
@@ -47,6 +49,7 @@ int plan_copy(plan *dst, const plan *src)
     dst->chunk_start = starts;
     dst->recompute = rc;
     dst->micro_batch_sizes = NULL;
+    dst->recompute_units = NULL;
     memcpy(starts, src->chunk_start, ((size_t)src->num_stages * src->num_chunks + 1) * sizeof *starts);
     memcpy(rc, src->recompute, (size_t)src->num_layers * sizeof *rc);
     if (src->micro_batch_sizes) {
@@ -56,7 +59,46 @@ int plan_copy(plan *dst, const plan *src)
         memcpy(dst->micro_batch_sizes, src->micro_batch_sizes,
                (size_t)src->num_micro_batches * sizeof(int));
     }
+    if (src->recompute_units) {
+        if (plan_use_recompute_units(dst))
+            return -1;
+        memcpy(dst->recompute_units, src->recompute_units,
+               (size_t)src->num_layers * sizeof *dst->recompute_units);
+    }
     return 0;
+}
+
+int plan_use_recompute_units(plan *pl)
+{
+    free(pl->recompute_units);
+    pl->recompute_units = calloc((size_t)pl->num_layers, sizeof *pl->recompute_units);
+    return pl->recompute_units ? 0 : -1;
+}
+
+void plan_layer_recompute(const plan *pl, const cm_model *cm, int layer, bool skip_recompute,
+                          plan_layer_cost *out)
+{
+    const cm_layer *ly = &cm->layers[layer];
+    double kept_all = ly->activation_bytes[RECOMPUTE_NONE];
+    if (skip_recompute) {
+        *out = (plan_layer_cost){0, kept_all, 0};
+        return;
+    }
+    if (pl->recompute_units) {
+        /* Recomputing a unit drops the bytes it keeps and costs its forward. */
+        double time_s = 0, dropped = 0;
+        for (int u = 0; u < ly->num_units; u++) {
+            if (pl->recompute_units[layer] & (1u << u)) {
+                time_s += ly->units[u].forward_s;
+                dropped += ly->units[u].activation_bytes;
+            }
+        }
+        *out = (plan_layer_cost){time_s, kept_all - dropped, dropped};
+        return;
+    }
+    recompute_kind r = pl->recompute[layer];
+    *out = (plan_layer_cost){ly->recompute_s[r], ly->activation_bytes[r],
+                             kept_all - ly->activation_bytes[r]};
 }
 
 int plan_stage_of_layer(const plan *pl, int layer, int *chunk)

@@ -11,6 +11,7 @@
 #define PLAN_H
 
 #include <stdbool.h>
+#include <stdint.h>
 
 #include "costmodel.h"
 #include "np_error.h"
@@ -24,6 +25,10 @@ typedef struct plan {
     int num_layers;        /* length of the cost model's layer array */
     int *chunk_start;      /* [p·v + 1], chunk_start[0] = 0, [p·v] = num_layers */
     recompute_kind *recompute; /* [num_layers] */
+    /* Per-unit recompute (AdaPipe): when non-NULL, layer l recomputes the
+     * units of cm_layer.units whose bit is set in recompute_units[l], and
+     * recompute[l] is ignored for it.  NULL for every other planner. */
+    uint16_t *recompute_units;
     int micro_batch_size;
     int num_micro_batches; /* m, per pipeline per iteration */
     int *micro_batch_sizes;/* [m] when micro-batches differ (CSIMD), else NULL */
@@ -38,6 +43,23 @@ typedef struct plan {
 int plan_init(plan *pl, int num_stages, int num_chunks, int num_layers);
 void plan_free(plan *pl);
 int plan_copy(plan *dst, const plan *src);
+
+/* What layer l costs under the plan's recompute decision for it (none when
+ * skip_recompute, as Merak's shifted critical path asks): the recompute time
+ * before its backward, the activation bytes it keeps between forward and
+ * backward, and the extra bytes the recompute materialises while it runs.
+ * The one place that turns a recompute decision into time and bytes: the
+ * schedules and the memory model both call it. */
+typedef struct plan_layer_cost {
+    double recompute_s;
+    double activation_bytes;
+    double transient_bytes;
+} plan_layer_cost;
+void plan_layer_recompute(const plan *pl, const cm_model *cm, int layer, bool skip_recompute,
+                          plan_layer_cost *out);
+
+/* Allocates recompute_units (all zero) for a per-unit plan. */
+int plan_use_recompute_units(plan *pl);
 
 /* Stage and virtual chunk holding layer l. */
 int plan_stage_of_layer(const plan *pl, int layer, int *chunk);

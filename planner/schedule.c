@@ -75,17 +75,17 @@ void sched_chunk_cost(const plan *pl, const cm_model *cm, int stage, int chunk,
     double scale = micro_batch_scale(pl, cm, micro_batch);
     for (int l = first; l < last; l++) {
         const cm_layer *ly = &cm->layers[l];
-        recompute_kind r = skip_recompute ? RECOMPUTE_NONE : pl->recompute[l];
+        plan_layer_cost rc;
+        plan_layer_recompute(pl, cm, l, skip_recompute, &rc);
         out->forward_s += ly->forward_s;
         out->forward_comm_s += ly->tp_forward_s;
         out->backward_s += ly->backward_s;
         out->weight_grad_s += ly->weight_grad_s;
         out->backward_comm_s += ly->tp_backward_s;
-        out->recompute_s += ly->recompute_s[r];
-        out->activation_bytes += ly->activation_bytes[r];
-        double transient = ly->activation_bytes[RECOMPUTE_NONE] - ly->activation_bytes[r];
-        if (transient > out->transient_bytes)
-            out->transient_bytes = transient;
+        out->recompute_s += rc.recompute_s;
+        out->activation_bytes += rc.activation_bytes;
+        if (rc.transient_bytes > out->transient_bytes)
+            out->transient_bytes = rc.transient_bytes;
         out->static_bytes += ly->state_bytes;
         out->grad_bytes += ly->grad_bytes;
     }
