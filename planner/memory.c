@@ -45,6 +45,7 @@
  *     versions: one extra copy.
  */
 #include "memory.h"
+#include "schedule_internal.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -107,11 +108,11 @@ static void chunk_sum(const cm_model *cm, const plan *pl, int s, int chunk, chun
     memset(out, 0, sizeof *out);
     for (int l = pl->chunk_start[k]; l < pl->chunk_start[k + 1]; l++) {
         const cm_layer *ly = &cm->layers[l];
-        recompute_kind r = pl->recompute ? pl->recompute[l] : RECOMPUTE_NONE;
-        out->activation_bytes += ly->activation_bytes[r];
+        plan_layer_cost rc;
+        plan_layer_recompute(pl, cm, l, false, &rc);
+        out->activation_bytes += rc.activation_bytes;
         out->activation_none += ly->activation_bytes[RECOMPUTE_NONE];
-        out->transient_bytes = fmax(out->transient_bytes, ly->activation_bytes[RECOMPUTE_NONE] -
-                                                              ly->activation_bytes[r]);
+        out->transient_bytes = fmax(out->transient_bytes, rc.transient_bytes);
         out->state_bytes += ly->state_bytes;
         out->weight_bytes += ly->params * cm->weight_bytes_per_param;
     }
@@ -136,16 +137,11 @@ static double mb_scale(const replay *r, int mb)
     return (double)pl->micro_batch_sizes[mb] / r->cm->micro_batch_size;
 }
 
-/* Merak's shifted critical path, as the schedule generators apply it. */
-static bool skips_recompute(const plan *pl, int s, int mb)
-{
-    return pl->merak_shifted_recompute && mb >= pl->num_micro_batches - (pl->num_stages - s);
-}
 
 static double kept_bytes(const replay *r, int chunk, int mb)
 {
     const chunk_cost *c = &r->chunks[chunk];
-    bool skip = skips_recompute(r->pl, r->s, mb);
+    bool skip = sched_skips_recompute(r->pl, r->s, mb);
     return mb_scale(r, mb) * (skip ? c->activation_none : c->activation_bytes);
 }
 
@@ -158,7 +154,7 @@ static void replay_forward(replay *r, int chunk, int mb)
 
 static void replay_backward(replay *r, int chunk, int mb)
 {
-    bool skip = skips_recompute(r->pl, r->s, mb);
+    bool skip = sched_skips_recompute(r->pl, r->s, mb);
     double transient = skip ? 0.0 : mb_scale(r, mb) * r->chunks[chunk].transient_bytes;
     r->peak_total = fmax(r->peak_total, r->held + transient);
     r->held -= kept_bytes(r, chunk, mb);
