@@ -14,6 +14,7 @@
 
 #include "engine.h"
 #include "memory.h"
+#include "plan_json.h"
 #include "planner.h"
 #include "report.h"
 #include "schedule.h"
@@ -33,7 +34,12 @@ static const char usage_text[] =
     "                     KEY is dotted (parallel.data_parallel_size) or bare\n"
     "                     (data_parallel_size); VALUE is a JSON literal or a string\n"
     "  --planner NAME     planner to run (default: the workload's \"planner\");\n"
-    "                     NAME is one of: %s\n"
+    "                     NAME is one of: %s;\n"
+    "                     \"all\" simulates every planner's plan and prints one table\n"
+    "                     (speed-up is relative to the first row, Megatron's)\n"
+    "  --plan-out FILE    write the plan as JSON (with --planner all: FILE.NAME.json\n"
+    "                     for each planner)\n"
+    "  --plan FILE        replay a saved plan instead of running a planner\n"
     "  --schedule NAME    pipeline schedule (default: the workload's \"schedule\")\n"
     "  --csv FILE         append one result row to FILE (header written if new)\n"
     "  --stages           also print the per-stage table\n"
@@ -53,6 +59,8 @@ typedef struct cli {
     const char *planner;
     const char *schedule;
     const char *csv_path;
+    const char *plan_in;
+    const char *plan_out;
     int stages, quiet;
     char *simgrid_argv[MAX_SIMGRID_ARGS];
     int simgrid_argc;
@@ -88,6 +96,10 @@ static const char **value_option(cli *c, const char *a)
         return &c->schedule;
     if (strcmp(a, "--csv") == 0)
         return &c->csv_path;
+    if (strcmp(a, "--plan") == 0)
+        return &c->plan_in;
+    if (strcmp(a, "--plan-out") == 0)
+        return &c->plan_out;
     return NULL;
 }
 
@@ -159,18 +171,137 @@ static void join_overrides(const cli *c, char *buf, int size)
     }
 }
 
-/* The job: everything after argument parsing, with resources released by the
- * caller whatever happens. */
+/* What every planner's run shares: the workload, the platform and the cost
+ * model of the workload's own parallel configuration. */
 typedef struct job {
     wl_workload w;
     sim_platform pf;
     cm_model cm;
-    plan pl;
-    schedule sc;
-    engine_result res;
+    char overrides[2048];
+    double baseline_iteration_s; /* the first successful run, for speed-ups */
+    int rows;
 } job;
 
-static int run_job(cli *c, job *j, np_error *err)
+/* The cost model a plan runs on: the job's, unless the planner chose other
+ * parallel sizes or another micro-batch size (TensorOpt's frontier does). */
+static int plan_cost_model(const job *j, const plan *pl, cm_model *own, const cm_model **cm,
+                           np_error *err)
+{
+    const wl_parallel *par = &j->w.parallel;
+    if (pl->tensor_parallel == par->tensor_model_parallel_size &&
+        pl->data_parallel == par->data_parallel_size &&
+        pl->num_stages == par->pipeline_model_parallel_size &&
+        pl->micro_batch_size == j->cm.micro_batch_size) {
+        *cm = &j->cm;
+        return 0;
+    }
+    wl_workload w = j->w; /* shallow: only sizes change */
+    w.parallel.tensor_model_parallel_size = pl->tensor_parallel;
+    w.parallel.data_parallel_size = pl->data_parallel;
+    w.parallel.pipeline_model_parallel_size = pl->num_stages;
+    int rc = cm_build(&w, &j->pf.cluster, pl->micro_batch_size, own, err);
+    *cm = own;
+    return rc;
+}
+
+/* Simulates one plan and reports it (table row, CSV row, plan file). */
+static int simulate_and_report(const cli *c, job *j, plan *pl, const char *plan_out,
+                               np_error *err)
+{
+    cm_model own = {0};
+    const cm_model *cm;
+    schedule sc = {0};
+    engine_result res = {0};
+    int rc = plan_cost_model(j, pl, &own, &cm, err);
+    if (!rc && plan_out)
+        rc = plan_write_json(plan_out, pl, c->workload_path, err);
+    if (!rc)
+        rc = sched_build(pl, cm, &sc, err);
+    if (!rc) {
+        engine_options eo;
+        engine_init_options(&eo);
+        rc = engine_run(&j->pf, &j->w, cm, pl, &sc, &eo, &res, err);
+    }
+    if (!rc) {
+        report_row row = {.platform = c->platform_path, .workload = c->workload_path, .w = &j->w,
+                          .pl = pl, .r = &res, .capacity_bytes = j->pf.cluster.hbm_bytes,
+                          .num_npus = j->pf.num_npus, .overrides = j->overrides};
+        if (c->csv_path)
+            rc = report_csv_append(c->csv_path, &row, err);
+        if (!j->baseline_iteration_s)
+            j->baseline_iteration_s = res.iteration_s;
+        if (!c->quiet) {
+            if (j->rows++ == 0) {
+                report_print_header(stdout, &row);
+                report_print_table_head(stdout);
+            }
+            report_print_table_row(stdout, &row, j->baseline_iteration_s);
+            if (c->stages)
+                report_print_stages(stdout, &row);
+            fflush(stdout);
+        }
+    }
+    engine_result_free(&res);
+    sched_free(&sc);
+    if (cm == &own)
+        cm_free(&own);
+    return rc;
+}
+
+/* "plans/x.json" for one planner; "plans/x.NAME.json" for each of several. */
+static const char *plan_out_path(const cli *c, const char *planner, int several, char *buf,
+                                 int size)
+{
+    if (!c->plan_out || !several)
+        return c->plan_out;
+    const char *dot = strrchr(c->plan_out, '.');
+    int stem = dot && dot > strrchr(c->plan_out, '/') ? (int)(dot - c->plan_out)
+                                                      : (int)strlen(c->plan_out);
+    snprintf(buf, size, "%.*s.%s%s", stem, c->plan_out, planner, dot ? dot : ".json");
+    return buf;
+}
+
+static int run_planner(const cli *c, job *j, const planner_desc *pd, int several, np_error *err)
+{
+    planner_options po;
+    planner_init_options(&po, &j->w);
+    plan pl = {0};
+    char path[1024];
+    int rc = planner_run(pd, &j->cm, &j->pf.cluster, &j->w, &po, &pl, err);
+    if (!rc)
+        rc = simulate_and_report(c, j, &pl, plan_out_path(c, pd->name, several, path, sizeof path),
+                                 err);
+    plan_free(&pl);
+    return rc;
+}
+
+/* --planner all: every planner on the same platform; one that fails (does
+ * not fit, does not apply to this model) is reported and the others go on. */
+static int run_all_planners(const cli *c, job *j, np_error *err)
+{
+    int n, first_rc = 0, successes = 0;
+    const planner_desc *all = planner_all(&n);
+    for (int i = 0; i < n; i++) {
+        np_error one;
+        np_error_clear(&one);
+        int rc = run_planner(c, j, &all[i], 1, &one);
+        if (rc == 0) {
+            successes++;
+            continue;
+        }
+        char buf[1400];
+        fprintf(stderr, "simrun: planner %s: %s\n", all[i].name, np_error_format(&one, buf, sizeof buf));
+        if (!first_rc) {
+            first_rc = rc;
+            *err = one;
+        }
+    }
+    if (successes)
+        return 0;
+    return first_rc;
+}
+
+static int load_inputs(cli *c, job *j, np_error *err)
 {
     int rc = wl_load(c->workload_path, c->overrides, c->num_overrides, &j->w, err);
     if (rc)
@@ -182,47 +313,39 @@ static int run_job(cli *c, job *j, np_error *err)
                                 "unknown schedule '%s'", c->schedule);
         j->w.schedule = (schedule_kind)s;
     }
-    const char *planner_name = c->planner ? c->planner : j->w.planner;
-    const planner_desc *pd = planner_find(planner_name);
-    if (!pd)
+    const char *name = c->planner ? c->planner : j->w.planner;
+    if (!c->plan_in && strcmp(name, "all") != 0 && !planner_find(name))
         return np_error_set(err, c->planner ? NP_EXIT_USAGE : NP_EXIT_INPUT,
                             c->planner ? "<command line>" : c->workload_path,
                             c->planner ? "--planner" : "planner", 0, "unknown planner '%s'",
-                            planner_name);
-
+                            name);
     engine_simgrid_init(&c->simgrid_argc, c->simgrid_argv);
     if ((rc = platform_load(c->platform_path, &j->pf, err)))
         return rc;
     if ((rc = wl_check_cluster(&j->w, j->pf.num_npus, err)))
         return rc;
-    if ((rc = cm_build(&j->w, &j->pf.cluster, 0, &j->cm, err)))
-        return rc;
-    planner_options po;
-    planner_init_options(&po, &j->w);
-    if ((rc = planner_run(pd, &j->cm, &j->pf.cluster, &j->w, &po, &j->pl, err)))
-        return rc;
-    if ((rc = sched_build(&j->pl, &j->cm, &j->sc, err)))
-        return rc;
-    engine_options eo;
-    engine_init_options(&eo);
-    if ((rc = engine_run(&j->pf, &j->w, &j->cm, &j->pl, &j->sc, &eo, &j->res, err)))
-        return rc;
+    join_overrides(c, j->overrides, sizeof j->overrides);
+    return cm_build(&j->w, &j->pf.cluster, 0, &j->cm, err);
+}
 
-    char overrides[2048];
-    join_overrides(c, overrides, sizeof overrides);
-    report_row row = {.platform = c->platform_path, .workload = c->workload_path, .w = &j->w,
-                      .pl = &j->pl, .r = &j->res, .capacity_bytes = j->pf.cluster.hbm_bytes,
-                      .num_npus = j->pf.num_npus, .overrides = overrides};
-    if (c->csv_path && (rc = report_csv_append(c->csv_path, &row, err)))
+static int run_job(cli *c, job *j, np_error *err)
+{
+    int rc = load_inputs(c, j, err);
+    if (rc)
         return rc;
-    if (!c->quiet) {
-        report_print_header(stdout, &row);
-        report_print_table_head(stdout);
-        report_print_table_row(stdout, &row, 0);
-        if (c->stages)
-            report_print_stages(stdout, &row);
+    if (c->plan_in) {
+        plan pl;
+        if ((rc = plan_read_json(c->plan_in, j->cm.num_layers, &pl, err)))
+            return rc;
+        if (!(rc = mem_check_fits(&j->cm, &pl, err)))
+            rc = simulate_and_report(c, j, &pl, c->plan_out, err);
+        plan_free(&pl);
+        return rc;
     }
-    return 0;
+    const char *name = c->planner ? c->planner : j->w.planner;
+    if (strcmp(name, "all") == 0)
+        return run_all_planners(c, j, err);
+    return run_planner(c, j, planner_find(name), 0, err);
 }
 
 int main(int argc, char **argv)
@@ -236,9 +359,6 @@ int main(int argc, char **argv)
     np_error err;
     np_error_clear(&err);
     rc = run_job(&c, &j, &err);
-    engine_result_free(&j.res);
-    sched_free(&j.sc);
-    plan_free(&j.pl);
     cm_free(&j.cm);
     platform_free(&j.pf);
     wl_free(&j.w);

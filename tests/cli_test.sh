@@ -53,6 +53,13 @@ if [ "$(wc -l <"$TMP/r.csv")" -eq 3 ] && head -1 "$TMP/r.csv" | grep -q '^platfo
     [ "$(grep -c '^platform,' "$TMP/r.csv")" -eq 1 ]; then ok; else ko "--csv appends rows under one header"; fi
 if tail -1 "$TMP/r.csv" | grep -q 'micro_batch_size=2'; then ok; else ko "--csv records the overrides"; fi
 
+# --plan-out writes a plan that --plan replays to the same iteration time
+"$SIMRUN" --quiet --csv "$TMP/p.csv" --plan-out "$TMP/plan.json" "$P8" "$W8" 2>"$TMP/err" &&
+    "$SIMRUN" --quiet --csv "$TMP/p.csv" --plan "$TMP/plan.json" "$P8" "$W8" 2>>"$TMP/err"
+if [ "$(awk -F, 'NR>1{print $14}' "$TMP/p.csv" | sort -u | wc -l)" -eq 1 ] &&
+    [ "$(wc -l <"$TMP/p.csv")" -eq 3 ]; then ok; else ko "--plan replays a --plan-out plan"; fi
+expect_error "plan for another model" 2 "num_layers" --plan "$TMP/plan.json" --set num_layers=12 "$P8" "$W8"
+
 # --- bad command line ---------------------------------------------------------
 expect_error "unknown option" 1 "unknown option" --frobnicate "$P8" "$W8"
 expect_error "missing arguments" 1 "expected PLATFORM" "$P8"

@@ -1,0 +1,242 @@
+/*
+ * plan_json.c -- plans to and from JSON (see plan_json.h).
+ *
+ * Written with jansson's builder and read back with a small key table; the
+ * reader trusts nothing: every array length is checked against the counts
+ * it implies, and the result goes through plan_check() like a planner's.
+ */
+#include "plan_json.h"
+
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+
+static json_t *int_array(const int *values, int count)
+{
+    json_t *a = json_array();
+    for (int i = 0; i < count; i++)
+        json_array_append_new(a, json_integer(values[i]));
+    return a;
+}
+
+int plan_write_json(const char *path, const plan *pl, const char *workload_path, np_error *err)
+{
+    json_t *o = json_object();
+    json_t *rc = json_array();
+    for (int l = 0; l < pl->num_layers; l++)
+        json_array_append_new(rc, json_string(wl_recompute_name(pl->recompute[l])));
+    json_object_set_new(o, "planner", json_string(pl->planner));
+    if (workload_path)
+        json_object_set_new(o, "workload", json_string(workload_path));
+    json_object_set_new(o, "schedule", json_string(wl_schedule_name(pl->schedule)));
+    json_object_set_new(o, "num_stages", json_integer(pl->num_stages));
+    json_object_set_new(o, "num_chunks", json_integer(pl->num_chunks));
+    json_object_set_new(o, "num_layers", json_integer(pl->num_layers));
+    json_object_set_new(o, "chunk_start",
+                        int_array(pl->chunk_start, pl->num_stages * pl->num_chunks + 1));
+    json_object_set_new(o, "recompute", rc);
+    if (pl->recompute_units) {
+        json_t *u = json_array();
+        for (int l = 0; l < pl->num_layers; l++)
+            json_array_append_new(u, json_integer(pl->recompute_units[l]));
+        json_object_set_new(o, "recompute_units", u);
+    }
+    json_object_set_new(o, "micro_batch_size", json_integer(pl->micro_batch_size));
+    json_object_set_new(o, "num_micro_batches", json_integer(pl->num_micro_batches));
+    if (pl->micro_batch_sizes)
+        json_object_set_new(o, "micro_batch_sizes",
+                            int_array(pl->micro_batch_sizes, pl->num_micro_batches));
+    json_object_set_new(o, "tensor_parallel", json_integer(pl->tensor_parallel));
+    json_object_set_new(o, "data_parallel", json_integer(pl->data_parallel));
+    json_object_set_new(o, "merak_shifted_recompute", json_boolean(pl->merak_shifted_recompute));
+    json_object_set_new(o, "predicted_iteration_s", json_real(pl->predicted_iteration_s));
+    int rc_dump = json_dump_file(o, path, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+    json_decref(o);
+    if (rc_dump != 0)
+        return np_error_set(err, NP_EXIT_INTERNAL, path, "", 0, "cannot write the plan file");
+    return 0;
+}
+
+/* ---- reading ---------------------------------------------------------- */
+
+typedef struct reader {
+    const char *path;
+    json_t *root;
+    np_error *err;
+} reader;
+
+static const char *const known_keys[] = {
+    "planner", "workload", "schedule", "num_stages", "num_chunks", "num_layers",
+    "chunk_start", "recompute", "recompute_units", "micro_batch_size", "num_micro_batches",
+    "micro_batch_sizes", "tensor_parallel", "data_parallel", "merak_shifted_recompute",
+    "predicted_iteration_s", "solver_gap", "solver_status",
+};
+
+static int bad(reader *r, const char *key, const char *fmt, const char *detail)
+{
+    return np_error_set(r->err, NP_EXIT_INPUT, r->path, key, 0, fmt, detail);
+}
+
+static int check_known_keys(reader *r)
+{
+    const char *key;
+    json_t *value;
+    json_object_foreach(r->root, key, value) {
+        int found = 0;
+        for (size_t i = 0; i < sizeof known_keys / sizeof known_keys[0]; i++)
+            found |= strcmp(key, known_keys[i]) == 0;
+        if (!found)
+            return bad(r, key, "unknown key%s", "");
+    }
+    return 0;
+}
+
+static int get_int(reader *r, const char *key, int min, int *out)
+{
+    json_t *v = json_object_get(r->root, key);
+    if (!v)
+        return bad(r, key, "missing required key%s", "");
+    if (!json_is_integer(v) || json_integer_value(v) < min || json_integer_value(v) > 1 << 30)
+        return np_error_set(r->err, NP_EXIT_INPUT, r->path, key, 0,
+                            "expected an integer >= %d", min);
+    *out = (int)json_integer_value(v);
+    return 0;
+}
+
+static const char *get_string(reader *r, const char *key, int *rc)
+{
+    json_t *v = json_object_get(r->root, key);
+    if (!v || !json_is_string(v)) {
+        *rc = bad(r, key, v ? "expected a string%s" : "missing required key%s", "");
+        return NULL;
+    }
+    return json_string_value(v);
+}
+
+/* An array of `count` integers >= min into out; optional arrays may be absent. */
+static int get_int_array(reader *r, const char *key, int count, int min, int *out, int optional)
+{
+    json_t *a = json_object_get(r->root, key);
+    if (!a)
+        return optional ? 1 : bad(r, key, "missing required key%s", "");
+    if (!json_is_array(a) || (int)json_array_size(a) != count)
+        return np_error_set(r->err, NP_EXIT_INPUT, r->path, key, 0,
+                            "expected an array of %d integers", count);
+    for (int i = 0; i < count; i++) {
+        json_t *v = json_array_get(a, i);
+        if (!json_is_integer(v) || json_integer_value(v) < min ||
+            json_integer_value(v) > 1 << 30)
+            return np_error_set(r->err, NP_EXIT_INPUT, r->path, key, 0,
+                                "element %d: expected an integer >= %d", i, min);
+        out[i] = (int)json_integer_value(v);
+    }
+    return 0;
+}
+
+static int read_recompute(reader *r, plan *pl)
+{
+    json_t *a = json_object_get(r->root, "recompute");
+    if (!a || !json_is_array(a) || (int)json_array_size(a) != pl->num_layers)
+        return np_error_set(r->err, NP_EXIT_INPUT, r->path, "recompute", 0,
+                            "expected an array of %d recompute names", pl->num_layers);
+    for (int l = 0; l < pl->num_layers; l++) {
+        json_t *v = json_array_get(a, l);
+        int k = json_is_string(v) ? wl_recompute_by_name(json_string_value(v)) : -1;
+        if (k < 0)
+            return np_error_set(r->err, NP_EXIT_INPUT, r->path, "recompute", 0,
+                                "element %d: expected \"none\", \"selective\" or \"full\"", l);
+        pl->recompute[l] = (recompute_kind)k;
+    }
+    return 0;
+}
+
+static int read_optional_arrays(reader *r, plan *pl)
+{
+    int rc;
+    if (json_object_get(r->root, "recompute_units")) {
+        int *units = malloc((size_t)pl->num_layers * sizeof *units);
+        if (!units || plan_use_recompute_units(pl)) {
+            free(units);
+            return np_error_set(r->err, NP_EXIT_INTERNAL, r->path, "", 0, "out of memory");
+        }
+        rc = get_int_array(r, "recompute_units", pl->num_layers, 0, units, 1);
+        for (int l = 0; rc == 0 && l < pl->num_layers; l++)
+            pl->recompute_units[l] = (uint16_t)units[l];
+        free(units);
+        if (rc)
+            return rc;
+    }
+    if (json_object_get(r->root, "micro_batch_sizes")) {
+        pl->micro_batch_sizes = malloc((size_t)pl->num_micro_batches * sizeof(int));
+        if (!pl->micro_batch_sizes)
+            return np_error_set(r->err, NP_EXIT_INTERNAL, r->path, "", 0, "out of memory");
+        if ((rc = get_int_array(r, "micro_batch_sizes", pl->num_micro_batches, 1,
+                                pl->micro_batch_sizes, 1)))
+            return rc;
+    }
+    return 0;
+}
+
+static int read_plan(reader *r, int num_layers, plan *pl)
+{
+    int rc, p, v, layers;
+    if ((rc = check_known_keys(r)) || (rc = get_int(r, "num_stages", 1, &p)) ||
+        (rc = get_int(r, "num_chunks", 1, &v)) || (rc = get_int(r, "num_layers", 1, &layers)))
+        return rc;
+    if (layers != num_layers)
+        return np_error_set(r->err, NP_EXIT_INPUT, r->path, "num_layers", 0,
+                            "the plan has %d layers, the model it is replayed on has %d "
+                            "(a plan made for another workload?)",
+                            layers, num_layers);
+    if ((long)p * v > num_layers)
+        return np_error_set(r->err, NP_EXIT_INPUT, r->path, "num_stages", 0,
+                            "%d stages x %d chunks exceed the %d layers", p, v, num_layers);
+    if (plan_init(pl, p, v, layers))
+        return np_error_set(r->err, NP_EXIT_INTERNAL, r->path, "", 0, "out of memory");
+    const char *s = get_string(r, "planner", &rc);
+    if (!s)
+        return rc;
+    snprintf(pl->planner, sizeof pl->planner, "%s", s);
+    if (!(s = get_string(r, "schedule", &rc)))
+        return rc;
+    int sched = wl_schedule_by_name(s);
+    if (sched < 0)
+        return bad(r, "schedule", "unknown schedule '%s'", s);
+    pl->schedule = (schedule_kind)sched;
+    if ((rc = get_int_array(r, "chunk_start", p * v + 1, 0, pl->chunk_start, 0)) ||
+        (rc = read_recompute(r, pl)) || (rc = get_int(r, "micro_batch_size", 1, &pl->micro_batch_size)) ||
+        (rc = get_int(r, "num_micro_batches", 1, &pl->num_micro_batches)) ||
+        (rc = get_int(r, "tensor_parallel", 1, &pl->tensor_parallel)) ||
+        (rc = get_int(r, "data_parallel", 1, &pl->data_parallel)) ||
+        (rc = read_optional_arrays(r, pl)))
+        return rc;
+    json_t *shift = json_object_get(r->root, "merak_shifted_recompute");
+    if (shift && !json_is_boolean(shift))
+        return bad(r, "merak_shifted_recompute", "expected true or false%s", "");
+    pl->merak_shifted_recompute = shift && json_is_true(shift);
+    json_t *pred = json_object_get(r->root, "predicted_iteration_s");
+    if (pred && !json_is_number(pred))
+        return bad(r, "predicted_iteration_s", "expected a number%s", "");
+    pl->predicted_iteration_s = pred ? json_number_value(pred) : 0;
+    return plan_check(pl, r->path, r->err);
+}
+
+int plan_read_json(const char *path, int num_layers, plan *out, np_error *err)
+{
+    json_error_t jerr;
+    memset(out, 0, sizeof *out);
+    json_t *root = json_load_file(path, JSON_REJECT_DUPLICATES, &jerr);
+    if (!root)
+        return np_error_set(err, NP_EXIT_INPUT, path, "", jerr.line > 0 ? jerr.line : 0, "%s",
+                            jerr.text);
+    if (!json_is_object(root)) {
+        json_decref(root);
+        return np_error_set(err, NP_EXIT_INPUT, path, "", 0, "expected a JSON object");
+    }
+    reader r = {path, root, err};
+    int rc = read_plan(&r, num_layers, out);
+    json_decref(root);
+    if (rc)
+        plan_free(out);
+    return rc;
+}
