@@ -69,24 +69,54 @@ static sg_exec_t flow_start(sg_host_t src, sg_host_t dst, double bytes)
     return flow;
 }
 
-void engine_post(engine *e, worker *from, worker *to, int ch, double bytes)
+/* Starts the flows of a transfer of `bytes` from every TP rank of `from` to
+ * the same rank of `to`; pairs inside one server move on the scale-up fabric,
+ * which SimGrid does not model, and are priced by cl_p2p_time(). */
+static transfer transfer_start(engine *e, worker *from, worker *to, double bytes)
 {
     double now = engine_now(e);
     transfer t = {.flows = NULL, .num_flows = 0, .arrive_s = now, .sent_s = now};
-    if (bytes > 0) {
-        for (int r = 0; r < e->tp; r++) {
-            if (same_node(e, from->ranks[r], to->ranks[r])) {
-                double done = now + cl_p2p_time(&e->pf->cluster, bytes, 1);
-                if (done > t.arrive_s)
-                    t.arrive_s = done;
-                continue;
-            }
-            if (!t.flows && !(t.flows = malloc((size_t)e->tp * sizeof *t.flows)))
-                xbt_die("npusim: out of memory posting a transfer");
-            t.flows[t.num_flows++] = flow_start(from->hosts[r], to->hosts[r], bytes);
-            e->activities++;
+    if (bytes <= 0)
+        return t;
+    for (int r = 0; r < e->tp; r++) {
+        if (same_node(e, from->ranks[r], to->ranks[r])) {
+            double done = now + cl_p2p_time(&e->pf->cluster, bytes, 1);
+            if (done > t.arrive_s)
+                t.arrive_s = done;
+            continue;
         }
+        if (!t.flows && !(t.flows = malloc((size_t)e->tp * sizeof *t.flows)))
+            xbt_die("npusim: out of memory posting a transfer");
+        t.flows[t.num_flows++] = flow_start(from->hosts[r], to->hosts[r], bytes);
+        e->activities++;
     }
+    return t;
+}
+
+/* Waits until every part of t has arrived. */
+static void transfer_wait(engine *e, transfer *t)
+{
+    for (int i = 0; i < t->num_flows; i++)
+        sg_exec_wait(t->flows[i]); /* releases the flow */
+    free(t->flows);
+    t->flows = NULL;
+    t->num_flows = 0;
+    if (t->arrive_s > engine_now(e)) {
+        sg_actor_sleep_until(t->arrive_s + e->t0);
+        e->activities++;
+    }
+}
+
+void engine_post(engine *e, worker *from, worker *to, int ch, double bytes)
+{
+    channel_push(&to->chan[ch], transfer_start(e, from, to, bytes));
+    sg_sem_release(to->chan[ch].posted);
+}
+
+void engine_send(engine *e, worker *from, worker *to, int ch, double bytes)
+{
+    transfer t = transfer_start(e, from, to, bytes);
+    transfer_wait(e, &t);
     channel_push(&to->chan[ch], t);
     sg_sem_release(to->chan[ch].posted);
 }
@@ -97,13 +127,7 @@ double engine_receive(engine *e, worker *w, int ch)
     channel *c = &w->chan[ch];
     sg_sem_acquire(c->posted);
     transfer t = c->items[c->head++];
-    for (int i = 0; i < t.num_flows; i++)
-        sg_exec_wait(t.flows[i]); /* releases the flow */
-    free(t.flows);
-    if (t.arrive_s > engine_now(e)) {
-        sg_actor_sleep_until(t.arrive_s + e->t0);
-        e->activities++;
-    }
+    transfer_wait(e, &t);
     double since = asked > t.sent_s ? asked : t.sent_s;
     return engine_now(e) - since;
 }
@@ -165,6 +189,25 @@ static void run_compute(worker *w, const sched_op *op)
     w->pipeline_end_s = engine_now(w->eng);
 }
 
+/* Megatron's point-to-point calls wait for their requests
+ * (p2p_communication.py, _communicate), so a send holds its worker until its
+ * data has arrived; it returns the time spent. */
+static double timed_send(worker *w, const sched_op *op, int ch)
+{
+    engine *e = w->eng;
+    double start = engine_now(e);
+    engine_send(e, w, engine_worker(e, op->peer, w->replica), ch, op->bytes);
+    return engine_now(e) - start;
+}
+
+/* A representative starts the collective of the replicas it stands for. */
+static void release_folded_replicas(worker *w)
+{
+    engine *e = w->eng;
+    for (int d = w->replica + e->fold; d < e->dp; d += e->fold)
+        sg_sem_release(engine_worker(e, w->stage, d)->collective_start);
+}
+
 static void run_op(worker *w, const sched_op *op)
 {
     engine *e = w->eng;
@@ -177,10 +220,10 @@ static void run_op(worker *w, const sched_op *op)
         run_compute(w, op);
         break;
     case OP_SEND_FORWARD:
-        engine_post(e, w, engine_worker(e, op->peer, w->replica), CH_FORWARD, op->bytes);
+        w->p2p_exposed_s += timed_send(w, op, CH_FORWARD);
         break;
     case OP_SEND_BACKWARD:
-        engine_post(e, w, engine_worker(e, op->peer, w->replica), CH_BACKWARD, op->bytes);
+        w->p2p_exposed_s += timed_send(w, op, CH_BACKWARD);
         break;
     case OP_RECV_FORWARD:
         w->p2p_exposed_s += engine_receive(e, w, CH_FORWARD);
@@ -190,6 +233,7 @@ static void run_op(worker *w, const sched_op *op)
         break;
     case OP_DP_ALLREDUCE: {
         double start = engine_now(e);
+        release_folded_replicas(w);
         coll_allreduce(e, w, op->bytes);
         w->dp_comm_s += engine_now(e) - start;
         break;
@@ -211,6 +255,51 @@ static void worker_main(int argc, char **argv)
         span_record(w, &st->ops[i], start);
     }
     w->end_s = engine_now(w->eng);
+}
+
+/* A replica folded away: it joins its stage's collectives, each when its
+ * representative reaches it, as it would in lockstep, and runs the
+ * optimizer step that follows them; its pipeline ops are not simulated. */
+static void folded_replica_main(int argc, char **argv)
+{
+    worker *w = sg_actor_self_get_data();
+    const sched_stage *st = &w->eng->sc->stages[w->stage];
+    for (int i = 0; i < st->num_ops; i++) {
+        const sched_op *op = &st->ops[i];
+        if (op->kind == OP_DP_ALLREDUCE) {
+            sg_sem_acquire(w->collective_start);
+            double start = engine_now(w->eng);
+            coll_allreduce(w->eng, w, op->bytes);
+            w->dp_comm_s += engine_now(w->eng) - start;
+        } else if (op->kind == OP_OPTIMIZER) {
+            run_compute(w, op);
+        }
+    }
+    w->end_s = engine_now(w->eng);
+}
+
+int engine_check_fold(const wl_workload *w, const plan *pl, int fold_dp, np_error *err)
+{
+    const char *src = "<command line>";
+    int dp = pl->data_parallel;
+    if (fold_dp == 0 || fold_dp == dp)
+        return 0;
+    if (fold_dp < 0 || fold_dp > dp || dp % fold_dp != 0)
+        return np_error_set(err, NP_EXIT_USAGE, src, "--fold-dp", 0,
+                            "cannot fold %d data-parallel replicas to %d: K must divide the "
+                            "data-parallel size so that every simulated replica stands for the "
+                            "same number of others",
+                            dp, fold_dp);
+    if (w->model.num_experts > 0 && w->parallel.expert_model_parallel_size > 1)
+        return np_error_set(err, NP_EXIT_USAGE, src, "--fold-dp", 0,
+                            "cannot fold: expert parallelism (ep = %d) exchanges tokens between "
+                            "data-parallel replicas, so their pipelines are not independent",
+                            w->parallel.expert_model_parallel_size);
+    if (pl->schedule == SCHED_PIPEDREAM)
+        return np_error_set(err, NP_EXIT_USAGE, src, "--fold-dp", 0,
+                            "cannot fold: asynchronous PipeDream has no per-iteration "
+                            "data-parallel synchronisation to keep replicas in lockstep");
+    return 0;
 }
 
 /* ---- set-up, run, metrics ------------------------------------------------ */
@@ -241,6 +330,9 @@ static int workers_create(engine *e, np_error *err)
             }
             for (int c = 0; c < CH_COUNT; c++)
                 w->chan[c].posted = sg_sem_init(0);
+            w->simulated = d < e->fold;
+            if (!w->simulated)
+                w->collective_start = sg_sem_init(0);
         }
     }
     return 0;
@@ -255,7 +347,7 @@ static void workers_start(engine *e)
             snprintf(name, sizeof name, "stage%d-dp%d", s, d);
             sg_actor_t a = sg_actor_init(name, w->hosts[0]);
             sg_actor_set_data(a, w);
-            sg_actor_start(a, worker_main, 0, NULL);
+            sg_actor_start(a, w->simulated ? worker_main : folded_replica_main, 0, NULL);
         }
     }
 }
@@ -270,6 +362,8 @@ static void workers_destroy(engine *e)
             sg_sem_destroy(w->chan[c].posted);
             free(w->chan[c].items);
         }
+        if (w->collective_start)
+            sg_sem_destroy(w->collective_start);
         free(w->spans);
     }
     free(e->workers[0].ranks);
@@ -372,13 +466,16 @@ int engine_run(const sim_platform *pf, const wl_workload *w, const cm_model *cm,
     memset(out, 0, sizeof *out);
     engine e = {.pf = pf, .pl = pl, .sc = sc, .opt = o, .tp = pl->tensor_parallel,
                 .dp = pl->data_parallel, .p = pl->num_stages};
+    int rc = engine_check_fold(w, pl, o->fold_dp, err);
+    if (rc)
+        return rc;
+    e.fold = o->fold_dp > 0 ? o->fold_dp : e.dp;
     long needed = (long)e.tp * e.dp * e.p;
     if (needed != pf->num_npus)
         return np_error_set(err, NP_EXIT_INPUT, pf->cluster.name, "", 0,
                             "the plan needs tp·pp·dp = %d·%d·%d = %ld NPUs, the platform has %d",
                             e.tp, e.p, e.dp, needed, pf->num_npus);
-    int rc = workers_create(&e, err);
-    if (rc)
+    if ((rc = workers_create(&e, err)))
         return rc;
     struct timespec t_start, t_end;
     clock_gettime(CLOCK_MONOTONIC, &t_start);

@@ -38,9 +38,19 @@ typedef enum coll_algorithm {
 typedef struct engine_options {
     coll_algorithm dp_algorithm;
     bool record_spans; /* keep per-op spans for a timeline (--trace) */
+    /* Symmetry folding (--fold-dp K): simulate the pipelines of K data-parallel
+     * replicas only; replica d is represented by replica d mod K, and every
+     * other replica joins each collective through a light actor that starts its
+     * flows when its representative does, so collective traffic and its
+     * contention stay on the fabric.  0 (or dp) runs every replica. */
+    int fold_dp;
 } engine_options;
 
 void engine_init_options(engine_options *o);
+
+/* 0 when the run can be folded to K replicas, else NP_EXIT_USAGE with the
+ * reason the replicas are not symmetric. */
+int engine_check_fold(const wl_workload *w, const plan *pl, int fold_dp, np_error *err);
 
 /* One timeline span of a worker. */
 typedef struct engine_span {

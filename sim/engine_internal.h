@@ -43,6 +43,8 @@ typedef struct worker {
     int *ranks;       /* [tp]: their global ranks */
     channel chan[CH_COUNT];
     struct engine *eng;
+    sg_sem_t collective_start; /* folded-away replicas: released by the representative */
+    bool simulated;            /* false for a replica folded away */
     /* accounting (simulated seconds relative to the run's start) */
     double busy_s, recompute_s, tp_comm_s, p2p_exposed_s, dp_comm_s;
     double pipeline_end_s, end_s;
@@ -57,6 +59,7 @@ typedef struct engine {
     const schedule *sc;
     const engine_options *opt;
     int tp, dp, p;
+    int fold;        /* replicas whose pipelines run: dp, or K when folded */
     double t0;       /* simulated clock at the run's start */
     long activities;
     worker *workers; /* [p·dp], worker (s, d) at s·dp + d */
@@ -72,6 +75,8 @@ static inline double engine_now(const engine *e) { return simgrid_get_clock() - 
 /* Posts a transfer of `bytes` from every TP rank of `from` to the same rank of
  * `to`, on `to`'s channel ch.  Returns immediately. */
 void engine_post(engine *e, worker *from, worker *to, int ch, double bytes);
+/* The same, but returns when the data has arrived (a blocking send). */
+void engine_send(engine *e, worker *from, worker *to, int ch, double bytes);
 /* Waits for the oldest transfer on w's channel ch; returns the time spent
  * waiting after the data was posted (exposed communication). */
 double engine_receive(engine *e, worker *w, int ch);

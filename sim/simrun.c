@@ -18,6 +18,7 @@
 #include "planner.h"
 #include "report.h"
 #include "schedule.h"
+#include "trace.h"
 
 #define MAX_OVERRIDES 64
 #define MAX_SIMGRID_ARGS 64
@@ -42,6 +43,11 @@ static const char usage_text[] =
     "  --plan FILE        replay a saved plan instead of running a planner\n"
     "  --schedule NAME    pipeline schedule (default: the workload's \"schedule\")\n"
     "  --csv FILE         append one result row to FILE (header written if new)\n"
+    "  --trace FILE       write the timeline as a Chrome trace (Perfetto, chrome://tracing)\n"
+    "  --trace-replicas N data-parallel replicas per stage in the trace (default 1; \"all\")\n"
+    "  --fold-dp K        simulate the pipelines of K data-parallel replicas only; the\n"
+    "                     others join every collective, so its traffic stays on the fabric\n"
+    "                     (refused, with the reason, where replicas are not symmetric)\n"
     "  --stages           also print the per-stage table\n"
     "  --quiet            print nothing on success (use with --csv)\n"
     "  --help             this text\n"
@@ -61,7 +67,12 @@ typedef struct cli {
     const char *csv_path;
     const char *plan_in;
     const char *plan_out;
+    const char *trace_path;
+    const char *trace_replicas; /* "all" or a count, for --trace */
+    const char *fold_dp;
     int stages, quiet;
+    int fold_dp_replicas;   /* parsed --fold-dp */
+    int trace_max_replicas; /* parsed --trace-replicas */
     char *simgrid_argv[MAX_SIMGRID_ARGS];
     int simgrid_argc;
 } cli;
@@ -87,6 +98,19 @@ static int usage_error(const char *fmt, const char *arg)
     return NP_EXIT_USAGE;
 }
 
+/* A positive integer option value; 0 or an exit code after a usage error. */
+static int parse_count(const char *text, const char *option, int *out)
+{
+    char *end;
+    long v = strtol(text, &end, 10);
+    if (*text == '\0' || *end != '\0' || v < 1 || v > 1 << 30) {
+        fprintf(stderr, "simrun: %s expects a positive integer, got '%s'\n", option, text);
+        return NP_EXIT_USAGE;
+    }
+    *out = (int)v;
+    return 0;
+}
+
 /* Where the value of option a goes, or NULL when a takes no value. */
 static const char **value_option(cli *c, const char *a)
 {
@@ -98,6 +122,12 @@ static const char **value_option(cli *c, const char *a)
         return &c->csv_path;
     if (strcmp(a, "--plan") == 0)
         return &c->plan_in;
+    if (strcmp(a, "--trace") == 0)
+        return &c->trace_path;
+    if (strcmp(a, "--trace-replicas") == 0)
+        return &c->trace_replicas;
+    if (strcmp(a, "--fold-dp") == 0)
+        return &c->fold_dp;
     if (strcmp(a, "--plan-out") == 0)
         return &c->plan_out;
     return NULL;
@@ -148,6 +178,14 @@ static int parse_args(int argc, char **argv, cli *c)
     }
     if (npos < 2)
         return usage_error("%s", "expected PLATFORM.xml and WORKLOAD.json");
+    if (c->fold_dp && parse_count(c->fold_dp, "--fold-dp", &c->fold_dp_replicas))
+        return NP_EXIT_USAGE;
+    c->trace_max_replicas = 1;
+    if (c->trace_replicas && strcmp(c->trace_replicas, "all") == 0)
+        c->trace_max_replicas = 0;
+    else if (c->trace_replicas &&
+             parse_count(c->trace_replicas, "--trace-replicas", &c->trace_max_replicas))
+        return NP_EXIT_USAGE;
     c->platform_path = positional[0];
     c->workload_path = positional[1];
     c->simgrid_argv[c->simgrid_argc] = NULL;
@@ -180,6 +218,7 @@ typedef struct job {
     char overrides[2048];
     double baseline_iteration_s; /* the first successful run, for speed-ups */
     int rows;
+    int several; /* --planner all: output files get the planner's name */
 } job;
 
 /* The cost model a plan runs on: the job's, unless the planner chose other
@@ -204,10 +243,25 @@ static int plan_cost_model(const job *j, const plan *pl, cm_model *own, const cm
     return rc;
 }
 
-/* Simulates one plan and reports it (table row, CSV row, plan file). */
-static int simulate_and_report(const cli *c, job *j, plan *pl, const char *plan_out,
-                               np_error *err)
+/* An output file of one planner's run: "out/x.json" when one planner runs,
+ * "out/x.NAME.json" for each planner of --planner all. */
+static const char *output_path(const char *base, const char *planner, int several, char *buf,
+                               int size)
 {
+    if (!base || !several)
+        return base;
+    const char *dot = strrchr(base, '.');
+    const char *slash = strrchr(base, '/');
+    int stem = dot && (!slash || dot > slash) ? (int)(dot - base) : (int)strlen(base);
+    snprintf(buf, size, "%.*s.%s%s", stem, base, planner, stem < (int)strlen(base) ? dot : "");
+    return buf;
+}
+
+/* Simulates one plan and reports it (table row, CSV row, plan file, trace). */
+static int simulate_and_report(const cli *c, job *j, plan *pl, np_error *err)
+{
+    char path[1024];
+    const char *plan_out = output_path(c->plan_out, pl->planner, j->several, path, sizeof path);
     cm_model own = {0};
     const cm_model *cm;
     schedule sc = {0};
@@ -220,7 +274,18 @@ static int simulate_and_report(const cli *c, job *j, plan *pl, const char *plan_
     if (!rc) {
         engine_options eo;
         engine_init_options(&eo);
+        eo.record_spans = c->trace_path != NULL;
+        eo.fold_dp = c->fold_dp_replicas;
         rc = engine_run(&j->pf, &j->w, cm, pl, &sc, &eo, &res, err);
+    }
+    if (!rc && c->trace_path) {
+        trace_options to;
+        trace_init_options(&to);
+        to.max_replicas = c->trace_max_replicas;
+        if (c->fold_dp_replicas && (to.max_replicas == 0 || to.max_replicas > c->fold_dp_replicas))
+            to.max_replicas = c->fold_dp_replicas; /* folded-away replicas have no timeline */
+        rc = trace_write_chrome(output_path(c->trace_path, pl->planner, j->several, path, sizeof path),
+                                &res, pl, &sc, &to, err);
     }
     if (!rc) {
         report_row row = {.platform = c->platform_path, .workload = c->workload_path, .w = &j->w,
@@ -248,29 +313,14 @@ static int simulate_and_report(const cli *c, job *j, plan *pl, const char *plan_
     return rc;
 }
 
-/* "plans/x.json" for one planner; "plans/x.NAME.json" for each of several. */
-static const char *plan_out_path(const cli *c, const char *planner, int several, char *buf,
-                                 int size)
-{
-    if (!c->plan_out || !several)
-        return c->plan_out;
-    const char *dot = strrchr(c->plan_out, '.');
-    int stem = dot && dot > strrchr(c->plan_out, '/') ? (int)(dot - c->plan_out)
-                                                      : (int)strlen(c->plan_out);
-    snprintf(buf, size, "%.*s.%s%s", stem, c->plan_out, planner, dot ? dot : ".json");
-    return buf;
-}
-
-static int run_planner(const cli *c, job *j, const planner_desc *pd, int several, np_error *err)
+static int run_planner(const cli *c, job *j, const planner_desc *pd, np_error *err)
 {
     planner_options po;
     planner_init_options(&po, &j->w);
     plan pl = {0};
-    char path[1024];
     int rc = planner_run(pd, &j->cm, &j->pf.cluster, &j->w, &po, &pl, err);
     if (!rc)
-        rc = simulate_and_report(c, j, &pl, plan_out_path(c, pd->name, several, path, sizeof path),
-                                 err);
+        rc = simulate_and_report(c, j, &pl, err);
     plan_free(&pl);
     return rc;
 }
@@ -281,10 +331,11 @@ static int run_all_planners(const cli *c, job *j, np_error *err)
 {
     int n, first_rc = 0, successes = 0;
     const planner_desc *all = planner_all(&n);
+    j->several = 1;
     for (int i = 0; i < n; i++) {
         np_error one;
         np_error_clear(&one);
-        int rc = run_planner(c, j, &all[i], 1, &one);
+        int rc = run_planner(c, j, &all[i], &one);
         if (rc == 0) {
             successes++;
             continue;
@@ -338,14 +389,14 @@ static int run_job(cli *c, job *j, np_error *err)
         if ((rc = plan_read_json(c->plan_in, j->cm.num_layers, &pl, err)))
             return rc;
         if (!(rc = mem_check_fits(&j->cm, &pl, err)))
-            rc = simulate_and_report(c, j, &pl, c->plan_out, err);
+            rc = simulate_and_report(c, j, &pl, err);
         plan_free(&pl);
         return rc;
     }
     const char *name = c->planner ? c->planner : j->w.planner;
     if (strcmp(name, "all") == 0)
         return run_all_planners(c, j, err);
-    return run_planner(c, j, planner_find(name), 0, err);
+    return run_planner(c, j, planner_find(name), err);
 }
 
 int main(int argc, char **argv)

@@ -202,7 +202,7 @@ static void trace_worker(trace_writer *t, const engine_result *r, const plan *pl
 /* The spans must be a replay of the schedule, op for op, for the memory
  * samples to be rebuilt from it. */
 static int trace_check(const char *path, const engine_result *r, const plan *pl,
-                       const schedule *sc, np_error *err)
+                       const schedule *sc, int replicas, np_error *err)
 {
     int p = pl->num_stages, dp = pl->data_parallel;
     if (!r->spans || !r->num_spans)
@@ -216,7 +216,7 @@ static int trace_check(const char *path, const engine_result *r, const plan *pl,
                             r->num_workers, sc->num_stages, p, dp);
     for (int s = 0; s < p; s++) {
         const sched_stage *st = &sc->stages[s];
-        for (int d = 0; d < dp; d++) {
+        for (int d = 0; d < replicas; d++) {
             int n = r->num_spans[s * dp + d];
             int ok = n == st->num_ops;
             for (int i = 0; ok && i < n; i++)
@@ -234,7 +234,9 @@ static int trace_check(const char *path, const engine_result *r, const plan *pl,
 int trace_write_chrome(const char *path, const engine_result *r, const plan *pl,
                        const schedule *sc, const trace_options *o, np_error *err)
 {
-    int rc = trace_check(path, r, pl, sc, err);
+    int dp = pl->data_parallel;
+    int replicas = o->max_replicas <= 0 || o->max_replicas > dp ? dp : o->max_replicas;
+    int rc = trace_check(path, r, pl, sc, replicas, err);
     if (rc)
         return rc;
     FILE *f = fopen(path, "w");
@@ -242,8 +244,6 @@ int trace_write_chrome(const char *path, const engine_result *r, const plan *pl,
         return np_error_set(err, NP_EXIT_INTERNAL, path, "", 0,
                             "cannot open trace file for writing: %s", strerror(errno));
     setvbuf(f, NULL, _IOFBF, TRACE_BUFFER_BYTES);
-    int dp = pl->data_parallel;
-    int replicas = o->max_replicas <= 0 || o->max_replicas > dp ? dp : o->max_replicas;
 
     fputs("{\"displayTimeUnit\":\"ms\",\"otherData\":{\"generator\":\"npusim\",\"planner\":", f);
     trace_string(f, pl->planner);
