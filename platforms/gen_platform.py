@@ -321,6 +321,7 @@ def free_comm_platform(num_npus):
 SHIPPED = {
     "16k_npu.xml": lambda: fat_tree_platform("910b", 16384),
     "dgx_a100_1024.xml": lambda: fat_tree_platform("a100", 1024),
+    "dgx_a100_128.xml": lambda: fat_tree_platform("a100", 128),
     "h100_16k.xml": lambda: fat_tree_platform("h100", 16384),
     # 2 servers x 4 NPUs, 4 hosts per leaf: rank 4 is behind another leaf.
     "test_8npu.xml": lambda: fat_tree_platform("910b", 8, npus_per_node=4, topo="2;4,2;1,4;1,1"),
