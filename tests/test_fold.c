@@ -1,0 +1,139 @@
+/*
+ * test_fold.c -- symmetry folding (--fold-dp K) against the full run.
+ *
+ * Folding simulates the pipelines of K data-parallel replicas and lets the
+ * others join only the collectives.  Where the replicas really are symmetric
+ * the folded run must agree with the full one (the issue asks 1%) on
+ * iteration time, bubble and peak memory.  The case here has real contention:
+ * small_gpt (PP 4) with 16 replicas on the 64-NPU fat tree, so the
+ * data-parallel ring crosses servers and shares NICs with pipeline traffic.
+ * Every run of one case happens in one child process, which also checks that
+ * the engine can run several simulations on one platform.
+ */
+#include <string.h>
+
+#include "engine.h"
+#include "planner.h"
+#include "testutil.h"
+
+#define NUM_FOLDS 4
+static const int folds[NUM_FOLDS] = {0, 1, 4, 8}; /* 0 = every replica */
+
+typedef struct fold_outcome {
+    int rc;
+    char error[512];
+    double iteration_s[NUM_FOLDS], bubble[NUM_FOLDS], peak_bytes[NUM_FOLDS];
+    long activities[NUM_FOLDS];
+} fold_outcome;
+
+typedef struct fold_case {
+    schedule_kind schedule;
+} fold_case;
+
+static int run_folds(const fold_case *fc, fold_outcome *out, np_error *err)
+{
+    const char *overrides[] = {"data_parallel_size=16"};
+    wl_workload w;
+    sim_platform pf;
+    cm_model cm;
+    plan pl;
+    int rc = wl_load(test_path("workloads/small_gpt.json"), overrides, 1, &w, err);
+    if (rc)
+        return rc;
+    w.schedule = fc->schedule;
+    if ((rc = platform_load(test_path("platforms/test_64npu.xml"), &pf, err)) ||
+        (rc = cm_build(&w, &pf.cluster, 0, &cm, err)))
+        return rc;
+    planner_options po;
+    planner_init_options(&po, &w);
+    if ((rc = planner_run(planner_find("megatron"), &cm, &pf.cluster, &w, &po, &pl, err)))
+        return rc;
+    schedule sc = {0};
+    if ((rc = sched_build(&pl, &cm, &sc, err)))
+        return rc;
+    for (int f = 0; f < NUM_FOLDS && !rc; f++) {
+        engine_options o;
+        engine_init_options(&o);
+        o.fold_dp = folds[f];
+        engine_result r;
+        if ((rc = engine_run(&pf, &w, &cm, &pl, &sc, &o, &r, err)))
+            break;
+        out->iteration_s[f] = r.iteration_s;
+        out->bubble[f] = r.bubble_ratio;
+        out->peak_bytes[f] = r.peak_bytes;
+        out->activities[f] = r.activities;
+        engine_result_free(&r);
+    }
+    return rc;
+}
+
+static void child(void *ctx, int fd)
+{
+    fold_outcome out;
+    memset(&out, 0, sizeof out);
+    np_error err;
+    np_error_clear(&err);
+    test_simgrid_init();
+    out.rc = run_folds(ctx, &out, &err);
+    if (out.rc)
+        np_error_format(&err, out.error, sizeof out.error);
+    test_write_all(fd, &out, sizeof out);
+}
+
+static void check_schedule(schedule_kind k)
+{
+    fold_case fc = {k};
+    fold_outcome out;
+    CU_ASSERT_EQUAL_FATAL(test_in_child(child, &fc, &out, sizeof out), 0);
+    if (out.rc)
+        fprintf(stderr, "\n  %s: %s\n", wl_schedule_name(k), out.error);
+    CU_ASSERT_EQUAL_FATAL(out.rc, 0);
+    for (int f = 1; f < NUM_FOLDS; f++) {
+        ASSERT_REL(out.iteration_s[f], out.iteration_s[0], 0.01);
+        ASSERT_REL(out.bubble[f], out.bubble[0], 0.01);
+        ASSERT_REL(out.peak_bytes[f], out.peak_bytes[0], 0.01);
+        /* and it is cheaper: fewer simulated activities */
+        CU_ASSERT(out.activities[f] < out.activities[0]);
+    }
+}
+
+static void test_folded_1f1b_agrees_with_full_run(void) { check_schedule(SCHED_1F1B); }
+
+static void test_fold_that_does_not_divide_dp_is_refused(void)
+{
+    wl_workload w;
+    memset(&w, 0, sizeof w);
+    plan pl;
+    memset(&pl, 0, sizeof pl);
+    pl.data_parallel = 16;
+    np_error err;
+    CU_ASSERT_EQUAL(engine_check_fold(&w, &pl, 3, &err), NP_EXIT_USAGE);
+    CU_ASSERT_STRING_EQUAL(err.key, "--fold-dp");
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.text, "divide"));
+    CU_ASSERT_EQUAL(engine_check_fold(&w, &pl, 4, &err), 0);
+    CU_ASSERT_EQUAL(engine_check_fold(&w, &pl, 16, &err), 0);
+}
+
+static void test_fold_with_expert_parallelism_is_refused(void)
+{
+    wl_workload w;
+    memset(&w, 0, sizeof w);
+    w.model.num_experts = 8;
+    w.parallel.expert_model_parallel_size = 4;
+    plan pl;
+    memset(&pl, 0, sizeof pl);
+    pl.data_parallel = 8;
+    np_error err;
+    CU_ASSERT_EQUAL(engine_check_fold(&w, &pl, 2, &err), NP_EXIT_USAGE);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.text, "expert"));
+}
+
+void register_fold_tests(void)
+{
+    TEST_SUITE("fold",
+               {"folded_1f1b_agrees_with_full_run", test_folded_1f1b_agrees_with_full_run},
+               {"fold_that_does_not_divide_dp_is_refused",
+                test_fold_that_does_not_divide_dp_is_refused},
+               {"fold_with_expert_parallelism_is_refused",
+                test_fold_with_expert_parallelism_is_refused});
+}
