@@ -1,0 +1,134 @@
+"""npcsv -- what the plotting scripts of analysis/ share.
+
+Reading: a CSV is read whole with the csv module (results files are small: one
+row per simulated run).  Every script names the columns it needs; a missing
+file, an empty file, a missing column, a short row or a value that is not a
+number where one is needed is an InputError whose message names the file (and
+the line and column), which main() prints on one line before exiting 2.  No
+value is ever filled in silently.
+
+Plotting: matplotlib with the Agg backend (no display needed).  Debian's
+python3-matplotlib is what scripts/install-deps.sh installs, for
+/usr/bin/python3; another python3 first on PATH may not see it, which is why
+the scripts start with #!/usr/bin/python3 and the error says so.
+"""
+
+import csv
+import os
+import sys
+
+EXIT_INPUT = 2
+
+
+class InputError(Exception):
+    """Bad input: the message names the file and what is wrong."""
+
+
+class Table:
+    """Rows of one CSV file as dicts, with the line number of each row."""
+
+    def __init__(self, path, columns, rows, lines):
+        self.path = path
+        self.columns = columns
+        self.rows = rows
+        self.lines = lines
+
+    def number(self, index, column):
+        """Row index's value in column as a float, or InputError."""
+        text = self.rows[index][column]
+        try:
+            return float(text)
+        except (TypeError, ValueError):
+            raise InputError(f"{self.path}:{self.lines[index]}: column '{column}': "
+                             f"expected a number, got '{text}'") from None
+
+    def text(self, index, column):
+        return self.rows[index][column]
+
+    def require(self, columns):
+        missing = [c for c in columns if c not in self.columns]
+        if missing:
+            raise InputError(f"{self.path}: missing column{'s' if len(missing) > 1 else ''} "
+                             f"{', '.join(repr(c) for c in missing)} "
+                             f"(header has: {', '.join(self.columns)})")
+
+
+def read_table(path, required):
+    """Reads path; every column of required must be in its header."""
+    try:
+        with open(path, newline="", encoding="utf-8") as f:
+            reader = csv.reader(f)
+            try:
+                header = next(reader)
+            except StopIteration:
+                raise InputError(f"{path}: empty file, expected a CSV header") from None
+            header = [h.strip() for h in header]
+            rows, lines = [], []
+            for fields in reader:
+                if not fields or all(not x.strip() for x in fields):
+                    continue
+                if len(fields) != len(header):
+                    raise InputError(f"{path}:{reader.line_num}: {len(fields)} fields, "
+                                     f"expected {len(header)} as in the header")
+                rows.append(dict(zip(header, (x.strip() for x in fields))))
+                lines.append(reader.line_num)
+    except OSError as e:
+        raise InputError(f"{path}: cannot read: {e.strerror}") from None
+    except (UnicodeDecodeError, csv.Error) as e:
+        raise InputError(f"{path}: not a CSV file: {e}") from None
+    table = Table(path, header, rows, lines)
+    table.require(required)
+    if not rows:
+        raise InputError(f"{path}: no data rows after the header")
+    return table
+
+
+def parse_where(table, assignments):
+    """Indices of the rows matching every COLUMN=VALUE of assignments."""
+    keep = list(range(len(table.rows)))
+    for a in assignments or []:
+        if "=" not in a:
+            raise InputError(f"--where expects COLUMN=VALUE, got '{a}'")
+        column, value = a.split("=", 1)
+        table.require([column])
+        keep = [i for i in keep if table.text(i, column) == value]
+    if not keep:
+        raise InputError(f"{table.path}: no row matches {' and '.join(assignments)}")
+    return keep
+
+
+def pyplot():
+    """matplotlib.pyplot on the Agg backend, or InputError saying how to get it."""
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        raise InputError(f"matplotlib is not importable from {sys.executable}: "
+                         "install Debian's python3-matplotlib and run with /usr/bin/python3") \
+            from None
+    return plt
+
+
+def save(fig, path):
+    directory = os.path.dirname(path) or "."
+    if not os.path.isdir(directory):
+        raise InputError(f"{path}: cannot write: directory '{directory}' does not exist")
+    try:
+        fig.savefig(path, dpi=120, bbox_inches="tight")
+    except OSError as e:
+        raise InputError(f"{path}: cannot write: {e.strerror}") from None
+
+
+def short_name(path):
+    """'workloads/llama.json' -> 'llama'."""
+    return os.path.splitext(os.path.basename(path))[0]
+
+
+def main(prog, run):
+    """Runs run(); an InputError becomes one line on stderr and exit 2."""
+    try:
+        run()
+    except InputError as e:
+        print(f"{prog}: {e}", file=sys.stderr)
+        sys.exit(EXIT_INPUT)

@@ -1,0 +1,142 @@
+#!/usr/bin/python3
+"""plot_planners.py -- planners side by side, from simrun's --csv rows.
+
+    plot_planners.py results.csv -o planners.png [--baseline megatron]
+
+One row of three panels per configuration (workload, platform and --set
+overrides of a run): iteration time per planner with its speed-up over the
+baseline planner written at the end of each bar, the pipeline bubble
+(bubble_ratio, as a percentage of busy time: it exceeds 100% when the pipeline
+idles longer than it computes) and peak device-memory utilisation
+(peak_fraction, with the capacity at 100%).  Rows of one configuration are the
+bars; a planner that appears more than once (another schedule or recompute
+choice given on the command line) is labelled "planner (schedule, recompute)".
+The baseline is the first row of the baseline planner in its configuration,
+and the panel title names it; a configuration without one is an error.
+
+Columns read (README.md, "CSV columns"): platform, workload, overrides,
+planner, schedule, recompute, iteration_s, bubble_ratio, peak_fraction.
+"""
+
+import argparse
+from collections import OrderedDict
+
+import npcsv
+
+COLUMNS = ["platform", "workload", "overrides", "planner", "schedule", "recompute",
+           "iteration_s", "bubble_ratio", "peak_fraction"]
+
+
+def configurations(table):
+    """OrderedDict (workload, platform, overrides) -> row indices: configurations
+    of one workload together, workloads and rows in file order."""
+    groups = OrderedDict()
+    for i in range(len(table.rows)):
+        key = (table.text(i, "workload"), table.text(i, "platform"), table.text(i, "overrides"))
+        groups.setdefault(key, []).append(i)
+    workloads = list(OrderedDict.fromkeys(key[0] for key in groups))
+    return OrderedDict(sorted(groups.items(), key=lambda kv: workloads.index(kv[0][0])))
+
+
+def bar_labels(table, rows):
+    """Planner names, disambiguated where a planner repeats."""
+    planners = [table.text(i, "planner") for i in rows]
+    labels = []
+    for i, p in zip(rows, planners):
+        if planners.count(p) > 1:
+            p = f"{p} ({table.text(i, 'schedule')}, {table.text(i, 'recompute')})"
+        labels.append(p)
+    seen = {}
+    for k, label in enumerate(labels):
+        seen[label] = seen.get(label, 0) + 1
+        if labels.count(label) > 1:
+            labels[k] = f"{label} #{seen[label]}"
+    return labels
+
+
+def group_title(key):
+    workload, platform, overrides = key
+    title = f"{npcsv.short_name(workload)} on {npcsv.short_name(platform)}"
+    return f"{title}  [{overrides}]" if overrides else title
+
+
+def plot(table, baseline, out_path):
+    plt = npcsv.pyplot()
+    groups = configurations(table)
+    planner_names = list(OrderedDict.fromkeys(table.text(i, "planner")
+                                              for i in range(len(table.rows))))
+    palette = plt.get_cmap("tab10")
+    colour = {p: palette(k % 10) for k, p in enumerate(planner_names)}
+
+    data = []
+    for key, rows in groups.items():
+        base = [i for i in rows if table.text(i, "planner") == baseline]
+        if not base:
+            present = sorted({table.text(i, "planner") for i in rows})
+            raise npcsv.InputError(
+                f"{table.path}: {group_title(key)}: no row of baseline planner '{baseline}' "
+                f"(planners present: {', '.join(present)}; choose one with --baseline)")
+        times = [table.number(i, "iteration_s") for i in rows]
+        base_time = table.number(base[0], "iteration_s")
+        if min(times) <= 0:
+            raise npcsv.InputError(f"{table.path}: {group_title(key)}: iteration_s must be "
+                                   "positive")
+        data.append((key, rows, times, base_time, rows.index(base[0])))
+
+    height = sum(0.9 + 0.32 * len(rows) for _, rows, _, _, _ in data) + 0.4
+    fig, axes = plt.subplots(len(data), 3, figsize=(14, height), squeeze=False,
+                             gridspec_kw={"height_ratios": [len(d[1]) + 2 for d in data]})
+    for r, (key, rows, times, base_time, base_k) in enumerate(data):
+        labels = bar_labels(table, rows)
+        colours = [colour[table.text(i, "planner")] for i in rows]
+        y = list(range(len(rows)))[::-1]
+        ax_t, ax_b, ax_m = axes[r]
+
+        ax_t.barh(y, times, color=colours)
+        ax_t.set_yticks(y, labels)
+        ax_t.set_xlim(0, max(times) * 1.3)
+        for yy, t in zip(y, times):
+            ax_t.text(t, yy, f" {t:.3g} s  {base_time / t:.2f}x", va="center", fontsize=8)
+        ax_t.set_title(f"{group_title(key)}\niteration time (speed-up vs {labels[base_k]})",
+                       fontsize=9, loc="left")
+        ax_t.set_xlabel("iteration (s)")
+
+        bubbles = [100 * table.number(i, "bubble_ratio") for i in rows]
+        ax_b.barh(y, bubbles, color=colours)
+        ax_b.set_yticks(y, [])
+        ax_b.set_xlim(0, max(max(bubbles) * 1.25, 1))
+        for yy, b in zip(y, bubbles):
+            ax_b.text(b, yy, f" {b:.1f}%", va="center", fontsize=8)
+        ax_b.set_title("pipeline bubble (% of busy time)", fontsize=9, loc="left")
+        ax_b.set_xlabel("bubble (%)")
+
+        peaks = [100 * table.number(i, "peak_fraction") for i in rows]
+        ax_m.barh(y, peaks, color=colours)
+        ax_m.set_yticks(y, [])
+        ax_m.axvline(100, color="firebrick", linestyle="--", linewidth=1)
+        ax_m.set_xlim(0, max(max(peaks) * 1.2, 110))
+        for yy, m in zip(y, peaks):
+            ax_m.text(m, yy, f" {m:.1f}%", va="center", fontsize=8)
+        ax_m.set_title("peak device memory (% of capacity)", fontsize=9, loc="left")
+        ax_m.set_xlabel("peak / capacity (%)")
+        for ax in (ax_t, ax_b, ax_m):
+            ax.set_ylim(-0.7, len(rows) - 0.3)
+            ax.grid(axis="x", alpha=0.3)
+    fig.tight_layout()
+    npcsv.save(fig, out_path)
+
+
+def run():
+    ap = argparse.ArgumentParser(description="Iteration time (with speed-up), bubble and peak "
+                                 "memory per planner, one row of panels per configuration.")
+    ap.add_argument("csv", help="results CSV written by simrun --csv")
+    ap.add_argument("-o", "--output", required=True, help="PNG file to write")
+    ap.add_argument("--baseline", default="megatron",
+                    help="planner the speed-ups are relative to (default: megatron)")
+    args = ap.parse_args()
+    table = npcsv.read_table(args.csv, COLUMNS)
+    plot(table, args.baseline, args.output)
+
+
+if __name__ == "__main__":
+    npcsv.main("plot_planners", run)

@@ -1,0 +1,138 @@
+#!/bin/sh
+# analysis_test.sh -- end-to-end tests of the plotting scripts in analysis/.
+#   sh tests/analysis_test.sh [PYTHON]      (default /usr/bin/python3)
+# Each script must turn a tiny CSV of tests/data/ into a PNG, and bad input
+# (missing file or column, a non-number, a directory that does not exist...)
+# must exit non-zero with one line on stderr naming the problem, never a
+# Python traceback.  The Pareto frontier is checked against a brute-force
+# dominance test.  Ends with "analysis: N passed, N failed".
+set -u
+PYTHON=${1:-/usr/bin/python3}
+cd "$(dirname "$0")/.." || exit 2
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+pass=0
+fail=0
+ok() { pass=$((pass + 1)); }
+ko() { fail=$((fail + 1)); echo "FAIL: $1"; [ -s "$TMP/err" ] && sed 's/^/    stderr: /' "$TMP/err" | head -5; }
+
+if ! "$PYTHON" -c 'import matplotlib' 2>/dev/null; then
+    echo "analysis: $PYTHON cannot import matplotlib (install python3-matplotlib)"
+    echo "analysis: 0 passed, 1 failed"
+    exit 1
+fi
+
+is_png() { [ -s "$1" ] && [ "$(head -c 4 "$1" | tail -c 3)" = "PNG" ]; }
+
+# expect_png NAME OUT SCRIPT ARGS...: the script exits 0 and writes a PNG.
+expect_png() {
+    name=$1 out=$2 script=$3
+    shift 3
+    rm -f "$out"
+    if ! "$PYTHON" "analysis/$script" "$@" >"$TMP/out" 2>"$TMP/err"; then
+        ko "$name: exit $?"
+    elif ! is_png "$out"; then
+        ko "$name: $out is not a PNG"
+    else
+        ok
+    fi
+}
+
+# expect_error NAME PATTERN SCRIPT ARGS...: non-zero exit, no PNG, one line on
+# stderr containing PATTERN, no traceback.
+expect_error() {
+    name=$1 pattern=$2 script=$3
+    shift 3
+    rm -f "$TMP/bad.png"
+    "$PYTHON" "analysis/$script" "$@" >"$TMP/out" 2>"$TMP/err"
+    got=$?
+    if [ "$got" -eq 0 ]; then
+        ko "$name: exit 0, expected an error"
+    elif grep -q Traceback "$TMP/err"; then
+        ko "$name: Python traceback"
+    elif ! grep -q -- "$pattern" "$TMP/err"; then
+        ko "$name: stderr does not mention '$pattern'"
+    elif [ -e "$TMP/bad.png" ]; then
+        ko "$name: wrote a PNG anyway"
+    else
+        ok
+    fi
+}
+
+D=tests/data
+R=$D/results_small.csv
+S=$D/sweep_small.csv
+F=$D/frontier_small.csv
+
+# ---- PNGs from good input ---------------------------------------------------
+expect_png planners "$TMP/p.png" plot_planners.py "$R" -o "$TMP/p.png"
+expect_png sweep_numeric "$TMP/s.png" plot_sweep.py "$S" --x num_micro_batches --y bubble_ratio \
+    --group recompute -o "$TMP/s.png"
+expect_png sweep_categorical_bytes "$TMP/c.png" plot_sweep.py "$R" --x recompute --y peak_bytes \
+    --group workload -o "$TMP/c.png"
+expect_png sweep_where_logx "$TMP/w.png" plot_sweep.py "$S" --x global_batch_size \
+    --y iteration_s --where recompute=full --logx -o "$TMP/w.png"
+expect_png sweep_agg "$TMP/a.png" plot_sweep.py "$S" --x num_micro_batches --y mfu --agg max \
+    -o "$TMP/a.png"
+expect_png frontier "$TMP/f.png" plot_frontier.py "$F" -o "$TMP/f.png"
+expect_png frontier_group "$TMP/g.png" plot_frontier.py "$F" --group recompute -o "$TMP/g.png"
+
+# ---- bad input ----------------------------------------------------------------
+printf 'platform,workload\nx,y\n' >"$TMP/cols.csv"
+: >"$TMP/empty.csv"
+sed '2s/0.0400198038/fast/' "$R" >"$TMP/nonnum.csv"
+sed '3s/,1f1b,/,1f1b,extra,/' "$R" >"$TMP/short.csv"
+sed 's/,true,/,maybe,/' "$F" >"$TMP/feasible.csv"
+sed 's/^8,8,16,1,full,10.0,/8,8,16,1,full,,/' "$F" >"$TMP/notime.csv"
+for s in plot_planners.py plot_frontier.py; do
+    expect_error "$s missing file" "$TMP/none.csv" $s "$TMP/none.csv" -o "$TMP/bad.png"
+    expect_error "$s missing column" "cols.csv: missing column" $s "$TMP/cols.csv" -o "$TMP/bad.png"
+    expect_error "$s empty file" "empty.csv: empty file" $s "$TMP/empty.csv" -o "$TMP/bad.png"
+    expect_error "$s no output" "required" $s "$TMP/cols.csv"
+done
+expect_error "sweep missing file" "$TMP/none.csv" plot_sweep.py "$TMP/none.csv" --x a --y b \
+    -o "$TMP/bad.png"
+expect_error "sweep missing column" "missing column 'num_stages'" plot_sweep.py "$S" \
+    --x num_stages --y iteration_s -o "$TMP/bad.png"
+expect_error "sweep non-numeric y" "column 'recompute': expected a number" plot_sweep.py "$S" \
+    --x num_micro_batches --y recompute --group recompute -o "$TMP/bad.png"
+expect_error "sweep duplicate points" "rows with num_micro_batches=" plot_sweep.py "$S" \
+    --x num_micro_batches --y iteration_s -o "$TMP/bad.png"
+expect_error "sweep where matches nothing" "no row matches" plot_sweep.py "$S" \
+    --x num_micro_batches --y iteration_s --where recompute=sometimes -o "$TMP/bad.png"
+expect_error "sweep logx on categories" "--logx needs numeric" plot_sweep.py "$S" \
+    --x recompute --y iteration_s --logx --agg mean -o "$TMP/bad.png"
+expect_error "planners non-numeric time" "nonnum.csv:2: column 'iteration_s'" plot_planners.py \
+    "$TMP/nonnum.csv" -o "$TMP/bad.png"
+expect_error "planners short row" "short.csv:3:" plot_planners.py "$TMP/short.csv" -o "$TMP/bad.png"
+expect_error "planners no baseline" "no row of baseline planner 'pipedream'" plot_planners.py "$R" \
+    --baseline pipedream -o "$TMP/bad.png"
+expect_error "planners output dir missing" "$TMP/nodir/p.png" plot_planners.py "$R" \
+    -o "$TMP/nodir/p.png"
+expect_error "planners binary input" "not a CSV" plot_planners.py "$TMP/p.png" -o "$TMP/bad.png"
+expect_error "frontier bad feasible" "column 'feasible'" plot_frontier.py "$TMP/feasible.csv" \
+    -o "$TMP/bad.png"
+expect_error "frontier feasible without time" "notime.csv:2: column 'iteration_s'" \
+    plot_frontier.py "$TMP/notime.csv" -o "$TMP/bad.png"
+
+# ---- the frontier against brute force ---------------------------------------
+if "$PYTHON" - <<'EOF' 2>"$TMP/err"
+import random, sys
+sys.path.insert(0, "analysis")
+from plot_frontier import pareto
+random.seed(7)
+for trial in range(200):
+    n = random.randint(1, 30)
+    pts = [(random.randint(1, 12), random.randint(1, 12)) for _ in range(n)]
+    def dominated(k):
+        t, m = pts[k]
+        return any(t2 <= t and m2 <= m and (t2, m2) != (t, m) for t2, m2 in pts)
+    # non-dominated values (one representative per duplicate point)
+    expected = sorted({pts[k] for k in range(n) if not dominated(k)})
+    got = sorted(pts[k] for k in pareto(pts))
+    assert got == expected, (pts, got, expected)
+EOF
+then ok; else ko "pareto matches brute force"; fi
+
+echo "analysis: $pass passed, $fail failed"
+[ "$fail" -eq 0 ]
