@@ -152,7 +152,7 @@ double engine_receive(engine *e, worker *w, int ch)
 
 /* ---- the worker actor ---------------------------------------------------- */
 
-static void span_record(worker *w, const sched_op *op, double start_s)
+static void span_record_at(worker *w, const sched_op *op, double start_s, double end_s)
 {
     if (!w->eng->opt->record_spans)
         return;
@@ -166,11 +166,16 @@ static void span_record(worker *w, const sched_op *op, double start_s)
     }
     engine_span *s = &w->spans[w->num_spans++];
     s->start_s = start_s;
-    s->end_s = engine_now(w->eng);
+    s->end_s = end_s;
     s->memory_bytes = w->mem_bytes;
     s->micro_batch = op->micro_batch;
     s->kind = op->kind;
     s->chunk = op->chunk;
+}
+
+static void span_record(worker *w, const sched_op *op, double start_s)
+{
+    span_record_at(w, op, start_s, engine_now(w->eng));
 }
 
 static void mem_acquire(worker *w, const sched_op *op)
@@ -189,22 +194,52 @@ static void mem_release(worker *w, const sched_op *op)
         w->mem_bytes += op->mem_delta_bytes;
 }
 
-static void run_compute(worker *w, const sched_op *op)
+static bool is_compute(int kind)
 {
-    double duration_s = op->compute_s + op->comm_s;
+    return kind == OP_FORWARD || kind == OP_BACKWARD || kind == OP_WEIGHT_GRAD ||
+           kind == OP_RECOMPUTE || kind == OP_OPTIMIZER;
+}
+
+/* Accounts a compute op that ran from start_s to end_s. */
+static void compute_account(worker *w, const sched_op *op, double start_s, double end_s)
+{
     mem_acquire(w, op);
-    if (duration_s > 0) {
-        sg_actor_execute(duration_s * sg_host_get_speed(w->hosts[0]));
-        w->eng->activities++;
-    }
     mem_release(w, op);
+    span_record_at(w, op, start_s, end_s);
     if (op->kind == OP_OPTIMIZER)
         return;
+    double duration_s = op->compute_s + op->comm_s;
     w->busy_s += duration_s;
     w->tp_comm_s += op->comm_s;
     if (op->kind == OP_RECOMPUTE)
         w->recompute_s += duration_s;
-    w->pipeline_end_s = engine_now(w->eng);
+    w->pipeline_end_s = end_s;
+}
+
+/* Runs the consecutive compute ops ops[0 .. count) from the first: nothing
+ * else can run on the NPU between them, so one SimGrid execution of their
+ * total length replays them exactly (one activity instead of several, e.g.
+ * a recompute and its backward).  Returns how many ops it ran. */
+static int run_compute(worker *w, const sched_op *ops, int count)
+{
+    int n = 0;
+    double total_s = 0;
+    while (n < count && is_compute(ops[n].kind)) {
+        total_s += ops[n].compute_s + ops[n].comm_s;
+        n++;
+    }
+    double start_s = engine_now(w->eng);
+    if (total_s > 0) {
+        sg_actor_execute(total_s * sg_host_get_speed(w->hosts[0]));
+        w->eng->activities++;
+    }
+    double t = start_s;
+    for (int i = 0; i < n; i++) {
+        double end_s = i + 1 < n ? t + ops[i].compute_s + ops[i].comm_s : engine_now(w->eng);
+        compute_account(w, &ops[i], t, end_s);
+        t = end_s;
+    }
+    return n;
 }
 
 /* Megatron's point-to-point calls wait for their requests
@@ -235,7 +270,7 @@ static void run_op(worker *w, const sched_op *op)
     case OP_WEIGHT_GRAD:
     case OP_RECOMPUTE:
     case OP_OPTIMIZER:
-        run_compute(w, op);
+        run_compute(w, op, 1);
         break;
     case OP_SEND_FORWARD:
         w->p2p_exposed_s += timed_send(w, op, CH_FORWARD);
@@ -267,10 +302,15 @@ static void worker_main(int argc, char **argv)
     worker *w = sg_actor_self_get_data();
     const sched_stage *st = &w->eng->sc->stages[w->stage];
     w->mem_bytes = w->peak_bytes = st->static_bytes + st->workspace_bytes;
-    for (int i = 0; i < st->num_ops; i++) {
+    for (int i = 0; i < st->num_ops;) {
+        if (is_compute(st->ops[i].kind)) {
+            i += run_compute(w, &st->ops[i], st->num_ops - i);
+            continue;
+        }
         double start = engine_now(w->eng);
         run_op(w, &st->ops[i]);
         span_record(w, &st->ops[i], start);
+        i++;
     }
     w->end_s = engine_now(w->eng);
 }
@@ -290,7 +330,7 @@ static void folded_replica_main(int argc, char **argv)
             coll_allreduce(w->eng, w, op->bytes);
             w->dp_comm_s += engine_now(w->eng) - start;
         } else if (op->kind == OP_OPTIMIZER) {
-            run_compute(w, op);
+            run_compute(w, op, 1);
         }
     }
     w->end_s = engine_now(w->eng);
