@@ -15,7 +15,10 @@
  *
  * A 16K-NPU run has thousands of workers; by default only replica 0 of each
  * stage is written (all replicas of a stage replay the same list and, unless
- * the fabric breaks the symmetry, look alike).
+ * the fabric breaks the symmetry, look alike).  Workers without spans
+ * (replicas folded away by --fold-dp) are left out, and a worker whose spans
+ * are not its whole op list gets no memory counter; "otherData" in the file
+ * counts both.
  */
 #ifndef SIM_TRACE_H
 #define SIM_TRACE_H

@@ -417,6 +417,127 @@ static void test_run_without_spans_is_an_error(void)
     cm_free(&cm);
 }
 
+/* ---- synthetic timelines (no SimGrid) -------------------------------------- */
+
+/* A 2-stage, 2-micro-batch schedule and a hand-made result: stage 0 has one
+ * span per op (1 ms each, memory as the tracker would leave it), stage 1
+ * only its last op, as a replica folded away by --fold-dp would. */
+typedef struct synthetic {
+    cm_model cm;
+    plan pl;
+    schedule sc;
+    engine_result r;
+    engine_span *spans[2];
+    int num_spans[2];
+} synthetic;
+
+static int synthetic_build(synthetic *x)
+{
+    memset(x, 0, sizeof *x);
+    trace_case c = {2, 2, 1, 1, false};
+    build_model(&c, &x->cm, &x->pl);
+    np_error err;
+    if (sched_build(&x->pl, &x->cm, &x->sc, &err))
+        return -1;
+    const sched_stage *st = &x->sc.stages[0];
+    x->spans[0] = calloc((size_t)st->num_ops, sizeof *x->spans[0]);
+    x->spans[1] = calloc(1, sizeof *x->spans[1]);
+    if (!x->spans[0] || !x->spans[1])
+        return -1;
+    double mem = st->static_bytes + st->workspace_bytes;
+    for (int i = 0; i < st->num_ops; i++) {
+        mem += st->ops[i].mem_delta_bytes;
+        x->spans[0][i] = (engine_span){.start_s = i * 1e-3, .end_s = (i + 1) * 1e-3,
+                                       .memory_bytes = mem,
+                                       .micro_batch = st->ops[i].micro_batch,
+                                       .kind = st->ops[i].kind, .chunk = st->ops[i].chunk};
+    }
+    const sched_stage *last = &x->sc.stages[1];
+    const sched_op *op = &last->ops[last->num_ops - 1];
+    x->spans[1][0] = (engine_span){.start_s = 0, .end_s = 1e-3, .memory_bytes = 0,
+                                   .micro_batch = op->micro_batch, .kind = op->kind};
+    x->num_spans[0] = st->num_ops;
+    x->num_spans[1] = 1;
+    x->r.num_workers = 2;
+    x->r.spans = x->spans;
+    x->r.num_spans = x->num_spans;
+    x->r.iteration_s = st->num_ops * 1e-3;
+    return 0;
+}
+
+static void synthetic_free(synthetic *x)
+{
+    free(x->spans[0]);
+    free(x->spans[1]);
+    sched_free(&x->sc);
+    plan_free(&x->pl);
+    cm_free(&x->cm);
+}
+
+/* Writes x to a temporary file and parses it back. */
+static json_t *synthetic_trace(synthetic *x)
+{
+    char path[] = "/tmp/npusim_trace_synthetic_XXXXXX";
+    int fd = mkstemp(path);
+    if (fd < 0)
+        return NULL;
+    close(fd);
+    trace_options o;
+    trace_init_options(&o);
+    np_error err;
+    np_error_clear(&err);
+    json_t *root = NULL;
+    if (trace_write_chrome(path, &x->r, &x->pl, &x->sc, &o, &err) == 0)
+        root = load_json(path);
+    remove(path);
+    return root;
+}
+
+static int count_events(json_t *root, const char *ph, int pid)
+{
+    int n = 0;
+    size_t i;
+    json_t *e;
+    json_array_foreach(trace_events(root), i, e)
+    {
+        if (event_pid(e) == pid && strcmp(event_ph(e), ph) == 0)
+            n++;
+    }
+    return n;
+}
+
+static void test_partial_timeline_has_spans_but_no_memory_counter(void)
+{
+    synthetic x;
+    CU_ASSERT_EQUAL_FATAL(synthetic_build(&x), 0);
+    json_t *root = synthetic_trace(&x);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(root);
+    CU_ASSERT_EQUAL(count_events(root, "X", 1), x.sc.stages[0].num_ops);
+    CU_ASSERT(count_events(root, "C", 1) > 0);
+    CU_ASSERT_EQUAL(count_events(root, "X", 2), 1);
+    CU_ASSERT_EQUAL(count_events(root, "C", 2), 0);
+    json_t *other = json_object_get(root, "otherData");
+    CU_ASSERT_EQUAL(json_integer_value(json_object_get(other, "workers_written")), 2);
+    CU_ASSERT_EQUAL(json_integer_value(json_object_get(other, "workers_without_memory")), 1);
+    json_decref(root);
+    synthetic_free(&x);
+}
+
+static void test_strings_are_json_escaped(void)
+{
+    synthetic x;
+    CU_ASSERT_EQUAL_FATAL(synthetic_build(&x), 0);
+    const char *odd = "we\"ird\\name\t\x01";
+    snprintf(x.pl.planner, sizeof x.pl.planner, "%s", odd);
+    json_t *root = synthetic_trace(&x);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(root);
+    const char *back = json_string_value(json_object_get(json_object_get(root, "otherData"), "planner"));
+    CU_ASSERT_PTR_NOT_NULL_FATAL(back);
+    CU_ASSERT_STRING_EQUAL(back, odd);
+    json_decref(root);
+    synthetic_free(&x);
+}
+
 void register_trace_tests(void)
 {
     TEST_SUITE("trace",
@@ -430,5 +551,8 @@ void register_trace_tests(void)
                 test_memory_counter_sees_recompute_transient},
                {"default_writes_replica_zero_only", test_default_writes_replica_zero_only},
                {"unwritable_path_is_an_error_naming_it", test_unwritable_path_is_an_error_naming_it},
-               {"run_without_spans_is_an_error", test_run_without_spans_is_an_error});
+               {"run_without_spans_is_an_error", test_run_without_spans_is_an_error},
+               {"partial_timeline_has_spans_but_no_memory_counter",
+                test_partial_timeline_has_spans_but_no_memory_counter},
+               {"strings_are_json_escaped", test_strings_are_json_escaped});
 }
