@@ -22,6 +22,7 @@ run: build
 test: build
 	$(BUILD)/npusim_tests
 	sh tests/cli_test.sh $(BUILD)/simrun
+	sh tests/analysis_test.sh
 
 # The same suite under AddressSanitizer and UndefinedBehaviorSanitizer.
 test-asan: deps
