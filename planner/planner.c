@@ -11,6 +11,7 @@
 
 static const planner_desc planners[] = {
     {"megatron", "uniform layers per stage, one recompute option for every layer", planner_megatron},
+    {"ft", "TensorOpt frontier: fastest tp/pp/dp, micro-batch, per-layer recompute that fits", planner_frontier},
 };
 
 const planner_desc *planner_all(int *count)

@@ -45,6 +45,11 @@ int planner_run(const planner_desc *d, const cm_model *cm, const cl_cluster *c,
 /* The planners. */
 int planner_megatron(const cm_model *cm, const cl_cluster *c, const wl_workload *w,
                      const planner_options *o, plan *out, np_error *err);
+/* TensorOpt frontier tracking (planner_frontier.c, frontier.h): chooses tp, pp,
+ * dp, micro-batch size and per-layer recompute, so its plan's sizes may differ
+ * from the workload's (and from cm's); ignores o->recompute. */
+int planner_frontier(const cm_model *cm, const cl_cluster *c, const wl_workload *w,
+                     const planner_options *o, plan *out, np_error *err);
 
 /* Fills the fields every planner sets the same way from the workload:
  * micro-batching, TP, DP, schedule. */
