@@ -62,5 +62,30 @@ int planner_run(const planner_desc *d, const cm_model *cm, const cl_cluster *c,
     rc = plan_check(out, w->path, err);
     if (rc)
         return rc;
-    return mem_check_fits(cm, out, err);
+    cm_model own;
+    const cm_model *plan_cm;
+    if ((rc = planner_cost_model_for(w, c, cm, out, &own, &plan_cm, err)))
+        return rc;
+    rc = mem_check_fits(plan_cm, out, err);
+    if (plan_cm == &own)
+        cm_free(&own);
+    return rc;
+}
+
+int planner_cost_model_for(const wl_workload *w, const cl_cluster *c, const cm_model *base,
+                           const plan *pl, cm_model *own, const cm_model **out, np_error *err)
+{
+    const wl_parallel *par = &w->parallel;
+    *out = base;
+    if (pl->tensor_parallel == par->tensor_model_parallel_size &&
+        pl->data_parallel == par->data_parallel_size &&
+        pl->num_stages == par->pipeline_model_parallel_size &&
+        pl->micro_batch_size == base->micro_batch_size)
+        return 0;
+    wl_workload sized = *w; /* shallow: only the sizes change */
+    sized.parallel.tensor_model_parallel_size = pl->tensor_parallel;
+    sized.parallel.data_parallel_size = pl->data_parallel;
+    sized.parallel.pipeline_model_parallel_size = pl->num_stages;
+    *out = own;
+    return cm_build(&sized, c, pl->micro_batch_size, own, err);
 }

@@ -51,6 +51,13 @@ int planner_megatron(const cm_model *cm, const cl_cluster *c, const wl_workload 
 int planner_frontier(const cm_model *cm, const cl_cluster *c, const wl_workload *w,
                      const planner_options *o, plan *out, np_error *err);
 
+/* The cost model a plan runs on: base when the plan keeps the workload's
+ * parallel sizes and micro-batch size, else one built into *own for the
+ * plan's own (TensorOpt's frontier chooses them).  *out points at the one to
+ * use; cm_free(own) afterwards when *out == own. */
+int planner_cost_model_for(const wl_workload *w, const cl_cluster *c, const cm_model *base,
+                           const plan *pl, cm_model *own, const cm_model **out, np_error *err);
+
 /* Fills the fields every planner sets the same way from the workload:
  * micro-batching, TP, DP, schedule. */
 void planner_plan_basics(plan *pl, const wl_workload *w, const planner_options *o);

@@ -42,17 +42,16 @@ void report_print_header(FILE *out, const report_row *row)
 {
     const wl_parallel *par = &row->w->parallel;
     fprintf(out, "npusim: %s on %s (%d NPUs)\n", row->w->name, row->platform, row->num_npus);
-    fprintf(out, "  TP %d  PP %d  DP %d  VPP %d   global batch %ld, micro-batch %d, %d micro-batches "
-                 "per pipeline\n",
+    fprintf(out, "  workload: TP %d  PP %d  DP %d  VPP %d   global batch %ld, micro-batch %d\n",
             par->tensor_model_parallel_size, par->pipeline_model_parallel_size,
-            par->data_parallel_size, row->pl->num_chunks, row->w->training.global_batch_size,
-            row->pl->micro_batch_size, row->pl->num_micro_batches);
+            par->data_parallel_size, par->virtual_pipeline_model_parallel_size,
+            row->w->training.global_batch_size, row->w->training.micro_batch_size);
 }
 
 void report_print_table_head(FILE *out)
 {
-    fprintf(out, "\n%-10s %-13s %-10s %10s %8s %12s %6s %7s %15s %7s %9s %9s %8s\n", "planner",
-            "schedule", "recompute", "iter (s)", "speedup", "tokens/s", "MFU", "bubble",
+    fprintf(out, "\n%-10s %-13s %-14s %-10s %10s %8s %12s %6s %7s %15s %7s %9s %9s %8s\n", "planner",
+            "schedule", "TPxPPxDP m", "recompute", "iter (s)", "speedup", "tokens/s", "MFU", "bubble",
             "peak mem (GB)", "mem", "comm (s)", "plan (s)", "sim (s)");
 }
 
@@ -61,10 +60,14 @@ void report_print_table_row(FILE *out, const report_row *row, double baseline_it
     const engine_result *r = row->r;
     char rc[48];
     double speedup = baseline_iteration_s > 0 ? baseline_iteration_s / r->iteration_s : 1.0;
-    fprintf(out, "%-10s %-13s %-10s %10.3f %7.2fx %12.0f %5.1f%% %6.1f%% %7.1f / %5.1f %6.1f%% %9.3f %9.3f %8.2f\n",
-            row->pl->planner, wl_schedule_name(row->pl->schedule),
+    double bubble = r->bubble_ratio > 1e-12 ? r->bubble_ratio : 0.0; /* no "-0.0%" */
+    char shape[32];
+    snprintf(shape, sizeof shape, "%dx%dx%d %d", row->pl->tensor_parallel, row->pl->num_stages,
+             row->pl->data_parallel, row->pl->num_micro_batches);
+    fprintf(out, "%-10s %-13s %-14s %-10s %10.3f %7.2fx %12.0f %5.1f%% %6.1f%% %7.1f / %5.1f %6.1f%% %9.3f %9.3f %8.2f\n",
+            row->pl->planner, wl_schedule_name(row->pl->schedule), shape,
             report_recompute_summary(row->pl, rc, sizeof rc), r->iteration_s, speedup,
-            r->tokens_per_s, 100 * r->mfu, 100 * r->bubble_ratio, r->peak_bytes / 1e9,
+            r->tokens_per_s, 100 * r->mfu, 100 * bubble, r->peak_bytes / 1e9,
             row->capacity_bytes / 1e9, 100 * r->peak_fraction, r->exposed_comm_s,
             row->pl->planner_wall_s, r->wall_s);
 }

@@ -14,6 +14,7 @@
 
 #include "engine.h"
 #include "memory.h"
+#include "frontier.h"
 #include "plan_json.h"
 #include "planner.h"
 #include "report.h"
@@ -41,6 +42,9 @@ static const char usage_text[] =
     "  --plan-out FILE    write the plan as JSON (with --planner all: FILE.NAME.json\n"
     "                     for each planner)\n"
     "  --plan FILE        replay a saved plan instead of running a planner\n"
+    "  --frontier FILE    also write TensorOpt's Pareto frontier of (iteration time,\n"
+    "                     memory per NPU) over TP/PP/DP, micro-batch and recompute, for\n"
+    "                     1, 2, 4, ... NPUs up to the platform's, as CSV\n"
     "  --schedule NAME    pipeline schedule (default: the workload's \"schedule\")\n"
     "  --csv FILE         append one result row to FILE (header written if new)\n"
     "  --trace FILE       write the timeline as a Chrome trace (Perfetto, chrome://tracing)\n"
@@ -68,6 +72,7 @@ typedef struct cli {
     const char *plan_in;
     const char *plan_out;
     const char *trace_path;
+    const char *frontier_path;
     const char *trace_replicas; /* "all" or a count, for --trace */
     const char *fold_dp;
     int stages, quiet;
@@ -124,6 +129,8 @@ static const char **value_option(cli *c, const char *a)
         return &c->plan_in;
     if (strcmp(a, "--trace") == 0)
         return &c->trace_path;
+    if (strcmp(a, "--frontier") == 0)
+        return &c->frontier_path;
     if (strcmp(a, "--trace-replicas") == 0)
         return &c->trace_replicas;
     if (strcmp(a, "--fold-dp") == 0)
@@ -221,28 +228,6 @@ typedef struct job {
     int several; /* --planner all: output files get the planner's name */
 } job;
 
-/* The cost model a plan runs on: the job's, unless the planner chose other
- * parallel sizes or another micro-batch size (TensorOpt's frontier does). */
-static int plan_cost_model(const job *j, const plan *pl, cm_model *own, const cm_model **cm,
-                           np_error *err)
-{
-    const wl_parallel *par = &j->w.parallel;
-    if (pl->tensor_parallel == par->tensor_model_parallel_size &&
-        pl->data_parallel == par->data_parallel_size &&
-        pl->num_stages == par->pipeline_model_parallel_size &&
-        pl->micro_batch_size == j->cm.micro_batch_size) {
-        *cm = &j->cm;
-        return 0;
-    }
-    wl_workload w = j->w; /* shallow: only sizes change */
-    w.parallel.tensor_model_parallel_size = pl->tensor_parallel;
-    w.parallel.data_parallel_size = pl->data_parallel;
-    w.parallel.pipeline_model_parallel_size = pl->num_stages;
-    int rc = cm_build(&w, &j->pf.cluster, pl->micro_batch_size, own, err);
-    *cm = own;
-    return rc;
-}
-
 /* An output file of one planner's run: "out/x.json" when one planner runs,
  * "out/x.NAME.json" for each planner of --planner all. */
 static const char *output_path(const char *base, const char *planner, int several, char *buf,
@@ -266,7 +251,7 @@ static int simulate_and_report(const cli *c, job *j, plan *pl, np_error *err)
     const cm_model *cm;
     schedule sc = {0};
     engine_result res = {0};
-    int rc = plan_cost_model(j, pl, &own, &cm, err);
+    int rc = planner_cost_model_for(&j->w, &j->pf.cluster, &j->cm, pl, &own, &cm, err);
     if (!rc && plan_out)
         rc = plan_write_json(plan_out, pl, c->workload_path, err);
     if (!rc)
@@ -379,10 +364,22 @@ static int load_inputs(cli *c, job *j, np_error *err)
     return cm_build(&j->w, &j->pf.cluster, 0, &j->cm, err);
 }
 
+static int write_frontier(const cli *c, job *j, np_error *err)
+{
+    frontier fr;
+    int rc = frontier_sweep(&j->w, &j->pf.cluster, &fr, err);
+    if (!rc)
+        rc = frontier_write_csv(c->frontier_path, &fr, err);
+    frontier_free(&fr);
+    return rc;
+}
+
 static int run_job(cli *c, job *j, np_error *err)
 {
     int rc = load_inputs(c, j, err);
     if (rc)
+        return rc;
+    if (c->frontier_path && (rc = write_frontier(c, j, err)))
         return rc;
     if (c->plan_in) {
         plan pl;
