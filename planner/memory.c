@@ -20,14 +20,16 @@
  *   GPipe (Huang et al. 2019): all m forwards precede the backwards: m.
  *   1F1B (Narayanan et al. SC'21 §2.2.1; PipeDream-Flush): min(p−s−1, m)
  *     warm-up forwards, then one forward, one backward: min(p−s, m).
- *   ZB-H1 (Qi et al. ICLR'24, §2.1): the 1F1B pattern, W passes delayed; its
- *     peak stays the 1F1B peak on every stage.  The W-pending micro-batches
- *     (up to s on stage s) keep only their weight-GEMM inputs; the schedule
- *     frees a micro-batch's activations with its B, and so do we.
+ *   ZB-H1 (Qi et al. ICLR'24, §2.1): the 1F1B pattern, W passes delayed so
+ *     that "all workers maintain the same number of in-flight micro-batches":
+ *     min(p, m) forwarded and not yet W'd on every stage, stage 0's being
+ *     the 1F1B peak.  W needs the inputs of the weight GEMMs, so a
+ *     micro-batch keeps its activations until its W (schedule_zb.c frees
+ *     them there: an upper bound on the paper's M_W < M_B after B).
  *   ZB-H2 (Qi et al. §2.2): warm-up forwards fill the time until the first B
- *     arrives.  With T_F = T_B = T_W stage s starts at time s and receives its
- *     first B at 2p−1−s, so it runs 2(p−s)−1 forwards first: 2p−1 on stage 0,
- *     the paper's (2p−1)·M_B peak, 1 on the last stage; capped at m.
+ *     arrives (2(p−s)−1 on stage s with T_F = T_B = T_W) and W passes are
+ *     delayed up to the paper's (2p−1)·M_B peak: min(2p−1, m) held until W
+ *     on every stage.
  *   Interleaved 1F1B (Narayanan et al. SC'21 §2.2.2; Megatron-LM
  *     forward_backward_pipelining_with_interleaving): stage s runs
  *     W = min(2(p−s−1) + (v−1)·p, m·v) warm-up chunk-forwards, then one
@@ -71,7 +73,8 @@ static int inflight_stage(schedule_kind sched, int p, int s, int m)
 {
     switch (sched) {
     case SCHED_GPIPE: return m;
-    case SCHED_ZB_H2: return min_int(2 * (p - s) - 1, m);
+    case SCHED_ZB_H1: return min_int(p, m);         /* held until W */
+    case SCHED_ZB_H2: return min_int(2 * p - 1, m); /* held until W */
     default: return min_int(p - s, m);
     }
 }

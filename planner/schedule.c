@@ -133,7 +133,9 @@ int sched_emit_backward(sched_stage *st, const plan *pl, const cm_model *cm, int
     op->compute_s = c.backward_s + (split_weight_grad ? 0.0 : c.weight_grad_s);
     op->comm_s = c.backward_comm_s;
     op->mem_transient_bytes = c.transient_bytes;
-    op->mem_delta_bytes = -c.activation_bytes;
+    /* A split backward leaves the activations to W, which needs the inputs
+     * of the weight GEMMs (schedule_zb.c explains the choice). */
+    op->mem_delta_bytes = split_weight_grad ? 0.0 : -c.activation_bytes;
     return 0;
 }
 
@@ -141,11 +143,12 @@ int sched_emit_weight_grad(sched_stage *st, const plan *pl, const cm_model *cm, 
                            int chunk, int i)
 {
     sched_chunk c;
-    sched_chunk_cost(pl, cm, s, chunk, i, false, &c);
+    sched_chunk_cost(pl, cm, s, chunk, i, sched_skips_recompute(pl, s, i), &c);
     sched_op *op = sched_push(st, OP_WEIGHT_GRAD, i, chunk);
     if (!op)
         return -1;
     op->compute_s = c.weight_grad_s;
+    op->mem_delta_bytes = -c.activation_bytes; /* kept since the forward */
     return 0;
 }
 
@@ -215,7 +218,13 @@ int sched_build(const plan *pl, const cm_model *cm, schedule *out, np_error *err
         return np_error_set(err, NP_EXIT_INTERNAL, "<schedule>", "", 0, "out of memory");
     sched_generator gen = NULL;
     switch (pl->schedule) {
+    case SCHED_GPIPE: gen = sched_gen_gpipe; break;
     case SCHED_1F1B: gen = sched_gen_1f1b; break;
+    case SCHED_INTERLEAVED: gen = sched_gen_interleaved; break;
+    case SCHED_ZB_H1: gen = sched_gen_zb_h1; break;
+    case SCHED_ZB_H2: gen = sched_gen_zb_h2; break;
+    case SCHED_PIPEDREAM:
+    case SCHED_PIPEDREAM_2BW: gen = sched_gen_pipedream; break;
     default: break;
     }
     if (!gen) {

@@ -26,7 +26,13 @@ typedef struct sched_chunk {
 
 typedef int (*sched_generator)(sched_stage *st, const plan *pl, const cm_model *cm, int stage);
 
+int sched_gen_gpipe(sched_stage *st, const plan *pl, const cm_model *cm, int stage);
 int sched_gen_1f1b(sched_stage *st, const plan *pl, const cm_model *cm, int stage);
+int sched_gen_interleaved(sched_stage *st, const plan *pl, const cm_model *cm, int stage);
+int sched_gen_zb_h1(sched_stage *st, const plan *pl, const cm_model *cm, int stage);
+int sched_gen_zb_h2(sched_stage *st, const plan *pl, const cm_model *cm, int stage);
+/* PipeDream and PipeDream-2BW: one steady-state period (schedule_pipedream.c). */
+int sched_gen_pipedream(sched_stage *st, const plan *pl, const cm_model *cm, int stage);
 
 void sched_chunk_cost(const plan *pl, const cm_model *cm, int stage, int chunk,
                       int micro_batch, bool skip_recompute, sched_chunk *out);
@@ -35,7 +41,8 @@ void sched_chunk_cost(const plan *pl, const cm_model *cm, int stage, int chunk,
 int sched_emit_forward(sched_stage *st, const plan *pl, const cm_model *cm, int s,
                        int chunk, int i, bool skip_recompute);
 /* Recompute (when the chunk recomputes) then backward; frees the activations.
- * split_weight_grad leaves W to a later sched_emit_weight_grad(). */
+ * split_weight_grad leaves W to a later sched_emit_weight_grad(), which then
+ * frees them. */
 int sched_emit_backward(sched_stage *st, const plan *pl, const cm_model *cm, int s,
                         int chunk, int i, bool skip_recompute, bool split_weight_grad);
 int sched_emit_weight_grad(sched_stage *st, const plan *pl, const cm_model *cm, int s,

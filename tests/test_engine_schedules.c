@@ -1,0 +1,412 @@
+/*
+ * test_engine_schedules.c -- every pipeline schedule replayed by the engine
+ * on uniform stages with free communication, against closed forms.
+ *
+ * Bubble ratio is engine_result.bubble_ratio = Σ_s (pipeline − busy_s) /
+ * Σ_s busy_s.  With L layers per stage of forward F, input gradient B and
+ * weight gradient W (per layer, seconds), the published fractions are
+ *   GPipe (Huang et al. 2019)                   (p−1)/m
+ *   interleaved 1F1B (Narayanan et al. SC'21)   (p−1)/(v·m)
+ *   ZB-H1 (Qi et al. ICLR'24, section 2.1)      (p−1)(F+B−W) / (m(F+B+W)),
+ *     under the conditions the handcrafted order reaches it: m >= p and
+ *     W <= min(F, B) (schedule_zb.c);
+ *   ZB-H2 (section 2.2), with the paper's T_F = T_B = T_W and m >= 2p−1:
+ *     (p−1)(F+B−2W) = 0 idle inside every stage's own span (first op to last
+ *     op), the paper's zero bubble; the isolated iteration the engine times
+ *     also holds the parallelogram's skew, (p−1)·F, so engine bubble
+ *     (p−1)F / (m(F+B+W)) = (p−1)/(3m);
+ *   PipeDream, 2BW (one steady-state period, schedule_pipedream.c): the
+ *     period's replay holds one forward pass of latency: (p−1)F / (m(F+B)).
+ * Peak memory per stage is the schedule's published in-flight count times a
+ * micro-batch's activations plus the static bytes (and, for PipeDream, its
+ * extra weight versions), and equals memory.c's mem_stage_bytes() total.
+ * Each simulation runs in a forked child (SimGrid holds one platform per
+ * process).
+ */
+#include <string.h>
+
+#include "engine.h"
+#include "memory.h"
+#include "planner.h"
+#include "testutil.h"
+
+#define MAX_STAGES 32
+#define STATE_BYTES 100.0      /* per layer: weights, gradients, optimizer */
+#define ACTIVATION_BYTES 10.0  /* per layer and micro-batch */
+#define PARAMS 25.0            /* per layer, 2 bytes each: 50 bytes a version */
+
+typedef struct sched_case {
+    const char *platform;
+    schedule_kind schedule;
+    int p, m, v, dp, layers_per_chunk;
+    double forward_s, input_grad_s, weight_grad_s; /* per layer */
+} sched_case;
+
+typedef struct sched_outcome {
+    int rc;
+    char error[512];
+    double bubble_ratio, pipeline_s;
+    double stage_peak_bytes[MAX_STAGES];
+    double stage_planned_bytes[MAX_STAGES]; /* mem_stage_bytes() total */
+    double stage_span_s[MAX_STAGES];        /* replica 0: first to last F/B/W */
+    double stage_busy_s[MAX_STAGES];
+} sched_outcome;
+
+static int layers_per_stage(const sched_case *c)
+{
+    return c->v * c->layers_per_chunk;
+}
+
+static void model_build(const sched_case *c, cm_model *cm, plan *pl)
+{
+    int layers = c->p * c->v * c->layers_per_chunk;
+    test_uniform_model(cm, layers);
+    cm->data_parallel = c->dp;
+    cm->weight_bytes_per_param = 2;
+    for (int l = 0; l < layers; l++) {
+        cm_layer *ly = &cm->layers[l];
+        ly->forward_s = c->forward_s;
+        ly->backward_s = c->input_grad_s;
+        ly->weight_grad_s = c->weight_grad_s;
+        ly->state_bytes = STATE_BYTES;
+        ly->params = PARAMS;
+    }
+    plan_init(pl, c->p, c->v, layers);
+    for (int k = 0; k <= c->p * c->v; k++)
+        pl->chunk_start[k] = k * c->layers_per_chunk;
+    pl->schedule = c->schedule;
+    pl->micro_batch_size = 1;
+    pl->num_micro_batches = c->m;
+    pl->tensor_parallel = 1;
+    pl->data_parallel = c->dp;
+}
+
+static bool is_pass(int kind)
+{
+    return kind == OP_FORWARD || kind == OP_BACKWARD || kind == OP_WEIGHT_GRAD ||
+           kind == OP_RECOMPUTE;
+}
+
+static double span_of_passes(const engine_result *r, int worker)
+{
+    double first = -1, last = 0;
+    for (int i = 0; i < r->num_spans[worker]; i++) {
+        const engine_span *sp = &r->spans[worker][i];
+        if (!is_pass(sp->kind))
+            continue;
+        if (first < 0)
+            first = sp->start_s;
+        last = sp->end_s;
+    }
+    return last - first;
+}
+
+static void run_case(void *ctx, int fd)
+{
+    const sched_case *c = ctx;
+    sched_outcome out;
+    memset(&out, 0, sizeof out);
+    np_error err;
+    np_error_clear(&err);
+    sim_platform pf;
+    cm_model cm;
+    plan pl;
+    schedule sc = {0};
+    engine_result res = {0};
+    wl_workload w;
+    memset(&w, 0, sizeof w);
+    w.training.global_batch_size = (long)c->m * c->dp;
+    w.training.micro_batch_size = 1;
+    test_simgrid_init();
+    out.rc = platform_load(test_path(c->platform), &pf, &err);
+    if (!out.rc) {
+        model_build(c, &cm, &pl);
+        out.rc = sched_build(&pl, &cm, &sc, &err);
+    }
+    if (!out.rc) {
+        engine_options o;
+        engine_init_options(&o);
+        o.record_spans = true;
+        out.rc = engine_run(&pf, &w, &cm, &pl, &sc, &o, &res, &err);
+    }
+    if (!out.rc) {
+        out.bubble_ratio = res.bubble_ratio;
+        out.pipeline_s = res.pipeline_s;
+        for (int s = 0; s < c->p && s < MAX_STAGES; s++) {
+            mem_stage ms;
+            mem_stage_bytes(&cm, &pl, s, &ms);
+            out.stage_peak_bytes[s] = res.stages[s].peak_bytes;
+            out.stage_planned_bytes[s] = ms.total_bytes;
+            out.stage_span_s[s] = span_of_passes(&res, s * c->dp);
+            out.stage_busy_s[s] = res.stages[s].busy_s;
+        }
+    } else {
+        np_error_format(&err, out.error, sizeof out.error);
+    }
+    test_write_all(fd, &out, sizeof out);
+}
+
+static int simulate(const sched_case *c, sched_outcome *out)
+{
+    if (test_in_child(run_case, (void *)c, out, sizeof *out) != 0)
+        return -1;
+    if (out->rc)
+        fprintf(stderr, "\n  %s %s p=%d m=%d: %s\n", c->platform, wl_schedule_name(c->schedule),
+                c->p, c->m, out->error);
+    return out->rc;
+}
+
+/* Checks the bubble ratio and, when expected_pipeline_s > 0, the time to the
+ * last F/B/W. */
+static void check_bubble(const sched_case *c, double expected_ratio, double expected_pipeline_s)
+{
+    sched_outcome out;
+    CU_ASSERT_EQUAL_FATAL(simulate(c, &out), 0);
+    ASSERT_REL(out.bubble_ratio, expected_ratio, 1e-9);
+    if (expected_pipeline_s > 0)
+        ASSERT_REL(out.pipeline_s, expected_pipeline_s, 1e-9);
+}
+
+/* ---- bubbles -------------------------------------------------------------- */
+
+static void test_gpipe_bubble_is_p_minus_1_over_m(void)
+{
+    const sched_case cases[] = {
+        {"platforms/test_free_comm_8.xml", SCHED_GPIPE, 8, 8, 1, 1, 2, 1e-3, 2e-3, 0},
+        {"platforms/test_free_comm_16.xml", SCHED_GPIPE, 4, 5, 1, 4, 1, 1e-3, 2e-3, 0},
+        {"platforms/test_free_comm_32.xml", SCHED_GPIPE, 16, 24, 1, 2, 1, 1e-3, 3e-3, 0},
+    };
+    for (unsigned i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const sched_case *c = &cases[i];
+        double stage_s = layers_per_stage(c) * (c->forward_s + c->input_grad_s);
+        check_bubble(c, (c->p - 1.0) / c->m, (c->m + c->p - 1.0) * stage_s);
+    }
+}
+
+/* Per chunk F/v and B/v: m(F+B) + (p−1)(F+B)/v. */
+static void test_interleaved_bubble_is_p_minus_1_over_v_m(void)
+{
+    const sched_case cases[] = {
+        {"platforms/test_free_comm_8.xml", SCHED_INTERLEAVED, 4, 8, 2, 2, 1, 1e-3, 2e-3, 0},
+        {"platforms/test_free_comm_8.xml", SCHED_INTERLEAVED, 8, 8, 3, 1, 2, 1e-3, 2e-3, 0},
+        {"platforms/test_free_comm_16.xml", SCHED_INTERLEAVED, 4, 12, 4, 4, 1, 2e-3, 3e-3, 0},
+        {"platforms/test_free_comm_32.xml", SCHED_INTERLEAVED, 16, 32, 2, 2, 1, 1e-3, 2e-3, 0},
+    };
+    for (unsigned i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const sched_case *c = &cases[i];
+        double p = c->p, m = c->m, v = c->v;
+        double chunk_s = c->layers_per_chunk * (c->forward_s + c->input_grad_s);
+        check_bubble(c, (p - 1) / (v * m), (m * v + p - 1) * chunk_s);
+    }
+}
+
+/* (p−1)(F+B−W) / (m(F+B+W)) with W <= min(F, B), m >= p. */
+static void test_zb_h1_bubble_is_published(void)
+{
+    const sched_case cases[] = {
+        {"platforms/test_free_comm_8.xml", SCHED_ZB_H1, 4, 4, 1, 2, 2, 1e-3, 1e-3, 1e-3},
+        {"platforms/test_free_comm_8.xml", SCHED_ZB_H1, 8, 12, 1, 1, 1, 1e-3, 2e-3, 1e-3},
+        {"platforms/test_free_comm_16.xml", SCHED_ZB_H1, 8, 16, 1, 2, 2, 2e-3, 3e-3, 1e-3},
+        {"platforms/test_free_comm_32.xml", SCHED_ZB_H1, 16, 20, 1, 2, 1, 1e-3, 1e-3, 0.5e-3},
+    };
+    for (unsigned i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const sched_case *c = &cases[i];
+        double p = c->p, m = c->m, L = layers_per_stage(c);
+        double f = c->forward_s, b = c->input_grad_s, w = c->weight_grad_s;
+        check_bubble(c, (p - 1) * (f + b - w) / (m * (f + b + w)),
+                     L * (m * (f + b + w) + (p - 1) * (f + b - w)));
+    }
+}
+
+/* T_F = T_B = T_W = t per stage: no stage idles between its first and last
+ * pass ((p−1)(F+B−2W) = 0), and the isolated iteration lasts 3mt + (p−1)t. */
+static void test_zb_h2_has_no_bubble_inside_any_stage(void)
+{
+    const sched_case cases[] = {
+        {"platforms/test_free_comm_8.xml", SCHED_ZB_H2, 4, 7, 1, 2, 2, 1e-3, 1e-3, 1e-3},
+        {"platforms/test_free_comm_8.xml", SCHED_ZB_H2, 8, 16, 1, 1, 1, 1e-3, 1e-3, 1e-3},
+        {"platforms/test_free_comm_32.xml", SCHED_ZB_H2, 16, 40, 1, 2, 1, 2e-3, 2e-3, 2e-3},
+    };
+    for (unsigned i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const sched_case *c = &cases[i];
+        sched_outcome out;
+        CU_ASSERT_EQUAL_FATAL(simulate(c, &out), 0);
+        double p = c->p, m = c->m, t = layers_per_stage(c) * c->forward_s;
+        for (int s = 0; s < c->p; s++) {
+            ASSERT_REL(out.stage_busy_s[s], 3 * m * t, 1e-9);
+            ASSERT_REL(out.stage_span_s[s], out.stage_busy_s[s], 1e-9);
+        }
+        ASSERT_REL(out.pipeline_s, 3 * m * t + (p - 1) * t, 1e-9);
+        ASSERT_REL(out.bubble_ratio, (p - 1) / (3 * m), 1e-9);
+    }
+}
+
+/* One steady-state period: m(F+B) + (p−1)F, bubble (p−1)F / (m(F+B)). */
+static void test_pipedream_period_holds_one_forward_latency(void)
+{
+    const sched_case cases[] = {
+        {"platforms/test_free_comm_8.xml", SCHED_PIPEDREAM, 4, 8, 1, 2, 2, 1e-3, 2e-3, 0},
+        {"platforms/test_free_comm_8.xml", SCHED_PIPEDREAM_2BW, 8, 8, 1, 1, 1, 1e-3, 2e-3, 0},
+        {"platforms/test_free_comm_16.xml", SCHED_PIPEDREAM_2BW, 4, 12, 1, 4, 1, 2e-3, 3e-3, 0},
+        {"platforms/test_free_comm_32.xml", SCHED_PIPEDREAM, 16, 16, 1, 2, 1, 1e-3, 2e-3, 0},
+    };
+    for (unsigned i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const sched_case *c = &cases[i];
+        double p = c->p, m = c->m, L = layers_per_stage(c);
+        double f = c->forward_s, b = c->input_grad_s;
+        check_bubble(c, (p - 1) * f / (m * (f + b)), L * (m * (f + b) + (p - 1) * f));
+    }
+}
+
+/* ---- peak memory ---------------------------------------------------------- */
+
+/* Published micro-batches held on stage s (DESIGN.md, memory.c), in units of
+ * one chunk's activations. */
+static double published_chunks_held(const sched_case *c, int s)
+{
+    int p = c->p, m = c->m, v = c->v;
+    int one_f_one_b = p - s < m ? p - s : m;
+    switch (c->schedule) {
+    case SCHED_GPIPE: return m;
+    case SCHED_INTERLEAVED: { /* Megatron: warm-up + 1 chunk-forwards */
+        int held = 2 * (p - s - 1) + (v - 1) * p + 1;
+        return held < m * v ? held : m * v;
+    }
+    case SCHED_ZB_H1: return p < m ? p : m;                   /* held until W */
+    case SCHED_ZB_H2: return 2 * p - 1 < m ? 2 * p - 1 : m;   /* held until W */
+    default: return one_f_one_b;
+    }
+}
+
+/* Weight versions beyond the live one: PipeDream stashes one per in-flight
+ * micro-batch, 2BW keeps one more (Narayanan et al. SOSP'19, ICML'21). */
+static double extra_weight_versions(const sched_case *c, int s)
+{
+    int k = c->p - s < c->m ? c->p - s : c->m;
+    if (c->schedule == SCHED_PIPEDREAM)
+        return k - 1;
+    return c->schedule == SCHED_PIPEDREAM_2BW ? 1 : 0;
+}
+
+static void test_peak_memory_is_static_plus_published_in_flight(void)
+{
+    const sched_case cases[] = {
+        {"platforms/test_free_comm_8.xml", SCHED_GPIPE, 4, 6, 1, 2, 2, 1e-3, 2e-3, 0},
+        {"platforms/test_free_comm_8.xml", SCHED_INTERLEAVED, 4, 8, 2, 2, 1, 1e-3, 2e-3, 0},
+        {"platforms/test_free_comm_8.xml", SCHED_INTERLEAVED, 8, 8, 3, 1, 1, 1e-3, 2e-3, 0},
+        {"platforms/test_free_comm_8.xml", SCHED_ZB_H1, 8, 12, 1, 1, 1, 1e-3, 2e-3, 1e-3},
+        {"platforms/test_free_comm_8.xml", SCHED_ZB_H2, 4, 16, 1, 2, 2, 1e-3, 1e-3, 1e-3},
+        {"platforms/test_free_comm_8.xml", SCHED_PIPEDREAM, 8, 12, 1, 1, 1, 1e-3, 2e-3, 0},
+        {"platforms/test_free_comm_8.xml", SCHED_PIPEDREAM, 4, 2, 1, 2, 2, 1e-3, 2e-3, 0},
+        {"platforms/test_free_comm_8.xml", SCHED_PIPEDREAM_2BW, 4, 8, 1, 2, 2, 1e-3, 2e-3, 0},
+    };
+    for (unsigned i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const sched_case *c = &cases[i];
+        sched_outcome out;
+        CU_ASSERT_EQUAL_FATAL(simulate(c, &out), 0);
+        for (int s = 0; s < c->p; s++) {
+            double expected = layers_per_stage(c) *
+                                  (STATE_BYTES + extra_weight_versions(c, s) * 2 * PARAMS) +
+                              published_chunks_held(c, s) * c->layers_per_chunk * ACTIVATION_BYTES;
+            ASSERT_REL(out.stage_peak_bytes[s], expected, 1e-12);
+            ASSERT_REL(out.stage_planned_bytes[s], expected, 1e-12);
+        }
+    }
+}
+
+/* ---- the workload path ---------------------------------------------------- */
+
+/* Every schedule name of the workload's "schedule" key runs the whole path
+ * (loader, cost model, Megatron planner, generator, engine) on a small GPT;
+ * interleaved with two virtual chunks. */
+typedef struct workload_outcome {
+    int rc[SCHED_COUNT];
+    char error[512];
+    double iteration_s[SCHED_COUNT];
+} workload_outcome;
+
+static int simulate_workload(const sim_platform *pf, schedule_kind k, double *iteration_s,
+                             np_error *err)
+{
+    char schedule_set[64];
+    snprintf(schedule_set, sizeof schedule_set, "schedule=\"%s\"", wl_schedule_name(k));
+    const char *overrides[] = {schedule_set, "virtual_pipeline_model_parallel_size=2"};
+    wl_workload w;
+    int rc = wl_load(test_path("workloads/small_gpt.json"), overrides,
+                     k == SCHED_INTERLEAVED ? 2 : 1, &w, err);
+    if (rc)
+        return rc;
+    cm_model cm;
+    plan pl;
+    schedule sc = {0};
+    engine_result res = {0};
+    planner_options o;
+    rc = cm_build(&w, &pf->cluster, 0, &cm, err);
+    if (!rc) {
+        planner_init_options(&o, &w);
+        rc = planner_megatron(&cm, &pf->cluster, &w, &o, &pl, err);
+        if (!rc)
+            rc = sched_build(&pl, &cm, &sc, err);
+        if (!rc) {
+            engine_options eo;
+            engine_init_options(&eo);
+            rc = engine_run(pf, &w, &cm, &pl, &sc, &eo, &res, err);
+            *iteration_s = res.iteration_s;
+            engine_result_free(&res);
+        }
+        sched_free(&sc);
+        plan_free(&pl);
+        cm_free(&cm);
+    }
+    wl_free(&w);
+    return rc;
+}
+
+static void run_workload(void *ctx, int fd)
+{
+    (void)ctx;
+    workload_outcome out;
+    memset(&out, 0, sizeof out);
+    np_error err;
+    np_error_clear(&err);
+    sim_platform pf;
+    test_simgrid_init();
+    int rc = platform_load(test_path("platforms/test_8npu.xml"), &pf, &err);
+    for (int k = 0; k < SCHED_COUNT; k++) {
+        out.rc[k] = rc ? rc : simulate_workload(&pf, (schedule_kind)k, &out.iteration_s[k], &err);
+        if (out.rc[k] && !out.error[0])
+            np_error_format(&err, out.error, sizeof out.error);
+    }
+    test_write_all(fd, &out, sizeof out);
+}
+
+static void test_every_schedule_runs_a_workload_end_to_end(void)
+{
+    workload_outcome out;
+    CU_ASSERT_EQUAL_FATAL(test_in_child(run_workload, NULL, &out, sizeof out), 0);
+    if (out.error[0])
+        fprintf(stderr, "\n  %s\n", out.error);
+    for (int k = 0; k < SCHED_COUNT; k++) {
+        CU_ASSERT_EQUAL(out.rc[k], 0);
+        CU_ASSERT(out.iteration_s[k] > 0);
+    }
+    /* Splitting W out of the backward shrinks the bubble: (p−1)(F+B−W)
+     * against 1F1B's (p−1)(F+B+W) (Qi et al. 2024, section 2.1). */
+    CU_ASSERT(out.iteration_s[SCHED_ZB_H1] < out.iteration_s[SCHED_1F1B]);
+}
+
+void register_engine_schedules_tests(void)
+{
+    TEST_SUITE("engine_schedules",
+               {"gpipe_bubble_is_p_minus_1_over_m", test_gpipe_bubble_is_p_minus_1_over_m},
+               {"interleaved_bubble_is_p_minus_1_over_v_m",
+                test_interleaved_bubble_is_p_minus_1_over_v_m},
+               {"zb_h1_bubble_is_published", test_zb_h1_bubble_is_published},
+               {"zb_h2_has_no_bubble_inside_any_stage", test_zb_h2_has_no_bubble_inside_any_stage},
+               {"pipedream_period_holds_one_forward_latency",
+                test_pipedream_period_holds_one_forward_latency},
+               {"peak_memory_is_static_plus_published_in_flight",
+                test_peak_memory_is_static_plus_published_in_flight},
+               {"every_schedule_runs_a_workload_end_to_end",
+                test_every_schedule_runs_a_workload_end_to_end});
+}
