@@ -269,15 +269,23 @@ def fat_tree_platform(preset, num_npus, npus_per_node=None, topo=None):
     )
 
 
-def flat_platform(num_npus, bandwidth_Bps, latency_s):
-    """Collective-test platform: every route is one host link up and one down."""
+def flat_platform(num_npus, bandwidth_Bps, latency_s, per_node=1, scaleup_Bps=None,
+                  scaleup_latency_s=None):
+    """Collective-test platform: every route is one host link up and one down.
+    per_node > 1 groups consecutive NPUs into servers whose scale-up fabric
+    has scaleup_Bps and scaleup_latency_s (hierarchical collectives)."""
     p = PRESETS["910b"]
     props = device_props(p, 1)
     props[2] = ("npus_per_node", "1", "one NPU per node: every transfer crosses the flat fabric")
     props[3] = ("scaleup_bandwidth_Bps", fmt(bandwidth_Bps), "unused (1 NPU per node); = route bandwidth")
     props[4] = ("scaleup_latency_s", fmt(latency_s), "unused (1 NPU per node); = route latency")
+    if per_node > 1:
+        props[2] = ("npus_per_node", str(per_node), "test servers; traffic between servers crosses the flat fabric")
+        props[3] = ("scaleup_bandwidth_Bps", fmt(scaleup_Bps), "test figure, distinct from the route bandwidth")
+        props[4] = ("scaleup_latency_s", fmt(scaleup_latency_s), "test figure, distinct from the route latency")
     lines = [
-        "Collective-test platform: %d NPUs, 1 NPU per node, flat cluster (no backbone)." % num_npus,
+        "Collective-test platform: %d NPUs, %d NPU%s per node, flat cluster (no backbone)."
+        % (num_npus, per_node, "s" if per_node > 1 else ""),
         "Every host has one private full-duplex link of %s B/s and %s s, so every" % (fmt(bandwidth_Bps), fmt(latency_s / 2)),
         "host-to-host route has bandwidth B = %s B/s and latency alpha = %s s" % (fmt(bandwidth_Bps), fmt(latency_s)),
         "(ring all-reduce of S bytes: 2(N-1)(S/(N B) + alpha) on an idle fabric).",
@@ -334,6 +342,8 @@ SHIPPED = {
     "test_flat_4.xml": lambda: flat_platform(4, 1e9, 10e-6),
     "test_flat_8.xml": lambda: flat_platform(8, 1e9, 10e-6),
     "test_flat_16.xml": lambda: flat_platform(16, 1e9, 10e-6),
+    # 4 servers x 4 NPUs, scale-up 4e9 B/s and 2 us: hierarchical collectives.
+    "test_flat_16_4pn.xml": lambda: flat_platform(16, 1e9, 10e-6, 4, 4e9, 2e-6),
 }
 
 

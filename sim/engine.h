@@ -30,13 +30,23 @@
 #include "schedule.h"
 #include "workload.h"
 
+/* Collective algorithms (collective.h: names, which collective each serves). */
 typedef enum coll_algorithm {
     COLL_RING_FLOW = 0, /* one flow per ring edge carrying 2(N−1)/N·S (DESIGN.md) */
+    COLL_RING,             /* step-by-step ring: a flow per step to the successor */
+    COLL_HIERARCHICAL,     /* intra-server RS, inter-server all-reduce, intra-server AG */
+    COLL_HALVING_DOUBLING, /* recursive halving / doubling: the radix-2 butterfly */
+    COLL_BUTTERFLY,        /* radix-R butterfly, R = engine_options.dp_radix */
+    COLL_PAIRWISE,         /* all-to-all: N−1 pairwise exchange steps */
+    COLL_BRUCK,            /* all-to-all: ⌈log2 N⌉ steps (Bruck et al. 1997) */
     COLL_ALGORITHM_COUNT
 } coll_algorithm;
 
 typedef struct engine_options {
     coll_algorithm dp_algorithm;
+    int dp_radix;                      /* R of COLL_BUTTERFLY; < 2 means 4 */
+    coll_algorithm dp_inter_algorithm; /* inter-server all-reduce of COLL_HIERARCHICAL */
+    coll_algorithm ep_alltoall_algorithm; /* expert-parallel all-to-all */
     bool record_spans; /* keep per-op spans for a timeline (--trace) */
     /* Symmetry folding (--fold-dp K): simulate the pipelines of K data-parallel
      * replicas only; replica d is represented by replica d mod K, and every

@@ -81,7 +81,69 @@ void engine_send(engine *e, worker *from, worker *to, int ch, double bytes);
  * waiting after the data was posted (exposed communication). */
 double engine_receive(engine *e, worker *w, int ch);
 
-/* Data-parallel all-reduce of `bytes` per NPU among the replicas of w's stage. */
+/* ---- collectives (collective.h, collective_*.c) ---------------------------- */
+
+/* Data-parallel all-reduce of `bytes` per NPU among the replicas of w's stage,
+ * with engine_options.dp_algorithm. */
 void coll_allreduce(engine *e, worker *w, double bytes);
+/* Expert-parallel all-to-all among the ep_size consecutive replicas of w's
+ * stage that hold w (Megatron's EP groups); `bytes` per NPU in total, bytes/ep
+ * to each member; engine_options.ep_alltoall_algorithm. */
+void coll_alltoall(engine *e, worker *w, int ep_size, double bytes);
+
+/* Plumbing of the algorithms (collective_transport.c).  A member running a
+ * collective holds a coll_ctx: its group, the session the group's members
+ * share for this call, and a message-tag counter every member advances the
+ * same way.  A coll_view is the part of the group an algorithm runs on. */
+struct coll_group;
+typedef struct coll_session coll_session;
+typedef struct coll_ctx {
+    engine *e;
+    const struct coll_group *g;
+    coll_session *session;
+    int next_tag;
+} coll_ctx;
+typedef struct coll_view {
+    const int *index; /* [n]: group index of each view position; NULL = identity */
+    int n, me;        /* size, and the caller's position */
+} coll_view;
+
+void coll_ctx_enter(coll_ctx *c, engine *e, const struct coll_group *g);
+void coll_ctx_leave(coll_ctx *c);
+/* Reserves `count` consecutive message tags; returns the first. */
+int coll_tags(coll_ctx *c, int count);
+/* Group index of view position i. */
+static inline int coll_view_member(const coll_view *v, int i)
+{
+    return v->index ? v->index[i] : i;
+}
+/* Starts `bytes` from every TP rank of the caller to the same rank of view
+ * member `to` (a flow, or a scale-up delay inside a server); returns at once. */
+void coll_send(coll_ctx *c, const coll_view *v, int to, int tag, double bytes);
+/* Waits until the message `tag` from view member `from` has arrived. */
+void coll_recv(coll_ctx *c, const coll_view *v, int from, int tag);
+/* Start-up latency α of a message between view members a and b. */
+double coll_latency_s(const coll_ctx *c, const coll_view *v, int a, int b);
+void coll_sleep(coll_ctx *c, double duration_s);
+/* A SimGrid flow of `bytes` from src to dst, started. */
+sg_exec_t coll_flow_start(sg_host_t src, sg_host_t dst, double bytes);
+
+/* The algorithms on a view; `bytes` is S, one member's whole vector
+ * (collective.h).  coll_run_view() dispatches on (kind, params). */
+struct coll_params;
+void coll_run_view(coll_ctx *c, const coll_view *v, int kind, const struct coll_params *p,
+                   double bytes);
+void coll_ring_allreduce(coll_ctx *c, const coll_view *v, double bytes);
+void coll_ring_reduce_scatter(coll_ctx *c, const coll_view *v, double bytes);
+void coll_ring_allgather(coll_ctx *c, const coll_view *v, double bytes);
+void coll_ring_flow_allreduce(coll_ctx *c, const coll_view *v, double bytes);
+void coll_ring_flow_reduce_scatter(coll_ctx *c, const coll_view *v, double bytes);
+void coll_ring_flow_allgather(coll_ctx *c, const coll_view *v, double bytes);
+void coll_butterfly_reduce_scatter(coll_ctx *c, const coll_view *v, int radix, double bytes);
+void coll_butterfly_allgather(coll_ctx *c, const coll_view *v, int radix, double bytes);
+void coll_hierarchical_allreduce(coll_ctx *c, const coll_view *v, const struct coll_params *p,
+                                 double bytes);
+void coll_pairwise_alltoall(coll_ctx *c, const coll_view *v, double bytes);
+void coll_bruck_alltoall(coll_ctx *c, const coll_view *v, double bytes);
 
 #endif

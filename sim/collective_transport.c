@@ -1,0 +1,245 @@
+/*
+ * collective_transport.c -- how collective messages travel and meet.
+ *
+ * A message from member a to member b is what engine_post() sends between
+ * two workers: one SimGrid flow per TP rank, from rank r of a to rank r of b
+ * (a 2-host parallel execution, the cheapest flow DESIGN.md measured), or,
+ * when the two NPUs share a server, a scale-up transfer of cl_p2p_time()
+ * that no XML link carries.  The sender never waits; the receiver waits on
+ * the flows, as in the engine's channels.
+ *
+ * The engine's channels match transfers in FIFO order, which is not enough
+ * here: in a butterfly stage a member hears from R−1 partners, and a fast
+ * partner of the next stage may post before a slow one of this stage.  So
+ * collective messages carry a tag (the algorithm's step) and a source, and the
+ * receiver asks for one exact (tag, source).  They live in a SESSION: one
+ * collective call of one group, shared by its members.  The first member to
+ * call creates it, each member joins the oldest live session of its group it
+ * has not joined yet (collectives of a group are called in the same order by
+ * every member), and the last member to leave frees it; so no state outlives
+ * a collective and the engine needs no hook.  A session holds one inbox per
+ * member: the pending messages and a semaphore on which the owner sleeps
+ * while it waits for a message not yet posted; a sender releases it only when
+ * it posts exactly the awaited message, so a wait costs one acquisition.
+ *
+ * Live sessions are few (one per group in its collective: 16 DP groups for
+ * a 16-stage pipeline), so they sit in one list.  SimGrid runs actors one at a
+ * time, so the list needs no lock.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <xbt/asserts.h>
+
+#include "collective.h"
+#include "engine_internal.h"
+
+typedef struct coll_msg {
+    int tag, from;
+    int num_flows;
+    double arrive_s; /* absolute clock: the scale-up part is there */
+    sg_exec_t *flows;
+} coll_msg;
+
+typedef struct coll_inbox {
+    coll_msg *msgs;
+    int count, capacity;
+    sg_sem_t wake;
+    bool waiting;
+    int want_tag, want_from;
+} coll_inbox;
+
+struct coll_session {
+    coll_session *next;
+    const worker *first; /* the key: (id, first member, size) */
+    int id, size;
+    int joined, left;
+    unsigned char *has_joined; /* [size] */
+    coll_inbox *inbox;         /* [size] */
+};
+
+static coll_session *live_head;
+
+static void *coll_alloc(size_t count, size_t size)
+{
+    void *p = calloc(count ? count : 1, size);
+    if (!p)
+        xbt_die("npusim: out of memory in a collective");
+    return p;
+}
+
+static bool session_matches(const coll_session *s, const coll_group *g)
+{
+    return s->id == g->id && s->size == g->size && s->first == g->members[0] &&
+           !s->has_joined[g->me];
+}
+
+static coll_session *session_create(const coll_group *g)
+{
+    coll_session *s = coll_alloc(1, sizeof *s);
+    s->first = g->members[0];
+    s->id = g->id;
+    s->size = g->size;
+    s->has_joined = coll_alloc((size_t)g->size, 1);
+    s->inbox = coll_alloc((size_t)g->size, sizeof *s->inbox);
+    coll_session **tail = &live_head;
+    while (*tail)
+        tail = &(*tail)->next;
+    *tail = s; /* appended: the oldest session of a group is found first */
+    return s;
+}
+
+static void session_destroy(coll_session *s)
+{
+    coll_session **p = &live_head;
+    while (*p != s)
+        p = &(*p)->next;
+    *p = s->next;
+    for (int i = 0; i < s->size; i++) {
+        if (s->inbox[i].wake)
+            sg_sem_destroy(s->inbox[i].wake);
+        free(s->inbox[i].msgs);
+    }
+    free(s->inbox);
+    free(s->has_joined);
+    free(s);
+}
+
+void coll_ctx_enter(coll_ctx *c, engine *e, const coll_group *g)
+{
+    coll_session *s = live_head;
+    while (s && !session_matches(s, g))
+        s = s->next;
+    if (!s)
+        s = session_create(g);
+    s->has_joined[g->me] = 1;
+    s->joined++;
+    c->e = e;
+    c->g = g;
+    c->session = s;
+    c->next_tag = 0;
+}
+
+void coll_ctx_leave(coll_ctx *c)
+{
+    coll_session *s = c->session;
+    if (s->inbox[c->g->me].count)
+        xbt_die("npusim: a collective member left with %d unread messages",
+                s->inbox[c->g->me].count);
+    if (++s->left == s->size)
+        session_destroy(s);
+    c->session = NULL;
+}
+
+int coll_tags(coll_ctx *c, int count)
+{
+    int first = c->next_tag;
+    c->next_tag += count;
+    return first;
+}
+
+sg_exec_t coll_flow_start(sg_host_t src, sg_host_t dst, double bytes)
+{
+    sg_host_t hosts[2] = {src, dst};
+    double flops[2] = {0, 0};
+    double comm[4] = {0, bytes, 0, 0};
+    sg_exec_t flow = sg_actor_parallel_exec_init(2, hosts, flops, comm);
+    sg_exec_start(flow);
+    return flow;
+}
+
+static bool same_server(const engine *e, int rank_a, int rank_b)
+{
+    int per_node = e->pf->cluster.npus_per_node;
+    return rank_a / per_node == rank_b / per_node;
+}
+
+static void inbox_push(coll_inbox *in, coll_msg m)
+{
+    if (in->count == in->capacity) {
+        int cap = in->capacity ? 2 * in->capacity : 4;
+        coll_msg *msgs = realloc(in->msgs, (size_t)cap * sizeof *msgs);
+        if (!msgs)
+            xbt_die("npusim: out of memory in a collective");
+        in->msgs = msgs;
+        in->capacity = cap;
+    }
+    in->msgs[in->count++] = m;
+    if (in->waiting && in->want_tag == m.tag && in->want_from == m.from) {
+        in->waiting = false;
+        sg_sem_release(in->wake);
+    }
+}
+
+void coll_send(coll_ctx *c, const coll_view *v, int to, int tag, double bytes)
+{
+    engine *e = c->e;
+    const worker *from = c->g->members[c->g->me];
+    int to_index = coll_view_member(v, to);
+    const worker *dst = c->g->members[to_index];
+    double now = simgrid_get_clock();
+    coll_msg m = {.tag = tag, .from = c->g->me, .arrive_s = now};
+    for (int r = 0; bytes > 0 && r < e->tp; r++) {
+        if (same_server(e, from->ranks[r], dst->ranks[r])) {
+            double done = now + cl_p2p_time(&e->pf->cluster, bytes, 1);
+            if (done > m.arrive_s)
+                m.arrive_s = done;
+            continue;
+        }
+        if (!m.flows)
+            m.flows = coll_alloc((size_t)e->tp, sizeof *m.flows);
+        m.flows[m.num_flows++] = coll_flow_start(from->hosts[r], dst->hosts[r], bytes);
+        e->activities++;
+    }
+    inbox_push(&c->session->inbox[to_index], m);
+}
+
+static int inbox_find(const coll_inbox *in, int tag, int from)
+{
+    for (int i = 0; i < in->count; i++)
+        if (in->msgs[i].tag == tag && in->msgs[i].from == from)
+            return i;
+    return -1;
+}
+
+void coll_recv(coll_ctx *c, const coll_view *v, int from, int tag)
+{
+    coll_inbox *in = &c->session->inbox[c->g->me];
+    int from_index = coll_view_member(v, from);
+    int k = inbox_find(in, tag, from_index);
+    if (k < 0) {
+        if (!in->wake)
+            in->wake = sg_sem_init(0);
+        in->waiting = true;
+        in->want_tag = tag;
+        in->want_from = from_index;
+        sg_sem_acquire(in->wake);
+        k = inbox_find(in, tag, from_index);
+        xbt_assert(k >= 0, "npusim: collective woken without its message");
+    }
+    coll_msg m = in->msgs[k];
+    in->msgs[k] = in->msgs[--in->count];
+    for (int i = 0; i < m.num_flows; i++)
+        sg_exec_wait(m.flows[i]); /* releases the flow */
+    free(m.flows);
+    if (m.arrive_s > simgrid_get_clock()) {
+        sg_actor_sleep_until(m.arrive_s);
+        c->e->activities++;
+    }
+}
+
+double coll_latency_s(const coll_ctx *c, const coll_view *v, int a, int b)
+{
+    const worker *wa = c->g->members[coll_view_member(v, a)];
+    const worker *wb = c->g->members[coll_view_member(v, b)];
+    if (same_server(c->e, wa->ranks[0], wb->ranks[0]))
+        return c->e->pf->cluster.scaleup_latency_s;
+    return sg_host_get_route_latency(wa->hosts[0], wb->hosts[0]);
+}
+
+void coll_sleep(coll_ctx *c, double duration_s)
+{
+    if (duration_s <= 0)
+        return;
+    sg_actor_sleep_for(duration_s);
+    c->e->activities++;
+}
