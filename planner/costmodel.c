@@ -614,6 +614,61 @@ int cm_build(const wl_workload *w, const cl_cluster *c, int micro_batch_size, cm
     out->kernel_launch_s = c->kernel_launch_s;
     out->weight_bytes_per_param = x.D;
     out->optimizer_bytes_per_param = cm_optimizer_bytes_per_param(w->training.params_dtype);
+    out->has_source = true;
+    out->source = *w;
+    out->cluster = *c;
+    return 0;
+}
+
+/* A synthetic model has no formulas to re-run: every per-micro-batch
+ * quantity scales by `scale`, the per-layer state does not. */
+static void layer_scale(cm_layer *ly, double scale)
+{
+    ly->forward_s *= scale;
+    ly->backward_s *= scale;
+    ly->weight_grad_s *= scale;
+    ly->tp_forward_s *= scale;
+    ly->tp_backward_s *= scale;
+    ly->tp_bytes *= scale;
+    for (int r = 0; r < RECOMPUTE_COUNT; r++) {
+        ly->recompute_s[r] *= scale;
+        ly->activation_bytes[r] *= scale;
+    }
+    ly->forward_flops *= scale;
+    ly->output_bytes *= scale;
+    for (int u = 0; u < ly->num_units; u++) {
+        ly->units[u].forward_s *= scale;
+        ly->units[u].activation_bytes *= scale;
+    }
+}
+
+int cm_layer_at_batch(const cm_model *m, int layer, double b, cm_layer *out)
+{
+    if (layer < 0 || layer >= m->num_layers || !(b > 0))
+        return -1;
+    const wl_workload *w = &m->source;
+    if (!m->has_source) {
+        *out = m->layers[layer];
+        layer_scale(out, m->micro_batch_size > 0 ? b / m->micro_batch_size : b);
+        return 0;
+    }
+    shape x;
+    shape_init(&x, w, &m->cluster, 1);
+    x.b = b;
+    x.n = b * x.s;
+    x.nl = x.sp ? x.n / x.t : x.n;
+    memset(out, 0, sizeof *out);
+    const wl_model *md = &w->model;
+    if (md->num_layer_specs > 0) {
+        const wl_layer_spec *sp = md->layer_specs;
+        custom_layer(out, &x, &sp[layer], sp[layer > 0 ? layer - 1 : 0].output_bytes);
+    } else if (layer == 0) {
+        embedding_layer(out, &x);
+    } else if (layer == m->num_layers - 1) {
+        lm_head_layer(out, &x, md->untie_embeddings_and_output_weights);
+    } else {
+        decoder_layer(out, &x, md, layer - 1);
+    }
     return 0;
 }
 

@@ -83,6 +83,13 @@ typedef struct cm_model {
     double kernel_launch_s;   /* copied from the cluster, for cm_optimizer_step_s() */
     double weight_bytes_per_param;    /* one weight copy (PipeDream's stashed versions) */
     double optimizer_bytes_per_param; /* HBM traffic of one Adam update per parameter */
+    /* What cm_layer_at_batch() re-prices a layer from: shallow copies of the
+     * workload (its layer_specs stay the caller's and must outlive the model)
+     * and of the cluster.  has_source is false for a synthetic model, which
+     * is then scaled linearly in b. */
+    bool has_source;
+    wl_workload source;
+    cl_cluster cluster;
 } cm_model;
 
 /* Builds the cost model for micro-batch size b (b <= 0: the workload's
@@ -95,6 +102,14 @@ void cm_free(cm_model *m);
 double cm_forward_total_s(const cm_layer *l);
 /* Backward (B + W) time including recompute under option r and TP collectives. */
 double cm_backward_total_s(const cm_layer *l, recompute_kind r);
+/* Layer `layer` as it runs on a micro-batch of b samples (CSIMD's nonlinear
+ * t(b)): the same formulas cm_build() uses, evaluated at b -- the roofline per
+ * operator, or the layer's profiled time table interpolated at b -- so fixed
+ * costs (launches, weight reads) do not scale with b; activation and output
+ * bytes are linear in b.  At b = m->micro_batch_size it equals m->layers[layer].
+ * A model without a workload is scaled linearly from its layers.  Returns 0,
+ * or -1 when layer is out of range or b <= 0. */
+int cm_layer_at_batch(const cm_model *m, int layer, double b, cm_layer *out);
 /* Optimizer step time for the parameters of layers [first, last) on one NPU
  * (memory-bound Adam over the fp32 state, at m->hbm_bandwidth_Bps). */
 double cm_optimizer_step_s(const cm_model *m, int first, int last);

@@ -12,6 +12,9 @@
 static const planner_desc planners[] = {
     {"megatron", "uniform layers per stage, one recompute option for every layer", planner_megatron},
     {"ft", "TensorOpt frontier: fastest tp/pp/dp, micro-batch, per-layer recompute that fits", planner_frontier},
+    {"csimd", "CSIMD cross search: GPipe cuts (IMD) and micro-batch sizes under nonlinear t(b)", planner_csimd},
+    {"mbpp-r", "GPipe baseline: random cuts and micro-batch sizes (median of seeded draws)", planner_mbpp_random},
+    {"mbpp-e", "GPipe baseline: even layers per stage, even micro-batch sizes", planner_mbpp_even},
 };
 
 const planner_desc *planner_all(int *count)

@@ -58,6 +58,15 @@ int planner_frontier(const cm_model *cm, const cl_cluster *c, const wl_workload 
 int planner_cost_model_for(const wl_workload *w, const cl_cluster *c, const cm_model *base,
                            const plan *pl, cm_model *own, const cm_model **out, np_error *err);
 
+/* CSIMD and its GPipe baselines (planner_csimd.c): cut points and
+ * micro-batch sizes (plan.micro_batch_sizes) under schedule "gpipe". */
+int planner_csimd(const cm_model *cm, const cl_cluster *c, const wl_workload *w,
+                  const planner_options *o, plan *out, np_error *err);
+int planner_mbpp_random(const cm_model *cm, const cl_cluster *c, const wl_workload *w,
+                        const planner_options *o, plan *out, np_error *err);
+int planner_mbpp_even(const cm_model *cm, const cl_cluster *c, const wl_workload *w,
+                      const planner_options *o, plan *out, np_error *err);
+
 /* Fills the fields every planner sets the same way from the workload:
  * micro-batching, TP, DP, schedule. */
 void planner_plan_basics(plan *pl, const wl_workload *w, const planner_options *o);

@@ -56,14 +56,36 @@ void sched_free(schedule *sc)
     sc->stages = NULL;
 }
 
-/* Samples in micro-batch i relative to the cost model's micro-batch: work and
- * activations scale linearly with it (a first-order model; planners that need
- * t(b) exactly build one cost model per size). */
+/* Samples in micro-batch i relative to the cost model's micro-batch: the
+ * scale of its bytes (activations, transients, boundary tensors), which are
+ * linear in the batch.  Its times are not: sched_chunk_cost() re-prices each
+ * layer at b_i with cm_layer_at_batch(), so that launches and weight reads
+ * stay fixed costs (CSIMD's nonlinear t(b)). */
 static double micro_batch_scale(const plan *pl, const cm_model *cm, int i)
 {
     if (!pl->micro_batch_sizes || i < 0)
         return 1.0;
     return (double)pl->micro_batch_sizes[i] / cm->micro_batch_size;
+}
+
+/* Layer l as micro-batch i runs it: the cost model's layer, or with
+ * per-micro-batch sizes the layer re-priced at b_i into *at.  *time_scale is
+ * left to apply to its times (1 once re-priced).  Recompute times scale as
+ * the layer's forward does: exact for full recompute, which re-runs it. */
+static const cm_layer *micro_batch_layer(const plan *pl, const cm_model *cm, int l, int i,
+                                         cm_layer *at, double *time_scale,
+                                         double *recompute_scale)
+{
+    const cm_layer *ly = &cm->layers[l];
+    *time_scale = *recompute_scale = micro_batch_scale(pl, cm, i);
+    if (!pl->micro_batch_sizes || i < 0 ||
+        cm_layer_at_batch(cm, l, pl->micro_batch_sizes[i], at) != 0)
+        return ly;
+    double base_s = cm_forward_total_s(ly);
+    *time_scale = 1.0;
+    if (base_s > 0)
+        *recompute_scale = cm_forward_total_s(at) / base_s;
+    return at;
 }
 
 void sched_chunk_cost(const plan *pl, const cm_model *cm, int stage, int chunk,
@@ -74,28 +96,24 @@ void sched_chunk_cost(const plan *pl, const cm_model *cm, int stage, int chunk,
     int first = pl->chunk_start[k], last = pl->chunk_start[k + 1];
     double scale = micro_batch_scale(pl, cm, micro_batch);
     for (int l = first; l < last; l++) {
-        const cm_layer *ly = &cm->layers[l];
+        cm_layer at;
+        double ts, rs;
+        const cm_layer *ly = micro_batch_layer(pl, cm, l, micro_batch, &at, &ts, &rs);
         plan_layer_cost rc;
         plan_layer_recompute(pl, cm, l, skip_recompute, &rc);
-        out->forward_s += ly->forward_s;
-        out->forward_comm_s += ly->tp_forward_s;
-        out->backward_s += ly->backward_s;
-        out->weight_grad_s += ly->weight_grad_s;
-        out->backward_comm_s += ly->tp_backward_s;
-        out->recompute_s += rc.recompute_s;
+        out->forward_s += ly->forward_s * ts;
+        out->forward_comm_s += ly->tp_forward_s * ts;
+        out->backward_s += ly->backward_s * ts;
+        out->weight_grad_s += ly->weight_grad_s * ts;
+        out->backward_comm_s += ly->tp_backward_s * ts;
+        out->recompute_s += rc.recompute_s * rs;
         out->activation_bytes += rc.activation_bytes;
         if (rc.transient_bytes > out->transient_bytes)
             out->transient_bytes = rc.transient_bytes;
-        out->static_bytes += ly->state_bytes;
-        out->grad_bytes += ly->grad_bytes;
+        out->static_bytes += cm->layers[l].state_bytes;
+        out->grad_bytes += cm->layers[l].grad_bytes;
     }
     out->output_bytes = cm->layers[last - 1].output_bytes;
-    out->forward_s *= scale;
-    out->forward_comm_s *= scale;
-    out->backward_s *= scale;
-    out->weight_grad_s *= scale;
-    out->backward_comm_s *= scale;
-    out->recompute_s *= scale;
     out->activation_bytes *= scale;
     out->transient_bytes *= scale;
     out->output_bytes *= scale;
