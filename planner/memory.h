@@ -6,7 +6,8 @@
  * + the largest transient of a recompute pass + workspace.
  * The in-flight counts are the schedules' published ones (DESIGN.md):
  *   GPipe m; 1F1B min(p−s, m); interleaved stage s: Megatron's warm-up count;
- *   ZB-H1 as 1F1B; ZB-H2 up to 2p−1; PipeDream weight stashing adds one weight
+ *   ZB-H1 min(p, m) and ZB-H2 min(2p−1, m) on every stage (activations stay
+ *   until the delayed W); PipeDream weight stashing adds one weight
  *   version per in-flight micro-batch, 2BW two.
  * The simulator's memory tracker measures the same quantity op by op; the two
  * agree exactly for uniform micro-batches (a test checks it).

@@ -16,6 +16,8 @@
 #include <time.h>
 #include <xbt/asserts.h>
 
+#include <simgrid/barrier.h>
+
 #include "collective.h"
 #include "engine_internal.h"
 
@@ -53,6 +55,9 @@ static void bench_member_main(int argc, char **argv)
     coll_run(m->e, m->spec->kind, &g, &m->spec->params, m->spec->bytes);
     coll_group_free(&g);
     m->end_s = engine_now(m->e);
+    /* SimGrid cancels an ending actor's activities: stay until every member
+     * is done, so that no flow this member started is cut short. */
+    sg_barrier_wait(m->e->finish);
 }
 
 int coll_bench_run(const sim_platform *pf, const coll_bench_spec *s, coll_bench_result *out,
@@ -69,6 +74,7 @@ int coll_bench_run(const sim_platform *pf, const coll_bench_spec *s, coll_bench_
     memset(&opt, 0, sizeof opt);
     engine e = {.pf = pf, .opt = &opt, .tp = s->tp, .dp = s->group_size, .p = s->num_groups};
     int n = s->group_size * s->num_groups;
+    e.finish = sg_barrier_init((unsigned)n);
     e.workers = calloc((size_t)n, sizeof *e.workers);
     int *ranks = malloc((size_t)npus * sizeof *ranks);
     sg_host_t *hosts = malloc((size_t)npus * sizeof *hosts);
@@ -78,6 +84,7 @@ int coll_bench_run(const sim_platform *pf, const coll_bench_spec *s, coll_bench_
         free(ranks);
         free(hosts);
         free(members);
+        sg_barrier_destroy(e.finish);
         return np_error_set(err, NP_EXIT_INTERNAL, "<bench>", "", 0, "out of memory");
     }
     e.t0 = simgrid_get_clock();

@@ -58,13 +58,33 @@ void coll_ring_allreduce(coll_ctx *c, const coll_view *v, double bytes)
     coll_ring_allgather(c, v, bytes);
 }
 
+/* The latency that paces every step of the ring: the largest of its edges'.
+ * Each step needs the predecessor's chunk, so a member whose own edges are
+ * fast (inside a server) still waits a slow edge's latency per step.  The
+ * first edge that leaves a server stands for all of them (on a fat tree they
+ * differ only by the hops of leaf-local vs spine routes): computing every
+ * edge in every member would cost N² route look-ups per collective. */
+static double ring_step_latency_s(const coll_ctx *c, const coll_view *v)
+{
+    double slowest = coll_latency_s(c, v, v->me, ring_next(v));
+    for (int i = 0; i < v->n; i++) {
+        int next = (i + 1) % v->n;
+        double a = coll_latency_s(c, v, i, next);
+        if (a > slowest)
+            slowest = a;
+        if (a > c->e->pf->cluster.scaleup_latency_s)
+            break; /* the first edge between servers */
+    }
+    return slowest;
+}
+
 /* One flow carrying `steps` chunks of S/N, then the other steps' latency. */
 static void ring_flow(coll_ctx *c, const coll_view *v, int steps, double bytes)
 {
     int tag = coll_tags(c, 1);
     coll_send(c, v, ring_next(v), tag, steps * bytes / v->n);
     coll_recv(c, v, ring_prev(v), tag);
-    coll_sleep(c, (steps - 1) * coll_latency_s(c, v, v->me, ring_next(v)));
+    coll_sleep(c, (steps - 1) * ring_step_latency_s(c, v));
 }
 
 void coll_ring_flow_reduce_scatter(coll_ctx *c, const coll_view *v, double bytes)

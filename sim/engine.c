@@ -8,8 +8,10 @@
  * zero-length ops skipped.  Per-worker accounting is plain arithmetic on the
  * simulated clock.
  */
+#include "collective.h"
 #include "engine_internal.h"
 
+#include <simgrid/barrier.h>
 #include <simgrid/engine.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,6 +25,9 @@ void engine_init_options(engine_options *o)
 {
     memset(o, 0, sizeof *o);
     o->dp_algorithm = COLL_RING_FLOW;
+    o->dp_radix = 4;
+    o->dp_inter_algorithm = COLL_RING_FLOW;
+    o->ep_alltoall_algorithm = COLL_PAIRWISE;
 }
 
 void engine_simgrid_init(int *argc, char **argv)
@@ -297,6 +302,15 @@ static void run_op(worker *w, const sched_op *op)
     }
 }
 
+/* SimGrid cancels the activities an actor started when the actor ends, so a
+ * worker whose last flow is still travelling (a collective's last send, whose
+ * receiver is slower) must not end before it lands: every worker waits for
+ * all the others, and none of their flows is in flight by then. */
+static void worker_linger(worker *w)
+{
+    sg_barrier_wait(w->eng->finish);
+}
+
 static void worker_main(int argc, char **argv)
 {
     worker *w = sg_actor_self_get_data();
@@ -313,6 +327,7 @@ static void worker_main(int argc, char **argv)
         i++;
     }
     w->end_s = engine_now(w->eng);
+    worker_linger(w);
 }
 
 /* A replica folded away: it joins its stage's collectives, each when its
@@ -334,6 +349,7 @@ static void folded_replica_main(int argc, char **argv)
         }
     }
     w->end_s = engine_now(w->eng);
+    worker_linger(w);
 }
 
 int engine_check_fold(const wl_workload *w, const plan *pl, int fold_dp, np_error *err)
@@ -525,7 +541,7 @@ int engine_run(const sim_platform *pf, const wl_workload *w, const cm_model *cm,
     engine e = {.pf = pf, .pl = pl, .sc = sc, .opt = o, .tp = pl->tensor_parallel,
                 .dp = pl->data_parallel, .p = pl->num_stages};
     int rc = engine_check_fold(w, pl, o->fold_dp, err);
-    if (rc)
+    if (rc || (rc = coll_check_options(o, err)))
         return rc;
     e.fold = o->fold_dp > 0 ? o->fold_dp : e.dp;
     long needed = (long)e.tp * e.dp * e.p;
@@ -535,12 +551,14 @@ int engine_run(const sim_platform *pf, const wl_workload *w, const cm_model *cm,
                             e.tp, e.p, e.dp, needed, pf->num_npus);
     if ((rc = workers_create(&e, err)))
         return rc;
+    e.finish = sg_barrier_init((unsigned)(e.p * e.dp));
     struct timespec t_start, t_end;
     clock_gettime(CLOCK_MONOTONIC, &t_start);
     e.t0 = simgrid_get_clock();
     workers_start(&e);
     simgrid_run();
     clock_gettime(CLOCK_MONOTONIC, &t_end);
+    sg_barrier_destroy(e.finish);
     rc = collect(&e, w, cm, out);
     out->wall_s = (t_end.tv_sec - t_start.tv_sec) + 1e-9 * (t_end.tv_nsec - t_start.tv_nsec);
     workers_destroy(&e);

@@ -16,6 +16,7 @@
 #include <simgrid/engine.h>
 #include <simgrid/exec.h>
 #include <simgrid/host.h>
+#include <simgrid/barrier.h>
 #include <simgrid/semaphore.h>
 
 #include "engine.h"
@@ -63,6 +64,7 @@ typedef struct engine {
     double t0;       /* simulated clock at the run's start */
     long activities;
     worker *workers; /* [p·dp], worker (s, d) at s·dp + d */
+    sg_bar_t finish; /* every worker waits here before it ends (worker_linger) */
 } engine;
 
 static inline worker *engine_worker(engine *e, int stage, int replica)

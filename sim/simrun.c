@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "collective.h"
 #include "engine.h"
 #include "memory.h"
 #include "frontier.h"
@@ -49,6 +50,11 @@ static const char usage_text[] =
     "  --csv FILE         append one result row to FILE (header written if new)\n"
     "  --trace FILE       write the timeline as a Chrome trace (Perfetto, chrome://tracing)\n"
     "  --trace-replicas N data-parallel replicas per stage in the trace (default 1; \"all\")\n"
+    "  --dp-algorithm A   data-parallel all-reduce: %s\n"
+    "                     (default ring-flow)\n"
+    "  --dp-inter-algorithm A  between-servers part of \"hierarchical\" (default ring-flow)\n"
+    "  --dp-radix R       radix of \"butterfly\" (default 4)\n"
+    "  --ep-alltoall-algorithm A  expert-parallel all-to-all: %s (default pairwise)\n"
     "  --fold-dp K        simulate the pipelines of K data-parallel replicas only; the\n"
     "                     others join every collective, so its traffic stays on the fabric\n"
     "                     (refused, with the reason, where replicas are not symmetric)\n"
@@ -75,8 +81,10 @@ typedef struct cli {
     const char *frontier_path;
     const char *trace_replicas; /* "all" or a count, for --trace */
     const char *fold_dp;
+    const char *dp_algorithm, *dp_inter_algorithm, *dp_radix, *ep_alltoall_algorithm;
     int stages, quiet;
     int fold_dp_replicas;   /* parsed --fold-dp */
+    engine_options engine;  /* parsed collective options */
     int trace_max_replicas; /* parsed --trace-replicas */
     char *simgrid_argv[MAX_SIMGRID_ARGS];
     int simgrid_argc;
@@ -92,7 +100,10 @@ static void print_usage(FILE *out)
         if (i + 1 < n)
             strncat(names, ", ", sizeof names - strlen(names) - 1);
     }
-    fprintf(out, usage_text, names);
+    char allreduce[128], alltoall[64];
+    coll_algorithm_list(COLL_ALLREDUCE, allreduce, sizeof allreduce);
+    coll_algorithm_list(COLL_ALLTOALL, alltoall, sizeof alltoall);
+    fprintf(out, usage_text, names, allreduce, alltoall);
 }
 
 static int usage_error(const char *fmt, const char *arg)
@@ -116,6 +127,40 @@ static int parse_count(const char *text, const char *option, int *out)
     return 0;
 }
 
+/* An algorithm name for option `option`, or a usage error. */
+static int parse_algorithm(const char *name, const char *option, coll_kind kind, coll_algorithm *out)
+{
+    int a = coll_algorithm_by_name(name);
+    if (a < 0 || !coll_algorithm_supports((coll_algorithm)a, kind)) {
+        char names[128];
+        coll_algorithm_list(kind, names, sizeof names);
+        fprintf(stderr, "simrun: %s: unknown %s algorithm '%s', expected one of: %s\n", option,
+                coll_kind_name(kind), name, names);
+        return NP_EXIT_USAGE;
+    }
+    *out = (coll_algorithm)a;
+    return 0;
+}
+
+static int parse_collectives(cli *c)
+{
+    engine_init_options(&c->engine);
+    if (c->dp_algorithm &&
+        parse_algorithm(c->dp_algorithm, "--dp-algorithm", COLL_ALLREDUCE, &c->engine.dp_algorithm))
+        return NP_EXIT_USAGE;
+    if (c->dp_inter_algorithm &&
+        parse_algorithm(c->dp_inter_algorithm, "--dp-inter-algorithm", COLL_ALLREDUCE,
+                        &c->engine.dp_inter_algorithm))
+        return NP_EXIT_USAGE;
+    if (c->ep_alltoall_algorithm &&
+        parse_algorithm(c->ep_alltoall_algorithm, "--ep-alltoall-algorithm", COLL_ALLTOALL,
+                        &c->engine.ep_alltoall_algorithm))
+        return NP_EXIT_USAGE;
+    if (c->dp_radix && parse_count(c->dp_radix, "--dp-radix", &c->engine.dp_radix))
+        return NP_EXIT_USAGE;
+    return 0;
+}
+
 /* Where the value of option a goes, or NULL when a takes no value. */
 static const char **value_option(cli *c, const char *a)
 {
@@ -135,6 +180,14 @@ static const char **value_option(cli *c, const char *a)
         return &c->trace_replicas;
     if (strcmp(a, "--fold-dp") == 0)
         return &c->fold_dp;
+    if (strcmp(a, "--dp-algorithm") == 0)
+        return &c->dp_algorithm;
+    if (strcmp(a, "--dp-inter-algorithm") == 0)
+        return &c->dp_inter_algorithm;
+    if (strcmp(a, "--dp-radix") == 0)
+        return &c->dp_radix;
+    if (strcmp(a, "--ep-alltoall-algorithm") == 0)
+        return &c->ep_alltoall_algorithm;
     if (strcmp(a, "--plan-out") == 0)
         return &c->plan_out;
     return NULL;
@@ -186,6 +239,8 @@ static int parse_args(int argc, char **argv, cli *c)
     if (npos < 2)
         return usage_error("%s", "expected PLATFORM.xml and WORKLOAD.json");
     if (c->fold_dp && parse_count(c->fold_dp, "--fold-dp", &c->fold_dp_replicas))
+        return NP_EXIT_USAGE;
+    if (parse_collectives(c))
         return NP_EXIT_USAGE;
     c->trace_max_replicas = 1;
     if (c->trace_replicas && strcmp(c->trace_replicas, "all") == 0)
@@ -257,8 +312,7 @@ static int simulate_and_report(const cli *c, job *j, plan *pl, np_error *err)
     if (!rc)
         rc = sched_build(pl, cm, &sc, err);
     if (!rc) {
-        engine_options eo;
-        engine_init_options(&eo);
+        engine_options eo = c->engine;
         eo.record_spans = c->trace_path != NULL;
         eo.fold_dp = c->fold_dp_replicas;
         rc = engine_run(&j->pf, &j->w, cm, pl, &sc, &eo, &res, err);
@@ -339,16 +393,24 @@ static int run_all_planners(const cli *c, job *j, np_error *err)
 
 static int load_inputs(cli *c, job *j, np_error *err)
 {
-    int rc = wl_load(c->workload_path, c->overrides, c->num_overrides, &j->w, err);
-    if (rc)
-        return rc;
+    /* --schedule X is the override schedule="X", applied with the others so
+     * that the loader checks it together with them (e.g. interleaved and
+     * --set virtual_pipeline_model_parallel_size=2). */
+    const char *overrides[MAX_OVERRIDES + 1];
+    char schedule_override[80];
+    int n = 0;
     if (c->schedule) {
-        int s = wl_schedule_by_name(c->schedule);
-        if (s < 0)
+        if (wl_schedule_by_name(c->schedule) < 0)
             return np_error_set(err, NP_EXIT_USAGE, "<command line>", "--schedule", 0,
                                 "unknown schedule '%s'", c->schedule);
-        j->w.schedule = (schedule_kind)s;
+        snprintf(schedule_override, sizeof schedule_override, "schedule=\"%s\"", c->schedule);
+        overrides[n++] = schedule_override;
     }
+    for (int i = 0; i < c->num_overrides; i++)
+        overrides[n++] = c->overrides[i];
+    int rc = wl_load(c->workload_path, overrides, n, &j->w, err);
+    if (rc)
+        return rc;
     const char *name = c->planner ? c->planner : j->w.planner;
     if (!c->plan_in && strcmp(name, "all") != 0 && !planner_find(name))
         return np_error_set(err, c->planner ? NP_EXIT_USAGE : NP_EXIT_INPUT,

@@ -226,6 +226,26 @@ static void test_hierarchical_allreduce_is_two_scaleup_rings_and_an_inter_ring(v
     ASSERT_REL(t[2], intra + 4 * ALPHA_S + 2.0 * 3 / 4 * (s / l) / B_BPS, 1e-6);
 }
 
+/* A flat ring over 4 servers of 4 (test_flat_16_4pn.xml) mixes fast
+ * scale-up edges with slow NIC edges.  The flow ring runs at the slow edge's
+ * pace, 2(N−1)(α + S/(N·B)); its fast-edge members must not end (which
+ * cancels their outgoing flow) before the slow edges deliver.  The step ring
+ * lets a chunk cross a fast edge while another waits on a slow one, so it can
+ * only be bounded: at most that pace, and at least the 2(N−1) chunks of S/N
+ * every slow edge must carry at B. */
+static void test_ring_over_servers_runs_at_the_slow_edge_pace(void)
+{
+    const double s = 32e6;
+    bench_batch b = {.platform = "platforms/test_flat_16_4pn.xml", .count = 2};
+    b.specs[0] = spec_of(COLL_ALLREDUCE, COLL_RING, 16, s);
+    b.specs[1] = spec_of(COLL_ALLREDUCE, COLL_RING_FLOW, 16, s);
+    double t[MAX_RUNS];
+    CU_ASSERT_EQUAL_FATAL(simulate(&b, t), 0);
+    CU_ASSERT(t[0] <= ring_allreduce_s(16, s) * (1 + 1e-6));
+    CU_ASSERT(t[0] >= 2.0 * 15 * s / (16 * B_BPS));
+    ASSERT_REL(t[1], ring_allreduce_s(16, s), 1e-6);
+}
+
 /* With one member per server (1 NPU per node) hierarchical is its
  * inter-server algorithm alone: the ring formula. */
 static void test_hierarchical_with_one_member_per_server_is_the_inter_ring(void)
@@ -455,7 +475,9 @@ void register_collectives_tests(void)
          test_hierarchical_allreduce_is_two_scaleup_rings_and_an_inter_ring},
         {"hierarchical_with_one_member_per_server_is_the_inter_ring",
          test_hierarchical_with_one_member_per_server_is_the_inter_ring},
-        {"tp_ranks_run_their_rings_in_parallel", test_tp_ranks_run_their_rings_in_parallel},
+        {"ring_over_servers_runs_at_the_slow_edge_pace",
+                test_ring_over_servers_runs_at_the_slow_edge_pace},
+               {"tp_ranks_run_their_rings_in_parallel", test_tp_ranks_run_their_rings_in_parallel},
         {"ring_reduce_scatter_is_n_minus_1_steps", test_ring_reduce_scatter_is_n_minus_1_steps},
         {"ring_allgather_is_n_minus_1_steps", test_ring_allgather_is_n_minus_1_steps},
         {"recursive_halving_reduce_scatter_is_log2_n_latencies",
