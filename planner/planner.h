@@ -58,6 +58,30 @@ int planner_frontier(const cm_model *cm, const cl_cluster *c, const wl_workload 
 int planner_cost_model_for(const wl_workload *w, const cl_cluster *c, const cm_model *base,
                            const plan *pl, cm_model *own, const cm_model **out, np_error *err);
 
+/* PipeDream, AdaPipe and Merak (planner_pipedream.c, planner_adapipe.c,
+ * planner_merak.c) choose their own recompute and ignore o->recompute. */
+int planner_pipedream(const cm_model *cm, const cl_cluster *c, const wl_workload *w,
+                      const planner_options *o, plan *out, np_error *err);
+int planner_adapipe(const cm_model *cm, const cl_cluster *c, const wl_workload *w,
+                    const planner_options *o, plan *out, np_error *err);
+int planner_merak(const cm_model *cm, const cl_cluster *c, const wl_workload *w,
+                  const planner_options *o, plan *out, np_error *err);
+/* PipeDream's DP alone: A(L, p), the time per micro-batch of the slowest
+ * stage of the best partition of cm's layers over p workers with stages
+ * replicated on up to max_replicas workers, under recompute r, every stage
+ * fitting memory (INFINITY when none does; c NULL: free communication).
+ * stages[p] receives *num_stages stages in model order, each layers
+ * [first, last) on `replicas` workers.  Returns 0, or -1 when out of memory. */
+typedef struct pipedream_stage {
+    int first, last, replicas;
+} pipedream_stage;
+int planner_pipedream_dp(const cm_model *cm, const cl_cluster *c, schedule_kind sched, int p,
+                         int m, recompute_kind r, int max_replicas, pipedream_stage *stages,
+                         int *num_stages, double *bottleneck_s);
+/* Merak's fraction of recomputed layers on stage k of p (TPDS'23):
+ * 1 − (1−r0)(p−1)/(p−1−k) clamped to [0, 1] for k < p−1, 0 on the last. */
+double planner_merak_ratio(int p, int k, double r0);
+
 /* CSIMD and its GPipe baselines (planner_csimd.c): cut points and
  * micro-batch sizes (plan.micro_batch_sizes) under schedule "gpipe". */
 int planner_csimd(const cm_model *cm, const cl_cluster *c, const wl_workload *w,
