@@ -9,12 +9,14 @@
  * divisibility or explicit first/last-stage layer counts).  Every decoder
  * layer gets the same recompute option: the workload's
  * recompute_granularity, or, when the options leave the choice open, the
- * fastest of none, selective and full that fits in memory.
+ * fastest of none, selective and full that fits in memory.  Its prediction
+ * (1F1B only) is the critical path frontier_plan_time_s() prices.
  */
 #include "planner.h"
 
 #include <stddef.h>
 
+#include "frontier.h"
 #include "memory.h"
 
 static void uniform_partition(const cm_model *cm, plan *pl)
@@ -55,12 +57,18 @@ int planner_megatron(const cm_model *cm, const cl_cluster *c, const wl_workload 
     uniform_partition(cm, out);
     if (o->recompute >= 0) {
         set_recompute(cm, out, (recompute_kind)o->recompute);
-        return 0;
+    } else {
+        int r = RECOMPUTE_NONE;
+        for (; r < RECOMPUTE_COUNT; r++) {
+            set_recompute(cm, out, (recompute_kind)r);
+            if (mem_check_fits(cm, out, NULL) == 0)
+                break;
+        }
+        if (r == RECOMPUTE_COUNT) /* full recompute does not fit either */
+            return mem_check_fits(cm, out, err);
     }
-    for (int r = RECOMPUTE_NONE; r < RECOMPUTE_COUNT; r++) {
-        set_recompute(cm, out, (recompute_kind)r);
-        if (mem_check_fits(cm, out, NULL) == 0)
-            return 0;
-    }
-    return mem_check_fits(cm, out, err); /* full recompute does not fit either */
+    /* The same 1F1B critical path the frontier prices plans with. */
+    if (out->schedule == SCHED_1F1B)
+        out->predicted_iteration_s = frontier_plan_time_s(cm, c, out);
+    return 0;
 }

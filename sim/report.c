@@ -20,6 +20,13 @@ const char report_csv_header[] =
 
 const char *report_recompute_summary(const plan *pl, char *buf, int size)
 {
+    if (pl->recompute_units) { /* AdaPipe: units of some layers */
+        int layers = 0;
+        for (int l = 0; l < pl->num_layers; l++)
+            layers += pl->recompute_units[l] != 0;
+        snprintf(buf, size, layers ? "units(%d/%d)" : "none", layers, pl->num_layers);
+        return buf;
+    }
     int count[RECOMPUTE_COUNT] = {0};
     for (int l = 0; l < pl->num_layers; l++)
         count[pl->recompute[l]]++;
@@ -50,9 +57,10 @@ void report_print_header(FILE *out, const report_row *row)
 
 void report_print_table_head(FILE *out)
 {
-    fprintf(out, "\n%-10s %-13s %-14s %-10s %10s %8s %12s %6s %7s %15s %7s %9s %9s %8s\n", "planner",
-            "schedule", "TPxPPxDP m", "recompute", "iter (s)", "speedup", "tokens/s", "MFU", "bubble",
-            "peak mem (GB)", "mem", "comm (s)", "plan (s)", "sim (s)");
+    fprintf(out, "\n%-10s %-13s %-14s %-13s %10s %10s %8s %11s %6s %7s %9s %15s %7s %9s %9s %8s\n",
+            "planner", "schedule", "TPxPPxDP m", "recompute", "iter (s)", "pred (s)", "speedup",
+            "tokens/s", "MFU", "bubble", "recomp(s)", "peak mem (GB)", "mem", "comm (s)", "plan (s)",
+            "sim (s)");
 }
 
 void report_print_table_row(FILE *out, const report_row *row, double baseline_iteration_s)
@@ -64,12 +72,20 @@ void report_print_table_row(FILE *out, const report_row *row, double baseline_it
     char shape[32];
     snprintf(shape, sizeof shape, "%dx%dx%d %d", row->pl->tensor_parallel, row->pl->num_stages,
              row->pl->data_parallel, row->pl->num_micro_batches);
-    fprintf(out, "%-10s %-13s %-14s %-10s %10.3f %7.2fx %12.0f %5.1f%% %6.1f%% %7.1f / %5.1f %6.1f%% %9.3f %9.3f %8.2f\n",
+    double recompute_s = 0;
+    for (int st = 0; st < r->num_stages; st++)
+        recompute_s += r->stages[st].recompute_s;
+    char predicted[16] = "-";
+    if (row->pl->predicted_iteration_s > 0)
+        snprintf(predicted, sizeof predicted, "%.3f", row->pl->predicted_iteration_s);
+    fprintf(out,
+            "%-10s %-13s %-14s %-13s %10.3f %10s %7.2fx %11.0f %5.1f%% %6.1f%% %9.3f %7.1f / %5.1f "
+            "%6.1f%% %9.3f %9.3f %8.2f\n",
             row->pl->planner, wl_schedule_name(row->pl->schedule), shape,
-            report_recompute_summary(row->pl, rc, sizeof rc), r->iteration_s, speedup,
-            r->tokens_per_s, 100 * r->mfu, 100 * bubble, r->peak_bytes / 1e9,
-            row->capacity_bytes / 1e9, 100 * r->peak_fraction, r->exposed_comm_s,
-            row->pl->planner_wall_s, r->wall_s);
+            report_recompute_summary(row->pl, rc, sizeof rc), r->iteration_s, predicted, speedup,
+            r->tokens_per_s, 100 * r->mfu, 100 * bubble, recompute_s / r->num_stages,
+            r->peak_bytes / 1e9, row->capacity_bytes / 1e9, 100 * r->peak_fraction,
+            r->exposed_comm_s, row->pl->planner_wall_s, r->wall_s);
 }
 
 void report_print_stages(FILE *out, const report_row *row)

@@ -34,7 +34,8 @@ void report_print_stages(FILE *out, const report_row *row);
 /* Appends one row (and the header if the file is new or empty). */
 int report_csv_append(const char *path, const report_row *row, np_error *err);
 
-/* "none", "selective", "full", or "mixed(n/s/f)" with the layer counts. */
+/* "none", "selective", "full", "mixed(n/s/f)" with the layer counts, or
+ * "units(k/L)" when k of the L layers recompute some of their units. */
 const char *report_recompute_summary(const plan *pl, char *buf, int size);
 
 #endif
