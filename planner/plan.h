@@ -37,6 +37,11 @@ typedef struct plan {
     bool merak_shifted_recompute; /* last p−s micro-batches of stage s skip recompute */
     double predicted_iteration_s; /* the planner's own estimate; 0 when none */
     double planner_wall_s;
+    /* Planners that call a solver (BMPipe's ILP): the relative MIP gap left
+     * when it stopped (0 when proven optimal, INFINITY when no bound was
+     * proven) and its status, e.g. "optimal, count form"; "" for others. */
+    double solver_gap;
+    char solver_status[32];
 } plan;
 
 /* Allocates arrays for p stages, v chunks, L layers; everything else zero. */

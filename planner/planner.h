@@ -50,6 +50,14 @@ int planner_megatron(const cm_model *cm, const cl_cluster *c, const wl_workload 
  * from the workload's (and from cm's); ignores o->recompute. */
 int planner_frontier(const cm_model *cm, const cl_cluster *c, const wl_workload *w,
                      const planner_options *o, plan *out, np_error *err);
+int planner_bmpipe(const cm_model *cm, const cl_cluster *c, const wl_workload *w,
+                   const planner_options *o, plan *out, np_error *err);
+/* BMPipe's ILP in a chosen form (planner_bmpipe.c): AUTO takes the
+ * integer-count form when the layers between the first and the last are
+ * identical, else the binary form; COUNTS on other layers is an error. */
+typedef enum bmpipe_form { BMPIPE_FORM_AUTO = 0, BMPIPE_FORM_BINARY, BMPIPE_FORM_COUNTS } bmpipe_form;
+int planner_bmpipe_form(const cm_model *cm, const cl_cluster *c, const wl_workload *w,
+                        const planner_options *o, bmpipe_form form, plan *out, np_error *err);
 
 /* The cost model a plan runs on: base when the plan keeps the workload's
  * parallel sizes and micro-batch size, else one built into *own for the
