@@ -59,13 +59,6 @@ typedef enum bmpipe_form { BMPIPE_FORM_AUTO = 0, BMPIPE_FORM_BINARY, BMPIPE_FORM
 int planner_bmpipe_form(const cm_model *cm, const cl_cluster *c, const wl_workload *w,
                         const planner_options *o, bmpipe_form form, plan *out, np_error *err);
 
-/* The cost model a plan runs on: base when the plan keeps the workload's
- * parallel sizes and micro-batch size, else one built into *own for the
- * plan's own (TensorOpt's frontier chooses them).  *out points at the one to
- * use; cm_free(own) afterwards when *out == own. */
-int planner_cost_model_for(const wl_workload *w, const cl_cluster *c, const cm_model *base,
-                           const plan *pl, cm_model *own, const cm_model **out, np_error *err);
-
 /* PipeDream, AdaPipe and Merak (planner_pipedream.c, planner_adapipe.c,
  * planner_merak.c) choose their own recompute and ignore o->recompute. */
 int planner_pipedream(const cm_model *cm, const cl_cluster *c, const wl_workload *w,
@@ -98,6 +91,13 @@ int planner_mbpp_random(const cm_model *cm, const cl_cluster *c, const wl_worklo
                         const planner_options *o, plan *out, np_error *err);
 int planner_mbpp_even(const cm_model *cm, const cl_cluster *c, const wl_workload *w,
                       const planner_options *o, plan *out, np_error *err);
+
+/* The cost model a plan runs on: base when the plan keeps the workload's
+ * parallel sizes and micro-batch size, else one built into *own for the
+ * plan's own (TensorOpt's frontier chooses them).  *out points at the one to
+ * use; cm_free(own) afterwards when *out == own. */
+int planner_cost_model_for(const wl_workload *w, const cl_cluster *c, const cm_model *base,
+                           const plan *pl, cm_model *own, const cm_model **out, np_error *err);
 
 /* Fills the fields every planner sets the same way from the workload:
  * micro-batching, TP, DP, schedule. */
