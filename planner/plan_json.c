@@ -50,6 +50,10 @@ int plan_write_json(const char *path, const plan *pl, const char *workload_path,
     json_object_set_new(o, "data_parallel", json_integer(pl->data_parallel));
     json_object_set_new(o, "merak_shifted_recompute", json_boolean(pl->merak_shifted_recompute));
     json_object_set_new(o, "predicted_iteration_s", json_real(pl->predicted_iteration_s));
+    if (pl->solver_status[0]) {
+        json_object_set_new(o, "solver_status", json_string(pl->solver_status));
+        json_object_set_new(o, "solver_gap", json_real(pl->solver_gap));
+    }
     int rc_dump = json_dump_file(o, path, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
     json_decref(o);
     if (rc_dump != 0)

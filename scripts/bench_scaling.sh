@@ -26,7 +26,7 @@ run() { # N extra-args...; prints "wall rss_kib activities iteration_s"
         "$TMP/p$n.xml" workloads/llama.json
     read -r wall kib <"$TMP/time"
     row=$(tail -1 "$TMP/$n.csv")
-    echo "$wall $kib $(echo "$row" | awk -F, '{print $(NF-1), $14}')"
+    echo "$wall $kib $(echo "$row" | awk -F, '{print $27, $14}')"
 }
 
 printf '%8s %10s %10s %12s %14s   %10s %10s\n' NPUs "wall (s)" "RSS (MiB)" activities "iteration (s)" "fold1 (s)" "fold1 MiB"

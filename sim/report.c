@@ -16,7 +16,7 @@ const char report_csv_header[] =
     "platform,workload,planner,schedule,npus,tp,pp,dp,vpp,micro_batch_size,"
     "num_micro_batches,global_batch_size,recompute,iteration_s,pipeline_s,tokens_per_s,mfu,"
     "bubble_ratio,peak_bytes,capacity_bytes,peak_fraction,exposed_comm_s,recompute_s,"
-    "predicted_iteration_s,planner_wall_s,sim_wall_s,activities,overrides";
+    "predicted_iteration_s,planner_wall_s,sim_wall_s,activities,solver_status,solver_gap,overrides";
 
 const char *report_recompute_summary(const plan *pl, char *buf, int size)
 {
@@ -86,6 +86,9 @@ void report_print_table_row(FILE *out, const report_row *row, double baseline_it
             r->tokens_per_s, 100 * r->mfu, 100 * bubble, recompute_s / r->num_stages,
             r->peak_bytes / 1e9, row->capacity_bytes / 1e9, 100 * r->peak_fraction,
             r->exposed_comm_s, row->pl->planner_wall_s, r->wall_s);
+    if (row->pl->solver_status[0])
+        fprintf(out, "%-10s   solver: %s, MIP gap %.2f%%\n", "", row->pl->solver_status,
+                100 * row->pl->solver_gap);
 }
 
 void report_print_stages(FILE *out, const report_row *row)
@@ -148,6 +151,8 @@ int report_csv_append(const char *path, const report_row *row, np_error *err)
             r->iteration_s, r->pipeline_s, r->tokens_per_s, r->mfu, r->bubble_ratio, r->peak_bytes,
             row->capacity_bytes, r->peak_fraction, r->exposed_comm_s, recompute_s / r->num_stages,
             pl->predicted_iteration_s, pl->planner_wall_s, r->wall_s, r->activities);
+    csv_field(f, pl->solver_status);
+    fprintf(f, ",%.6g,", pl->solver_gap);
     csv_field(f, row->overrides ? row->overrides : "");
     fputc('\n', f);
     int failed = ferror(f);
