@@ -46,4 +46,5 @@ bench "16k_npu.xml llama.json interleaved v=2 L=128" - - --schedule interleaved 
 # Asynchronous PipeDream's 15 stashed weight versions do not fit Llama-405B's
 # first stage in 64 GB; Llama-2 70B (TP8 PP8 DP256) shows the schedule.
 bench "16k_npu.xml llama2_70b.json --schedule pipedream" - - --schedule pipedream \
-    --set data_parallel_size=256 --set global_batch_size=4096 $P16 workloads/llama2_70b.json
+    --set pipeline_model_parallel_size=8 --set data_parallel_size=256 \
+    --set global_batch_size=4096 $P16 workloads/llama2_70b.json
