@@ -128,7 +128,7 @@ typedef struct bench_flow {
 static void bench_flow_main(int argc, char **argv)
 {
     bench_flow *f = sg_actor_self_get_data();
-    sg_exec_wait(coll_flow_start(f->src, f->dst, f->bytes));
+    sg_exec_wait(engine_flow_start(f->src, f->dst, f->bytes));
     f->end_s = simgrid_get_clock() - f->t0;
 }
 

@@ -1,12 +1,11 @@
 /*
  * collective_transport.c -- how collective messages travel and meet.
  *
- * A message from member a to member b is what engine_post() sends between
- * two workers: one SimGrid flow per TP rank, from rank r of a to rank r of b
- * (a 2-host parallel execution, the cheapest flow DESIGN.md measured), or,
- * when the two NPUs share a server, a scale-up transfer of cl_p2p_time()
- * that no XML link carries.  The sender never waits; the receiver waits on
- * the flows, as in the engine's channels.
+ * A message from member a to member b is an engine transfer
+ * (engine_transfer_start): one SimGrid flow per TP rank, from rank r of a to
+ * rank r of b, or, when the two NPUs share a server, a scale-up transfer of
+ * cl_p2p_time() that no XML link carries.  The sender never waits; the
+ * receiver waits on the flows (engine_transfer_wait).
  *
  * The engine's channels match transfers in FIFO order, which is not enough
  * here: in a butterfly stage a member hears from R−1 partners, and a fast
@@ -35,9 +34,7 @@
 
 typedef struct coll_msg {
     int tag, from;
-    int num_flows;
-    double arrive_s; /* absolute clock: the scale-up part is there */
-    sg_exec_t *flows;
+    transfer t;
 } coll_msg;
 
 typedef struct coll_inbox {
@@ -137,22 +134,6 @@ int coll_tags(coll_ctx *c, int count)
     return first;
 }
 
-sg_exec_t coll_flow_start(sg_host_t src, sg_host_t dst, double bytes)
-{
-    sg_host_t hosts[2] = {src, dst};
-    double flops[2] = {0, 0};
-    double comm[4] = {0, bytes, 0, 0};
-    sg_exec_t flow = sg_actor_parallel_exec_init(2, hosts, flops, comm);
-    sg_exec_start(flow);
-    return flow;
-}
-
-static bool same_server(const engine *e, int rank_a, int rank_b)
-{
-    int per_node = e->pf->cluster.npus_per_node;
-    return rank_a / per_node == rank_b / per_node;
-}
-
 static void inbox_push(coll_inbox *in, coll_msg m)
 {
     if (in->count == in->capacity) {
@@ -172,24 +153,9 @@ static void inbox_push(coll_inbox *in, coll_msg m)
 
 void coll_send(coll_ctx *c, const coll_view *v, int to, int tag, double bytes)
 {
-    engine *e = c->e;
-    const worker *from = c->g->members[c->g->me];
     int to_index = coll_view_member(v, to);
-    const worker *dst = c->g->members[to_index];
-    double now = simgrid_get_clock();
-    coll_msg m = {.tag = tag, .from = c->g->me, .arrive_s = now};
-    for (int r = 0; bytes > 0 && r < e->tp; r++) {
-        if (same_server(e, from->ranks[r], dst->ranks[r])) {
-            double done = now + cl_p2p_time(&e->pf->cluster, bytes, 1);
-            if (done > m.arrive_s)
-                m.arrive_s = done;
-            continue;
-        }
-        if (!m.flows)
-            m.flows = coll_alloc((size_t)e->tp, sizeof *m.flows);
-        m.flows[m.num_flows++] = coll_flow_start(from->hosts[r], dst->hosts[r], bytes);
-        e->activities++;
-    }
+    coll_msg m = {.tag = tag, .from = c->g->me};
+    m.t = engine_transfer_start(c->e, c->g->members[c->g->me], c->g->members[to_index], bytes);
     inbox_push(&c->session->inbox[to_index], m);
 }
 
@@ -218,20 +184,14 @@ void coll_recv(coll_ctx *c, const coll_view *v, int from, int tag)
     }
     coll_msg m = in->msgs[k];
     in->msgs[k] = in->msgs[--in->count];
-    for (int i = 0; i < m.num_flows; i++)
-        sg_exec_wait(m.flows[i]); /* releases the flow */
-    free(m.flows);
-    if (m.arrive_s > simgrid_get_clock()) {
-        sg_actor_sleep_until(m.arrive_s);
-        c->e->activities++;
-    }
+    engine_transfer_wait(c->e, &m.t);
 }
 
 double coll_latency_s(const coll_ctx *c, const coll_view *v, int a, int b)
 {
     const worker *wa = c->g->members[coll_view_member(v, a)];
     const worker *wb = c->g->members[coll_view_member(v, b)];
-    if (same_server(c->e, wa->ranks[0], wb->ranks[0]))
+    if (engine_same_server(c->e, wa->ranks[0], wb->ranks[0]))
         return c->e->pf->cluster.scaleup_latency_s;
     return sg_host_get_route_latency(wa->hosts[0], wb->hosts[0]);
 }

@@ -76,13 +76,13 @@ static void channel_push(channel *ch, transfer t)
     ch->items[ch->tail++] = t;
 }
 
-static int same_node(const engine *e, int rank_a, int rank_b)
+bool engine_same_server(const engine *e, int rank_a, int rank_b)
 {
     int per_node = e->pf->cluster.npus_per_node;
     return rank_a / per_node == rank_b / per_node;
 }
 
-static sg_exec_t flow_start(sg_host_t src, sg_host_t dst, double bytes)
+sg_exec_t engine_flow_start(sg_host_t src, sg_host_t dst, double bytes)
 {
     sg_host_t hosts[2] = {src, dst};
     double flops[2] = {0, 0};
@@ -92,17 +92,14 @@ static sg_exec_t flow_start(sg_host_t src, sg_host_t dst, double bytes)
     return flow;
 }
 
-/* Starts the flows of a transfer of `bytes` from every TP rank of `from` to
- * the same rank of `to`; pairs inside one server move on the scale-up fabric,
- * which SimGrid does not model, and are priced by cl_p2p_time(). */
-static transfer transfer_start(engine *e, worker *from, worker *to, double bytes)
+transfer engine_transfer_start(engine *e, const worker *from, const worker *to, double bytes)
 {
     double now = engine_now(e);
     transfer t = {.flows = NULL, .num_flows = 0, .arrive_s = now, .sent_s = now};
     if (bytes <= 0)
         return t;
     for (int r = 0; r < e->tp; r++) {
-        if (same_node(e, from->ranks[r], to->ranks[r])) {
+        if (engine_same_server(e, from->ranks[r], to->ranks[r])) {
             double done = now + cl_p2p_time(&e->pf->cluster, bytes, 1);
             if (done > t.arrive_s)
                 t.arrive_s = done;
@@ -110,14 +107,13 @@ static transfer transfer_start(engine *e, worker *from, worker *to, double bytes
         }
         if (!t.flows && !(t.flows = malloc((size_t)e->tp * sizeof *t.flows)))
             xbt_die("npusim: out of memory posting a transfer");
-        t.flows[t.num_flows++] = flow_start(from->hosts[r], to->hosts[r], bytes);
+        t.flows[t.num_flows++] = engine_flow_start(from->hosts[r], to->hosts[r], bytes);
         e->activities++;
     }
     return t;
 }
 
-/* Waits until every part of t has arrived. */
-static void transfer_wait(engine *e, transfer *t)
+void engine_transfer_wait(engine *e, transfer *t)
 {
     for (int i = 0; i < t->num_flows; i++)
         sg_exec_wait(t->flows[i]); /* releases the flow */
@@ -130,16 +126,10 @@ static void transfer_wait(engine *e, transfer *t)
     }
 }
 
-void engine_post(engine *e, worker *from, worker *to, int ch, double bytes)
-{
-    channel_push(&to->chan[ch], transfer_start(e, from, to, bytes));
-    sg_sem_release(to->chan[ch].posted);
-}
-
 void engine_send(engine *e, worker *from, worker *to, int ch, double bytes)
 {
-    transfer t = transfer_start(e, from, to, bytes);
-    transfer_wait(e, &t);
+    transfer t = engine_transfer_start(e, from, to, bytes);
+    engine_transfer_wait(e, &t);
     channel_push(&to->chan[ch], t);
     sg_sem_release(to->chan[ch].posted);
 }
@@ -150,7 +140,7 @@ double engine_receive(engine *e, worker *w, int ch)
     channel *c = &w->chan[ch];
     sg_sem_acquire(c->posted);
     transfer t = c->items[c->head++];
-    transfer_wait(e, &t);
+    engine_transfer_wait(e, &t);
     double since = asked > t.sent_s ? asked : t.sent_s;
     return engine_now(e) - since;
 }

@@ -34,7 +34,7 @@ typedef struct channel {
     sg_sem_t posted;
 } channel;
 
-enum { CH_FORWARD = 0, CH_BACKWARD, CH_COLLECTIVE, CH_COUNT };
+enum { CH_FORWARD = 0, CH_BACKWARD, CH_COUNT };
 
 struct engine;
 
@@ -74,10 +74,14 @@ static inline worker *engine_worker(engine *e, int stage, int replica)
 
 static inline double engine_now(const engine *e) { return simgrid_get_clock() - e->t0; }
 
-/* Posts a transfer of `bytes` from every TP rank of `from` to the same rank of
- * `to`, on `to`'s channel ch.  Returns immediately. */
-void engine_post(engine *e, worker *from, worker *to, int ch, double bytes);
-/* The same, but returns when the data has arrived (a blocking send). */
+/* Starts a transfer of `bytes` from every TP rank of `from` to the same rank
+ * of `to`: one SimGrid flow per rank, or, when both NPUs share a server, a
+ * scale-up delay of cl_p2p_time() that no XML link carries.  Returns at once. */
+transfer engine_transfer_start(engine *e, const worker *from, const worker *to, double bytes);
+/* Waits until every part of t has arrived (and releases its flows). */
+void engine_transfer_wait(engine *e, transfer *t);
+/* A blocking send: starts the transfer, waits for it, then hands it to
+ * `to`'s channel ch, where engine_receive() finds it arrived. */
 void engine_send(engine *e, worker *from, worker *to, int ch, double bytes);
 /* Waits for the oldest transfer on w's channel ch; returns the time spent
  * waiting after the data was posted (exposed communication). */
@@ -127,8 +131,10 @@ void coll_recv(coll_ctx *c, const coll_view *v, int from, int tag);
 /* Start-up latency α of a message between view members a and b. */
 double coll_latency_s(const coll_ctx *c, const coll_view *v, int a, int b);
 void coll_sleep(coll_ctx *c, double duration_s);
-/* A SimGrid flow of `bytes` from src to dst, started. */
-sg_exec_t coll_flow_start(sg_host_t src, sg_host_t dst, double bytes);
+/* A SimGrid flow of `bytes` from src to dst, started: a 2-host parallel
+ * execution, the cheapest flow DESIGN.md measured. */
+sg_exec_t engine_flow_start(sg_host_t src, sg_host_t dst, double bytes);
+bool engine_same_server(const engine *e, int rank_a, int rank_b);
 
 /* The algorithms on a view; `bytes` is S, one member's whole vector
  * (collective.h).  coll_run_view() dispatches on (kind, params). */
