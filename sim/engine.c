@@ -11,6 +11,7 @@
 #include "collective.h"
 #include "engine_internal.h"
 
+#include <math.h>
 #include <simgrid/barrier.h>
 #include <simgrid/engine.h>
 #include <stdio.h>
@@ -28,6 +29,7 @@ void engine_init_options(engine_options *o)
     o->dp_radix = 4;
     o->dp_inter_algorithm = COLL_RING_FLOW;
     o->ep_alltoall_algorithm = COLL_PAIRWISE;
+    o->dp_bucket_bytes = 0; /* Megatron's default for the run's DP size */
 }
 
 void engine_simgrid_init(int *argc, char **argv)
@@ -37,6 +39,9 @@ void engine_simgrid_init(int *argc, char **argv)
     static char *defaults[] = {
         "--log=root.thresh:critical",
         "--cfg=network/model:CM02",
+        /* Measured with callgrind on the 16K Llama iteration: 3% fewer
+         * instructions than the default Lazy update, identical results. */
+        "--cfg=network/optim:Full",
         "--cfg=network/crosstraffic:0",
         "--cfg=network/TCP-gamma:1e15",
         "--cfg=contexts/stack-size:64",
@@ -145,6 +150,103 @@ double engine_receive(engine *e, worker *w, int ch)
     return engine_now(e) - since;
 }
 
+/* ---- gradient buckets (--dp-overlap) ------------------------------------ */
+
+/* Per stage: which ops make gradient buckets ready, and the buckets' sizes in
+ * the order they become ready (the same for every replica of the stage). */
+typedef struct overlap_plan {
+    int *buckets_at_op;  /* [num_ops]: buckets made ready during op i */
+    double *bytes_at_op; /* [num_ops]: size of each of them */
+    int num_buckets;
+    double *bucket_bytes; /* [num_buckets] */
+} overlap_plan;
+
+static bool makes_gradients(int kind) { return kind == OP_BACKWARD || kind == OP_WEIGHT_GRAD; }
+
+/* The gradient bytes of model chunk (s, chunk) on one NPU. */
+static double chunk_grad_bytes(const cm_model *cm, const plan *pl, int s, int chunk)
+{
+    int k = chunk * pl->num_stages + s;
+    double bytes = 0;
+    for (int l = pl->chunk_start[k]; l < pl->chunk_start[k + 1]; l++)
+        bytes += cm->layers[l].grad_bytes;
+    return bytes;
+}
+
+/* A chunk's gradients are final during its last gradient op: its last W when
+ * the schedule splits the backward, else its last B. */
+static int overlap_stage(const cm_model *cm, const plan *pl, const sched_stage *st, int s,
+                         double bucket_bytes, overlap_plan *o)
+{
+    o->buckets_at_op = calloc((size_t)st->num_ops, sizeof *o->buckets_at_op);
+    o->bytes_at_op = calloc((size_t)st->num_ops, sizeof *o->bytes_at_op);
+    if (!o->buckets_at_op || !o->bytes_at_op)
+        return -1;
+    for (int chunk = 0; chunk < pl->num_chunks; chunk++) {
+        int last = -1, last_w = -1;
+        for (int i = 0; i < st->num_ops; i++) {
+            if (st->ops[i].chunk != chunk || !makes_gradients(st->ops[i].kind))
+                continue;
+            last = i;
+            if (st->ops[i].kind == OP_WEIGHT_GRAD)
+                last_w = i;
+        }
+        if (last_w >= 0)
+            last = last_w;
+        double bytes = chunk_grad_bytes(cm, pl, s, chunk);
+        if (last < 0 || bytes <= 0)
+            continue;
+        int n = (int)ceil(bytes / bucket_bytes);
+        o->buckets_at_op[last] = n;
+        o->bytes_at_op[last] = bytes / n;
+        o->num_buckets += n;
+    }
+    o->bucket_bytes = malloc((size_t)(o->num_buckets > 0 ? o->num_buckets : 1) * sizeof(double));
+    if (!o->bucket_bytes)
+        return -1;
+    int b = 0;
+    for (int i = 0; i < st->num_ops; i++)
+        for (int k = 0; k < o->buckets_at_op[i]; k++)
+            o->bucket_bytes[b++] = o->bytes_at_op[i];
+    return 0;
+}
+
+static void overlap_free(engine *e)
+{
+    if (!e->overlap)
+        return;
+    for (int s = 0; s < e->p; s++) {
+        free(e->overlap[s].buckets_at_op);
+        free(e->overlap[s].bytes_at_op);
+        free(e->overlap[s].bucket_bytes);
+    }
+    free(e->overlap);
+    e->overlap = NULL;
+}
+
+static int overlap_build(engine *e, const cm_model *cm, np_error *err)
+{
+    if (!e->opt->dp_overlap || e->dp < 2)
+        return 0;
+    /* Megatron's default DDP bucket: max(40M, 1M·dp) parameters
+     * (distributed_data_parallel_config.py), of 4-byte fp32 gradients. */
+    double bucket_bytes = e->opt->dp_bucket_bytes > 0
+                              ? e->opt->dp_bucket_bytes
+                              : 4.0 * (e->dp * 1e6 > 40e6 ? e->dp * 1e6 : 40e6);
+    e->overlap = calloc((size_t)e->p, sizeof *e->overlap);
+    for (int s = 0; e->overlap && s < e->p; s++)
+        if (overlap_stage(cm, e->pl, &e->sc->stages[s], s, bucket_bytes, &e->overlap[s]))
+            break;
+    for (int s = 0; e->overlap && s < e->p; s++)
+        if (!e->overlap[s].bucket_bytes) {
+            overlap_free(e);
+            return np_error_set(err, NP_EXIT_INTERNAL, "<engine>", "", 0, "out of memory");
+        }
+    if (!e->overlap)
+        return np_error_set(err, NP_EXIT_INTERNAL, "<engine>", "", 0, "out of memory");
+    return 0;
+}
+
 /* ---- the worker actor ---------------------------------------------------- */
 
 static void span_record_at(worker *w, const sched_op *op, double start_s, double end_s)
@@ -211,23 +313,51 @@ static void compute_account(worker *w, const sched_op *op, double start_s, doubl
     w->pipeline_end_s = end_s;
 }
 
-/* Runs the consecutive compute ops ops[0 .. count) from the first: nothing
- * else can run on the NPU between them, so one SimGrid execution of their
- * total length replays them exactly (one activity instead of several, e.g.
- * a recompute and its backward).  Returns how many ops it ran. */
-static int run_compute(worker *w, const sched_op *ops, int count)
+/* Executes duration_s on the worker's NPU (nothing for a zero length). */
+static void npu_execute(worker *w, double duration_s)
 {
-    int n = 0;
-    double total_s = 0;
-    while (n < count && is_compute(ops[n].kind)) {
-        total_s += ops[n].compute_s + ops[n].comm_s;
-        n++;
-    }
-    double start_s = engine_now(w->eng);
-    if (total_s > 0) {
-        sg_actor_execute(total_s * sg_host_get_speed(w->hosts[0]));
+    if (duration_s > 0) {
+        sg_actor_execute(duration_s * sg_host_get_speed(w->hosts[0]));
         w->eng->activities++;
     }
+}
+
+/* Runs a gradient op whose buckets become ready during it (--dp-overlap):
+ * the op runs in as many equal pieces, each ending with one bucket handed to
+ * the communication actor. */
+static void run_releasing_buckets(worker *w, double before_s, double duration_s, int buckets)
+{
+    npu_execute(w, before_s + duration_s / buckets);
+    sg_sem_release(w->bucket_ready);
+    for (int k = 1; k < buckets; k++) {
+        npu_execute(w, duration_s / buckets);
+        sg_sem_release(w->bucket_ready);
+    }
+}
+
+/* Runs the consecutive compute ops ops[0 .. count) from the first (op index
+ * `first` of the stage): nothing else can run on the NPU between them, so
+ * one SimGrid execution of their total length replays them exactly (one
+ * activity instead of several, e.g. a recompute and its backward), unless a
+ * gradient bucket must be handed over part-way.  Returns how many ops it ran. */
+static int run_compute(worker *w, const sched_op *ops, int first, int count)
+{
+    const overlap_plan *ov = w->eng->overlap && w->simulated ? &w->eng->overlap[w->stage] : NULL;
+    int n = 0;
+    double pending_s = 0;
+    double start_s = engine_now(w->eng);
+    while (n < count && is_compute(ops[n].kind)) {
+        double d = ops[n].compute_s + ops[n].comm_s;
+        int buckets = ov ? ov->buckets_at_op[first + n] : 0;
+        if (buckets > 0) {
+            run_releasing_buckets(w, pending_s, d, buckets);
+            pending_s = 0;
+        } else {
+            pending_s += d;
+        }
+        n++;
+    }
+    npu_execute(w, pending_s);
     double t = start_s;
     for (int i = 0; i < n; i++) {
         double end_s = i + 1 < n ? t + ops[i].compute_s + ops[i].comm_s : engine_now(w->eng);
@@ -265,7 +395,7 @@ static void run_op(worker *w, const sched_op *op)
     case OP_WEIGHT_GRAD:
     case OP_RECOMPUTE:
     case OP_OPTIMIZER:
-        run_compute(w, op, 1);
+        run_compute(w, op, (int)(op - w->eng->sc->stages[w->stage].ops), 1);
         break;
     case OP_SEND_FORWARD:
         w->p2p_exposed_s += timed_send(w, op, CH_FORWARD);
@@ -281,8 +411,12 @@ static void run_op(worker *w, const sched_op *op)
         break;
     case OP_DP_ALLREDUCE: {
         double start = engine_now(e);
-        release_folded_replicas(w);
-        coll_allreduce(e, w, op->bytes);
+        if (e->overlap) {
+            sg_sem_acquire(w->buckets_done); /* what the overlap did not hide */
+        } else {
+            release_folded_replicas(w);
+            coll_allreduce(e, w, op->bytes);
+        }
         w->dp_comm_s += engine_now(e) - start;
         break;
     }
@@ -308,7 +442,7 @@ static void worker_main(int argc, char **argv)
     w->mem_bytes = w->peak_bytes = st->static_bytes + st->workspace_bytes;
     for (int i = 0; i < st->num_ops;) {
         if (is_compute(st->ops[i].kind)) {
-            i += run_compute(w, &st->ops[i], st->num_ops - i);
+            i += run_compute(w, &st->ops[i], i, st->num_ops - i);
             continue;
         }
         double start = engine_now(w->eng);
@@ -320,6 +454,32 @@ static void worker_main(int argc, char **argv)
     worker_linger(w);
 }
 
+/* --dp-overlap: reduces each gradient bucket as soon as the worker's
+ * backward has made it ready, while the worker computes on. */
+static void dp_comm_main(int argc, char **argv)
+{
+    worker *w = sg_actor_self_get_data();
+    const overlap_plan *ov = &w->eng->overlap[w->stage];
+    for (int b = 0; b < ov->num_buckets; b++) {
+        sg_sem_acquire(w->bucket_ready);
+        release_folded_replicas(w);
+        coll_allreduce(w->eng, w, ov->bucket_bytes[b]);
+    }
+    sg_sem_release(w->buckets_done);
+    worker_linger(w);
+}
+
+/* A replica folded away joins every bucket's all-reduce when its
+ * representative starts it. */
+static void folded_replica_buckets(worker *w)
+{
+    const overlap_plan *ov = &w->eng->overlap[w->stage];
+    for (int b = 0; b < ov->num_buckets; b++) {
+        sg_sem_acquire(w->collective_start);
+        coll_allreduce(w->eng, w, ov->bucket_bytes[b]);
+    }
+}
+
 /* A replica folded away: it joins its stage's collectives, each when its
  * representative reaches it, as it would in lockstep, and runs the
  * optimizer step that follows them; its pipeline ops are not simulated. */
@@ -329,13 +489,15 @@ static void folded_replica_main(int argc, char **argv)
     const sched_stage *st = &w->eng->sc->stages[w->stage];
     for (int i = 0; i < st->num_ops; i++) {
         const sched_op *op = &st->ops[i];
-        if (op->kind == OP_DP_ALLREDUCE) {
+        if (op->kind == OP_DP_ALLREDUCE && w->eng->overlap) {
+            folded_replica_buckets(w);
+        } else if (op->kind == OP_DP_ALLREDUCE) {
             sg_sem_acquire(w->collective_start);
             double start = engine_now(w->eng);
             coll_allreduce(w->eng, w, op->bytes);
             w->dp_comm_s += engine_now(w->eng) - start;
         } else if (op->kind == OP_OPTIMIZER) {
-            run_compute(w, op, 1);
+            run_compute(w, op, i, 1);
         }
     }
     w->end_s = engine_now(w->eng);
@@ -397,6 +559,10 @@ static int workers_create(engine *e, np_error *err)
             w->simulated = d < e->fold;
             if (!w->simulated)
                 w->collective_start = sg_sem_init(0);
+            if (w->simulated && e->overlap) {
+                w->bucket_ready = sg_sem_init(0);
+                w->buckets_done = sg_sem_init(0);
+            }
         }
     }
     return 0;
@@ -412,6 +578,12 @@ static void workers_start(engine *e)
             sg_actor_t a = sg_actor_init(name, w->hosts[0]);
             sg_actor_set_data(a, w);
             sg_actor_start(a, w->simulated ? worker_main : folded_replica_main, 0, NULL);
+            if (w->simulated && e->overlap) {
+                snprintf(name, sizeof name, "stage%d-dp%d-grads", s, d);
+                sg_actor_t c = sg_actor_init(name, w->hosts[0]);
+                sg_actor_set_data(c, w);
+                sg_actor_start(c, dp_comm_main, 0, NULL);
+            }
         }
     }
 }
@@ -428,6 +600,10 @@ static void workers_destroy(engine *e)
         }
         if (w->collective_start)
             sg_sem_destroy(w->collective_start);
+        if (w->bucket_ready) {
+            sg_sem_destroy(w->bucket_ready);
+            sg_sem_destroy(w->buckets_done);
+        }
         free(w->spans);
     }
     free(e->workers[0].ranks);
@@ -539,9 +715,14 @@ int engine_run(const sim_platform *pf, const wl_workload *w, const cm_model *cm,
         return np_error_set(err, NP_EXIT_INPUT, pf->cluster.name, "", 0,
                             "the plan needs tp·pp·dp = %d·%d·%d = %ld NPUs, the platform has %d",
                             e.tp, e.p, e.dp, needed, pf->num_npus);
-    if ((rc = workers_create(&e, err)))
+    if ((rc = overlap_build(&e, cm, err)))
         return rc;
-    e.finish = sg_barrier_init((unsigned)(e.p * e.dp));
+    if ((rc = workers_create(&e, err))) {
+        overlap_free(&e);
+        return rc;
+    }
+    /* every worker, plus the gradient actors of the simulated ones */
+    e.finish = sg_barrier_init((unsigned)(e.p * e.dp + (e.overlap ? e.p * e.fold : 0)));
     struct timespec t_start, t_end;
     clock_gettime(CLOCK_MONOTONIC, &t_start);
     e.t0 = simgrid_get_clock();
@@ -552,6 +733,7 @@ int engine_run(const sim_platform *pf, const wl_workload *w, const cm_model *cm,
     rc = collect(&e, w, cm, out);
     out->wall_s = (t_end.tv_sec - t_start.tv_sec) + 1e-9 * (t_end.tv_nsec - t_start.tv_nsec);
     workers_destroy(&e);
+    overlap_free(&e);
     if (rc)
         return np_error_set(err, NP_EXIT_INTERNAL, "<engine>", "", 0, "out of memory");
     return 0;

@@ -54,6 +54,15 @@ typedef struct engine_options {
      * flows when its representative does, so collective traffic and its
      * contention stay on the fabric.  0 (or dp) runs every replica. */
     int fold_dp;
+    /* Gradient all-reduce bucketed and overlapped with the backward pass
+     * (Megatron's overlap_grad_reduce, --dp-overlap): a chunk's gradients
+     * are final during its last backward (its last W under zero-bubble); they
+     * are cut into buckets of dp_bucket_bytes, each ready once its share of
+     * that pass has run, and reduced by a communication actor while the NPU
+     * computes.  The iteration's all-reduce op then only waits for what is
+     * left. */
+    bool dp_overlap;
+    double dp_bucket_bytes; /* 0: Megatron's default, max(40M, 1M·dp) fp32 gradients */
 } engine_options;
 
 void engine_init_options(engine_options *o);

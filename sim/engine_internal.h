@@ -45,6 +45,8 @@ typedef struct worker {
     channel chan[CH_COUNT];
     struct engine *eng;
     sg_sem_t collective_start; /* folded-away replicas: released by the representative */
+    sg_sem_t bucket_ready;     /* --dp-overlap: a gradient bucket can be reduced */
+    sg_sem_t buckets_done;     /* --dp-overlap: every bucket is reduced */
     bool simulated;            /* false for a replica folded away */
     /* accounting (simulated seconds relative to the run's start) */
     double busy_s, recompute_s, tp_comm_s, p2p_exposed_s, dp_comm_s;
@@ -65,6 +67,7 @@ typedef struct engine {
     long activities;
     worker *workers; /* [p·dp], worker (s, d) at s·dp + d */
     sg_bar_t finish; /* every worker waits here before it ends (worker_linger) */
+    struct overlap_plan *overlap; /* [p] with --dp-overlap, else NULL */
 } engine;
 
 static inline worker *engine_worker(engine *e, int stage, int replica)

@@ -55,6 +55,10 @@ static const char usage_text[] =
     "  --dp-inter-algorithm A  between-servers part of \"hierarchical\" (default ring-flow)\n"
     "  --dp-radix R       radix of \"butterfly\" (default 4)\n"
     "  --ep-alltoall-algorithm A  expert-parallel all-to-all: %s (default pairwise)\n"
+    "  --dp-overlap       bucket the gradient all-reduce and overlap it with the backward\n"
+    "                     (Megatron's overlap_grad_reduce)\n"
+    "  --dp-bucket-bytes N  bucket size for --dp-overlap (default Megatron's:\n"
+    "                     max(40M, 1M x DP) fp32 gradients)\n"
     "  --fold-dp K        simulate the pipelines of K data-parallel replicas only; the\n"
     "                     others join every collective, so its traffic stays on the fabric\n"
     "                     (refused, with the reason, where replicas are not symmetric)\n"
@@ -82,6 +86,8 @@ typedef struct cli {
     const char *trace_replicas; /* "all" or a count, for --trace */
     const char *fold_dp;
     const char *dp_algorithm, *dp_inter_algorithm, *dp_radix, *ep_alltoall_algorithm;
+    const char *dp_bucket_bytes;
+    int dp_overlap;
     int stages, quiet;
     int fold_dp_replicas;   /* parsed --fold-dp */
     engine_options engine;  /* parsed collective options */
@@ -158,6 +164,17 @@ static int parse_collectives(cli *c)
         return NP_EXIT_USAGE;
     if (c->dp_radix && parse_count(c->dp_radix, "--dp-radix", &c->engine.dp_radix))
         return NP_EXIT_USAGE;
+    c->engine.dp_overlap = c->dp_overlap;
+    if (c->dp_bucket_bytes) {
+        char *end;
+        double v = strtod(c->dp_bucket_bytes, &end);
+        if (*c->dp_bucket_bytes == '\0' || *end != '\0' || !(v >= 1)) {
+            fprintf(stderr, "simrun: --dp-bucket-bytes expects a size in bytes >= 1, got '%s'\n",
+                    c->dp_bucket_bytes);
+            return NP_EXIT_USAGE;
+        }
+        c->engine.dp_bucket_bytes = v;
+    }
     return 0;
 }
 
@@ -188,6 +205,8 @@ static const char **value_option(cli *c, const char *a)
         return &c->dp_radix;
     if (strcmp(a, "--ep-alltoall-algorithm") == 0)
         return &c->ep_alltoall_algorithm;
+    if (strcmp(a, "--dp-bucket-bytes") == 0)
+        return &c->dp_bucket_bytes;
     if (strcmp(a, "--plan-out") == 0)
         return &c->plan_out;
     return NULL;
@@ -226,6 +245,8 @@ static int parse_args(int argc, char **argv, cli *c)
             i++;
         } else if (strcmp(a, "--stages") == 0) {
             c->stages = 1;
+        } else if (strcmp(a, "--dp-overlap") == 0) {
+            c->dp_overlap = 1;
         } else if (strcmp(a, "--quiet") == 0) {
             c->quiet = 1;
         } else if (a[0] == '-' && a[1] != '\0') {

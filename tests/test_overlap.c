@@ -1,0 +1,124 @@
+/*
+ * test_overlap.c -- the gradient all-reduce bucketed and overlapped with the
+ * backward pass (--dp-overlap), against closed forms.
+ *
+ * One stage (p = 1), 4 data-parallel replicas on the flat platform
+ * (test_flat_4.xml: every route B = 1e9 B/s, α = 10 µs), one layer with
+ * F = 1 ms, B = 200 ms, S = 40 MB of gradients, m = 2 micro-batches.
+ * Compute alone takes m(F + B) = 402 ms.  The flow-ring all-reduce of x
+ * bytes over N = 4 takes 2(N−1)(α + x/(N·B)) (test_collectives.c).
+ *   - Without overlap the all-reduce of S follows the backward:
+ *       T = 402 ms + 6(α + S/(4B)) = 402 + 60.06 ms.
+ *   - With 10 MB buckets the last backward releases 4 buckets, one every
+ *     50 ms; each takes 6(α + 10 MB/(4B)) = 15.06 ms < 50 ms, so none waits
+ *     for another and only the last one is exposed: T = 402 + 15.06 ms.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine.h"
+#include "testutil.h"
+
+typedef struct overlap_case {
+    bool overlap;
+    double bucket_bytes;
+    int fold;
+} overlap_case;
+
+typedef struct overlap_outcome {
+    int rc;
+    char error[512];
+    double iteration_s, pipeline_s;
+} overlap_outcome;
+
+static void run_case(void *ctx, int fd)
+{
+    const overlap_case *c = ctx;
+    overlap_outcome out;
+    memset(&out, 0, sizeof out);
+    np_error err;
+    np_error_clear(&err);
+    test_simgrid_init();
+    sim_platform pf;
+    out.rc = platform_load(test_path("platforms/test_flat_4.xml"), &pf, &err);
+    cm_model cm;
+    plan pl;
+    schedule sc = {0};
+    engine_result r;
+    memset(&r, 0, sizeof r);
+    if (!out.rc) {
+        test_uniform_model(&cm, 1);
+        cm.layers[0].forward_s = 1e-3;
+        cm.layers[0].backward_s = 200e-3;
+        cm.layers[0].grad_bytes = 40e6;
+        cm.data_parallel = 4;
+        test_uniform_plan(&pl, 1, 2, 1, SCHED_1F1B);
+        pl.data_parallel = 4;
+        out.rc = sched_build(&pl, &cm, &sc, &err);
+    }
+    if (!out.rc) {
+        wl_workload w;
+        memset(&w, 0, sizeof w);
+        w.training.global_batch_size = 8;
+        w.training.micro_batch_size = 1;
+        engine_options o;
+        engine_init_options(&o);
+        o.dp_overlap = c->overlap;
+        o.dp_bucket_bytes = c->bucket_bytes;
+        o.fold_dp = c->fold;
+        out.rc = engine_run(&pf, &w, &cm, &pl, &sc, &o, &r, &err);
+    }
+    if (!out.rc) {
+        out.iteration_s = r.iteration_s;
+        out.pipeline_s = r.pipeline_s;
+    } else {
+        np_error_format(&err, out.error, sizeof out.error);
+    }
+    test_write_all(fd, &out, sizeof out);
+}
+
+static double run(bool overlap, double bucket_bytes, int fold)
+{
+    overlap_case c = {overlap, bucket_bytes, fold};
+    overlap_outcome out;
+    if (test_in_child(run_case, &c, &out, sizeof out) != 0)
+        return -1;
+    if (out.rc)
+        fprintf(stderr, "\n  %s\n", out.error);
+    return out.rc ? -1 : out.iteration_s;
+}
+
+static double ring_s(double bytes) { return 6 * (10e-6 + bytes / (4 * 1e9)); }
+
+static void test_without_overlap_the_allreduce_follows_the_backward(void)
+{
+    ASSERT_REL(run(false, 0, 0), 0.402 + ring_s(40e6), 1e-6);
+}
+
+static void test_overlap_exposes_only_the_last_bucket(void)
+{
+    ASSERT_REL(run(true, 10e6, 0), 0.402 + ring_s(10e6), 1e-6);
+}
+
+/* One bucket as large as the gradients is ready only when the backward
+ * ends: nothing to overlap, the time of the plain all-reduce. */
+static void test_one_bucket_hides_nothing(void)
+{
+    ASSERT_REL(run(true, 40e6, 0), 0.402 + ring_s(40e6), 1e-6);
+}
+
+/* Folded replicas join every bucket's all-reduce. */
+static void test_folded_overlap_agrees_with_full_run(void)
+{
+    ASSERT_REL(run(true, 10e6, 1), 0.402 + ring_s(10e6), 1e-6);
+}
+
+void register_overlap_tests(void)
+{
+    TEST_SUITE("overlap",
+               {"without_overlap_the_allreduce_follows_the_backward",
+                test_without_overlap_the_allreduce_follows_the_backward},
+               {"overlap_exposes_only_the_last_bucket", test_overlap_exposes_only_the_last_bucket},
+               {"one_bucket_hides_nothing", test_one_bucket_hides_nothing},
+               {"folded_overlap_agrees_with_full_run", test_folded_overlap_agrees_with_full_run});
+}
