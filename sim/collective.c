@@ -216,7 +216,18 @@ void coll_allreduce(engine *e, worker *w, double bytes)
     coll_group g;
     if (coll_group_dp(e, w, &g))
         xbt_die("npusim: out of memory building a data-parallel group");
-    coll_run(e, COLL_ALLREDUCE, &g, &p, bytes);
+    if (e->opt->dp_param_gather_ratio > 0) {
+        /* Megatron's distributed optimizer: reduce-scatter the gradients,
+         * update the local shard, all-gather the parameters (in the
+         * parameters' dtype).  Hierarchical has no RS/AG form: its
+         * between-servers algorithm stands in. */
+        if (!coll_algorithm_supports(p.algorithm, COLL_REDUCE_SCATTER))
+            p.algorithm = p.inter_algorithm;
+        coll_run(e, COLL_REDUCE_SCATTER, &g, &p, bytes);
+        coll_run(e, COLL_ALLGATHER, &g, &p, bytes * e->opt->dp_param_gather_ratio);
+    } else {
+        coll_run(e, COLL_ALLREDUCE, &g, &p, bytes);
+    }
     coll_group_free(&g);
 }
 

@@ -61,6 +61,11 @@ typedef struct engine_options {
      * that pass has run, and reduced by a communication actor while the NPU
      * computes.  The iteration's all-reduce op then only waits for what is
      * left. */
+    /* Distributed optimizer (Megatron's use_distributed_optimizer): > 0 makes
+     * the gradient sync a reduce-scatter of the gradients followed by an
+     * all-gather of the parameters, whose bytes are this ratio of the
+     * gradients' (bf16 parameters of fp32 gradients: 0.5).  0: all-reduce. */
+    double dp_param_gather_ratio;
     bool dp_overlap;
     double dp_bucket_bytes; /* 0: Megatron's default, max(40M, 1M·dp) fp32 gradients */
 } engine_options;

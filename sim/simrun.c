@@ -335,6 +335,9 @@ static int simulate_and_report(const cli *c, job *j, plan *pl, np_error *err)
     if (!rc) {
         engine_options eo = c->engine;
         eo.record_spans = c->trace_path != NULL;
+        if (j->w.training.use_distributed_optimizer)
+            eo.dp_param_gather_ratio = wl_dtype_bytes(j->w.training.params_dtype) /
+                                       cm_grad_bytes_per_param(j->w.training.params_dtype);
         eo.fold_dp = c->fold_dp_replicas;
         rc = engine_run(&j->pf, &j->w, cm, pl, &sc, &eo, &res, err);
     }

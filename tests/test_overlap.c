@@ -1,6 +1,7 @@
 /*
- * test_overlap.c -- the gradient all-reduce bucketed and overlapped with the
- * backward pass (--dp-overlap), against closed forms.
+ * test_overlap.c -- the data-parallel gradient sync against closed forms:
+ * bucketed and overlapped with the backward pass (--dp-overlap), and the
+ * distributed optimizer's reduce-scatter + all-gather.
  *
  * One stage (p = 1), 4 data-parallel replicas on the flat platform
  * (test_flat_4.xml: every route B = 1e9 B/s, α = 10 µs), one layer with
@@ -23,6 +24,7 @@ typedef struct overlap_case {
     bool overlap;
     double bucket_bytes;
     int fold;
+    double param_gather_ratio;
 } overlap_case;
 
 typedef struct overlap_outcome {
@@ -66,6 +68,7 @@ static void run_case(void *ctx, int fd)
         o.dp_overlap = c->overlap;
         o.dp_bucket_bytes = c->bucket_bytes;
         o.fold_dp = c->fold;
+        o.dp_param_gather_ratio = c->param_gather_ratio;
         out.rc = engine_run(&pf, &w, &cm, &pl, &sc, &o, &r, &err);
     }
     if (!out.rc) {
@@ -77,9 +80,9 @@ static void run_case(void *ctx, int fd)
     test_write_all(fd, &out, sizeof out);
 }
 
-static double run(bool overlap, double bucket_bytes, int fold)
+static double run_with(bool overlap, double bucket_bytes, int fold, double gather_ratio)
 {
-    overlap_case c = {overlap, bucket_bytes, fold};
+    overlap_case c = {overlap, bucket_bytes, fold, gather_ratio};
     overlap_outcome out;
     if (test_in_child(run_case, &c, &out, sizeof out) != 0)
         return -1;
@@ -88,7 +91,15 @@ static double run(bool overlap, double bucket_bytes, int fold)
     return out.rc ? -1 : out.iteration_s;
 }
 
+static double run(bool overlap, double bucket_bytes, int fold)
+{
+    return run_with(overlap, bucket_bytes, fold, 0);
+}
+
 static double ring_s(double bytes) { return 6 * (10e-6 + bytes / (4 * 1e9)); }
+
+/* Reduce-scatter or all-gather of x bytes over N = 4: (N−1)(α + x/(N·B)). */
+static double ring_half_s(double bytes) { return 3 * (10e-6 + bytes / (4 * 1e9)); }
 
 static void test_without_overlap_the_allreduce_follows_the_backward(void)
 {
@@ -113,6 +124,13 @@ static void test_folded_overlap_agrees_with_full_run(void)
     ASSERT_REL(run(true, 10e6, 1), 0.402 + ring_s(10e6), 1e-6);
 }
 
+/* The distributed optimizer reduce-scatters the fp32 gradients and
+ * all-gathers the bf16 parameters (half the bytes) instead of all-reducing. */
+static void test_distributed_optimizer_is_reduce_scatter_then_half_all_gather(void)
+{
+    ASSERT_REL(run_with(false, 0, 0, 0.5), 0.402 + ring_half_s(40e6) + ring_half_s(20e6), 1e-6);
+}
+
 void register_overlap_tests(void)
 {
     TEST_SUITE("overlap",
@@ -120,5 +138,7 @@ void register_overlap_tests(void)
                 test_without_overlap_the_allreduce_follows_the_backward},
                {"overlap_exposes_only_the_last_bucket", test_overlap_exposes_only_the_last_bucket},
                {"one_bucket_hides_nothing", test_one_bucket_hides_nothing},
-               {"folded_overlap_agrees_with_full_run", test_folded_overlap_agrees_with_full_run});
+               {"folded_overlap_agrees_with_full_run", test_folded_overlap_agrees_with_full_run},
+               {"distributed_optimizer_is_reduce_scatter_then_half_all_gather",
+                test_distributed_optimizer_is_reduce_scatter_then_half_all_gather});
 }
