@@ -59,6 +59,9 @@ static const char usage_text[] =
     "                     (Megatron's overlap_grad_reduce)\n"
     "  --dp-bucket-bytes N  bucket size for --dp-overlap (default Megatron's:\n"
     "                     max(40M, 1M x DP) fp32 gradients)\n"
+    "  --shifted-recompute  Merak's shifted critical path on any plan: the last p-s\n"
+    "                     micro-batches of stage s skip recompute, the last stage never\n"
+    "                     recomputes (checked against memory)\n"
     "  --fold-dp K        simulate the pipelines of K data-parallel replicas only; the\n"
     "                     others join every collective, so its traffic stays on the fabric\n"
     "                     (refused, with the reason, where replicas are not symmetric)\n"
@@ -88,6 +91,7 @@ typedef struct cli {
     const char *dp_algorithm, *dp_inter_algorithm, *dp_radix, *ep_alltoall_algorithm;
     const char *dp_bucket_bytes;
     int dp_overlap;
+    int shifted_recompute;
     int stages, quiet;
     int fold_dp_replicas;   /* parsed --fold-dp */
     engine_options engine;  /* parsed collective options */
@@ -247,6 +251,8 @@ static int parse_args(int argc, char **argv, cli *c)
             c->stages = 1;
         } else if (strcmp(a, "--dp-overlap") == 0) {
             c->dp_overlap = 1;
+        } else if (strcmp(a, "--shifted-recompute") == 0) {
+            c->shifted_recompute = 1;
         } else if (strcmp(a, "--quiet") == 0) {
             c->quiet = 1;
         } else if (a[0] == '-' && a[1] != '\0') {
@@ -376,12 +382,39 @@ static int simulate_and_report(const cli *c, job *j, plan *pl, np_error *err)
     return rc;
 }
 
+/* --shifted-recompute (Merak, TPDS'23): the schedules skip recompute for the
+ * last p−s micro-batches of stage s (sched_skips_recompute) and the last
+ * stage keeps every activation.  The plan must still fit. */
+static int shift_recompute(const job *j, plan *pl, np_error *err)
+{
+    int p = pl->num_stages;
+    pl->merak_shifted_recompute = true;
+    pl->predicted_iteration_s = 0; /* the planner priced the plan unshifted */
+    for (int l = 0; l < pl->num_layers; l++)
+        if (plan_stage_of_layer(pl, l, NULL) == p - 1)
+            pl->recompute[l] = RECOMPUTE_NONE;
+    if (pl->recompute_units)
+        for (int l = 0; l < pl->num_layers; l++)
+            if (plan_stage_of_layer(pl, l, NULL) == p - 1)
+                pl->recompute_units[l] = 0;
+    cm_model own;
+    const cm_model *cm;
+    int rc = planner_cost_model_for(&j->w, &j->pf.cluster, &j->cm, pl, &own, &cm, err);
+    if (!rc)
+        rc = mem_check_fits(cm, pl, err);
+    if (cm == &own)
+        cm_free(&own);
+    return rc;
+}
+
 static int run_planner(const cli *c, job *j, const planner_desc *pd, np_error *err)
 {
     planner_options po;
     planner_init_options(&po, &j->w);
     plan pl = {0};
     int rc = planner_run(pd, &j->cm, &j->pf.cluster, &j->w, &po, &pl, err);
+    if (!rc && c->shifted_recompute)
+        rc = shift_recompute(j, &pl, err);
     if (!rc)
         rc = simulate_and_report(c, j, &pl, err);
     plan_free(&pl);

@@ -60,11 +60,22 @@ if [ "$(awk -F, 'NR>1{print $14}' "$TMP/p.csv" | sort -u | wc -l)" -eq 1 ] &&
     [ "$(wc -l <"$TMP/p.csv")" -eq 3 ]; then ok; else ko "--plan replays a --plan-out plan"; fi
 expect_error "plan for another model" 2 "num_layers" --plan "$TMP/plan.json" --set num_layers=12 "$P8" "$W8"
 
+# options that change what is simulated run and say so
+"$SIMRUN" --shifted-recompute --set recompute_granularity=full "$P8" "$W8" >"$TMP/out" 2>"$TMP/err" &&
+    grep -q "full+shift" "$TMP/out" && ok || ko "--shifted-recompute marks the plan"
+"$SIMRUN" --dp-overlap --dp-algorithm halving-doubling --fold-dp 2 platforms/test_64npu.xml "$W8" \
+    --set data_parallel_size=16 >"$TMP/out" 2>"$TMP/err" && grep -q "megatron" "$TMP/out" &&
+    ok || ko "--dp-overlap with another algorithm and folding runs"
+
 # --- bad command line ---------------------------------------------------------
 expect_error "unknown option" 1 "unknown option" --frobnicate "$P8" "$W8"
 expect_error "missing arguments" 1 "expected PLATFORM" "$P8"
 expect_error "unknown planner" 1 "unknown planner" --planner nosuch "$P8" "$W8"
 expect_error "--set without =" 1 "KEY=VALUE" --set nokey "$P8" "$W8"
+expect_error "unknown all-reduce" 1 "expected one of" --dp-algorithm bruck "$P8" "$W8"
+expect_error "bad bucket size" 1 "dp-bucket-bytes" --dp-bucket-bytes -3 "$P8" "$W8"
+expect_error "fold not dividing dp" 1 "divide" --fold-dp 3 platforms/test_64npu.xml "$W8" \
+    --set data_parallel_size=16
 
 # --- bad input files ----------------------------------------------------------
 expect_error "missing platform file" 2 "platforms/nosuch.xml" platforms/nosuch.xml "$W8"
