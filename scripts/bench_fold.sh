@@ -1,0 +1,42 @@
+#!/bin/sh
+# bench_fold.sh -- symmetry folding (--fold-dp) against the full run, for every
+# synchronous schedule, on the 16K Llama and the 1,024-GPU GPT-3 cases.
+#   sh scripts/bench_fold.sh [build/simrun] [K]
+# Prints, per case: iteration time, bubble and peak memory of the full run,
+# their relative difference with --fold-dp K (default 1), and both wall times.
+set -eu
+SIMRUN=${1:-build/simrun}
+K=${2:-1}
+cd "$(dirname "$0")/.."
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+
+# prints "wall iteration bubble peak" of one run
+run() {
+    rm -f "$TMP/r.csv"
+    /usr/bin/time -f '%e' -o "$TMP/time" "$SIMRUN" --quiet --csv "$TMP/r.csv" "$@"
+    echo "$(cat "$TMP/time") $(tail -1 "$TMP/r.csv" | awk -F, '{print $14, $18, $19}')"
+}
+
+compare() { # name args...
+    name=$1
+    shift
+    set -- $(run "$@") $(run --fold-dp "$K" "$@")
+    awk -v n="$name" -v w1="$1" -v i1="$2" -v b1="$3" -v p1="$4" -v w2="$5" -v i2="$6" -v b2="$7" -v p2="$8" \
+        'function rel(a, b) { return (a > b ? a - b : b - a) / (b > 0 ? b : 1) }
+         BEGIN { printf "%-34s %11.4f %8.4f %8.2f   %9.2e %9.2e %9.2e   %7.2f %7.2f\n",
+                 n, i1, b1, p1 / 1e9, rel(i2, i1), rel(b2, b1), rel(p2, p1), w1, w2 }'
+}
+
+printf '%-34s %11s %8s %8s   %9s %9s %9s   %7s %7s\n' case "iter (s)" bubble "peak GB" \
+    "d iter" "d bubble" "d peak" "full s" "fold s"
+for s in 1f1b gpipe zb-h1 zb-h2 pipedream-2bw; do
+    compare "llama 16K $s" --schedule "$s" platforms/16k_npu.xml workloads/llama.json
+done
+compare "llama 16K interleaved (L=128, v=2)" --schedule interleaved --set num_layers=128 \
+    --set virtual_pipeline_model_parallel_size=2 platforms/16k_npu.xml workloads/llama.json
+for s in 1f1b gpipe zb-h1 zb-h2 pipedream-2bw; do
+    compare "gpt3 1024 $s" --schedule "$s" platforms/dgx_a100_1024.xml workloads/gpt3_175b.json
+done
+compare "gpt3 1024 interleaved (v=2)" --schedule interleaved \
+    --set virtual_pipeline_model_parallel_size=2 platforms/dgx_a100_1024.xml workloads/gpt3_175b.json
