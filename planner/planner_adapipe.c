@@ -47,8 +47,9 @@
  * being D[p][L] without a bound (the paper prunes at (m−1)·τ ≥ best; D_∞
  * only tightens it).  The cost is the 1F1B critical path
  * Σ_s T_s + (m−1)·max_s T_s, exactly minimised over partitions and unit
- * masks; it is the plan's predicted iteration time, plus the data-parallel
- * all-reduce and optimizer step of the slowest stage at the end.
+ * masks; it is the plan's predicted iteration time (predict.c, sends over
+ * the scale-out fabric), plus the data-parallel all-reduce and optimizer
+ * step of the slowest stage at the end.
  *
  * The plan expresses its choices as plan.recompute_units (bit u: recompute
  * unit u of that layer); plan_layer_recompute() prices them.  Layers without
@@ -63,6 +64,7 @@
 #include <string.h>
 
 #include "memory.h"
+#include "predict.h"
 
 /* A point of a Pareto frontier: kept bytes and recompute time. */
 typedef struct ap_point {
@@ -565,30 +567,6 @@ static double ap_best_tau(const ap_model *d, const ap_table *t, const double *ca
 
 /* ---- the planner ---------------------------------------------------------- */
 
-static double ap_dp_allreduce_s(const cl_cluster *c, int tp, int dp, double bytes)
-{
-    if (!c || dp <= 1)
-        return 0.0;
-    bool same_node = (long)tp * dp <= c->npus_per_node;
-    double alpha = same_node ? c->scaleup_latency_s : c->scaleout_latency_s;
-    double bw = same_node ? c->scaleup_bandwidth_Bps : c->scaleout_bandwidth_Bps;
-    return 2.0 * (dp - 1) * (alpha + bytes / (dp * bw));
-}
-
-/* The data-parallel all-reduce and optimizer step of the slowest stage. */
-static double ap_iteration_end_s(const cm_model *cm, const cl_cluster *c, const plan *pl)
-{
-    double tail = 0.0;
-    for (int s = 0; s < pl->num_stages; s++) {
-        double grads = 0.0;
-        for (int l = pl->chunk_start[s]; l < pl->chunk_start[s + 1]; l++)
-            grads += cm->layers[l].grad_bytes;
-        tail = fmax(tail, ap_dp_allreduce_s(c, pl->tensor_parallel, pl->data_parallel, grads) +
-                              cm_optimizer_step_s(cm, pl->chunk_start[s], pl->chunk_start[s + 1]));
-    }
-    return tail;
-}
-
 static void ap_fill_plan(const ap_model *d, const ap_table *t, plan *out)
 {
     int L = d->L;
@@ -726,7 +704,9 @@ static int ap_plan(const cm_model *cm, const cl_cluster *c, const wl_workload *w
                             "adapipe: no partition of the %d layers over %d stages fits in %.2f GB "
                             "per device, even recomputing every unit",
                             cm->num_layers, p, cm->hbm_bytes / 1e9);
-    out->predicted_iteration_s = cost + ap_iteration_end_s(cm, c, out);
+    /* The search's cost, with the data-parallel all-reduce and optimizer step
+     * of the slowest stage at the end. */
+    out->predicted_iteration_s = predict_1f1b_iteration_s(cm, c, out, PREDICT_SENDS_SCALEOUT);
     return 0;
 }
 

@@ -90,6 +90,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "predict.h"
+
 #define CSIMD_MAX_SAMPLES 65536 /* per pipeline; bounds the t(b) tables */
 #define BISECTION_STEPS 64
 #define MAX_CROSS_ROUNDS 32
@@ -162,18 +164,6 @@ double csimd_gpipe_makespan_s(int p, int m, const double *forward_s, const doubl
 
 /* ---- context: per-layer sums and the t(b) rows ---------------------------- */
 
-static bool boundary_same_node(const cl_cluster *c, int tp, int dp, int k)
-{
-    int per_node = c->npus_per_node > 0 ? c->npus_per_node : 1;
-    for (int d = 0; d < dp; d++)
-        for (int r = 0; r < tp; r++) {
-            int a = r + tp * (d + dp * k), b = r + tp * (d + dp * (k + 1));
-            if (a / per_node != b / per_node)
-                return false;
-        }
-    return true;
-}
-
 void csimd_context_free(csimd_ctx *x)
 {
     if (!x)
@@ -244,8 +234,8 @@ int csimd_context_new(const cm_model *cm, const cl_cluster *c, int p, int dp, in
         return -1;
     }
     for (int k = 0; k + 1 < p; k++)
-        x->same_node[k] = boundary_same_node(c, cm->tensor_parallel > 0 ? cm->tensor_parallel : 1,
-                                             x->dp, k);
+        x->same_node[k] = predict_boundary_same_node(
+            c, cm->tensor_parallel > 0 ? cm->tensor_parallel : 1, x->dp, k);
     context_fill_layers(x);
     *out = x;
     return 0;

@@ -85,6 +85,7 @@
 
 #include "memory.h"
 #include "planner.h"
+#include "predict.h"
 
 #define FT_SOURCE "<ft>"
 
@@ -396,72 +397,10 @@ void frontier_chain_choice(const frontier_chain *ch, int k, int *configs, int *p
 /* 3. The job's cost function                                               */
 /* ======================================================================== */
 
-/* F + B + W + TP collectives + the recompute the plan asks of layer l. */
-static double layer_time_s(const plan *pl, const cm_model *cm, int l)
-{
-    const cm_layer *ly = &cm->layers[l];
-    plan_layer_cost rc;
-    plan_layer_recompute(pl, cm, l, false, &rc);
-    return cm_forward_total_s(ly) + ly->backward_s + ly->weight_grad_s + ly->tp_backward_s +
-           rc.recompute_s;
-}
-
-/* Megatron's rank order is tp-dp-pp: stage s holds ranks [δs, δ(s+1)),
- * δ = t·d, and its rank x sends to x + δ.  Every pair shares a server unless
- * a server boundary falls in (δs, δ(s+2) − 1]. */
-static bool boundary_same_node(const cl_cluster *c, int tp, int dp, int s)
-{
-    long long per = c->npus_per_node, delta = (long long)tp * dp;
-    if (per <= 0)
-        return true;
-    long long lo = delta * s, hi = delta * (s + 2) - 1;
-    return hi / per == lo / per;
-}
-
-/* c_s: the send of stage s's output to stage s + 1 (0 for the last stage). */
-static double boundary_s(const cm_model *cm, const cl_cluster *c, const plan *pl, int s)
-{
-    if (s >= pl->num_stages - 1)
-        return 0.0;
-    double bytes = cm->layers[pl->chunk_start[s + 1] - 1].output_bytes;
-    if (bytes <= 0)
-        return 0.0;
-    return cl_p2p_time(c, bytes, boundary_same_node(c, pl->tensor_parallel, pl->data_parallel, s));
-}
-
-/* DP gradient all-reduce and optimizer step of stage s. */
-static double stage_tail_s(const cm_model *cm, const cl_cluster *c, const plan *pl, int s)
-{
-    int first = pl->chunk_start[s], last = pl->chunk_start[s + 1];
-    double grad_bytes = 0.0;
-    for (int l = first; l < last; l++)
-        grad_bytes += cm->layers[l].grad_bytes;
-    cl_cluster dp_view = *c; /* replicas of one TP rank sharing a server */
-    if (c->npus_per_node > 0) {
-        int tp = pl->tensor_parallel > 0 ? pl->tensor_parallel : 1;
-        dp_view.npus_per_node = c->npus_per_node / tp > 0 ? c->npus_per_node / tp : 1;
-    }
-    return cm_ring_allreduce_s(&dp_view, pl->data_parallel, grad_bytes) +
-           cm_optimizer_step_s(cm, first, last);
-}
-
-static double critical_path_s(double sum_stage_s, double max_stage_s, int m, double tail_s)
-{
-    return sum_stage_s + (m - 1) * max_stage_s + tail_s;
-}
-
+/* The 1F1B critical path of predict.c, sends placed by Megatron's rank order. */
 double frontier_plan_time_s(const cm_model *cm, const cl_cluster *c, const plan *pl)
 {
-    double sum = 0.0, max = 0.0, tail = 0.0;
-    for (int s = 0; s < pl->num_stages; s++) {
-        double stage_s = 2.0 * boundary_s(cm, c, pl, s);
-        for (int l = pl->chunk_start[s]; l < pl->chunk_start[s + 1]; l++)
-            stage_s += layer_time_s(pl, cm, l);
-        sum += stage_s;
-        max = fmax(max, stage_s);
-        tail = fmax(tail, stage_tail_s(cm, c, pl, s));
-    }
-    return critical_path_s(sum, max, pl->num_micro_batches, tail);
+    return predict_1f1b_iteration_s(cm, c, pl, PREDICT_SENDS_RANK_ORDER);
 }
 
 /* ======================================================================== */
@@ -555,7 +494,8 @@ static option_cost layer_option_cost(plan *scratch, const cm_model *cm, int l, r
     plan_layer_cost rc;
     scratch->recompute[l] = r;
     plan_layer_recompute(scratch, cm, l, false, &rc);
-    option_cost o = {layer_time_s(scratch, cm, l), rc.activation_bytes, rc.transient_bytes};
+    option_cost o = {predict_layer_s(cm, scratch, l, false), rc.activation_bytes,
+                     rc.transient_bytes};
     scratch->recompute[l] = saved;
     return o;
 }
@@ -674,7 +614,7 @@ static int stage_solve(tuple_eval *te, int s)
     for (int l = se->first; l < se->last; l++)
         static_bytes += cm->layers[l].state_bytes;
     double inflight = mem_inflight(SCHED_1F1B, te->p, s, te->m, 1, 0);
-    double comm_s = 2.0 * boundary_s(cm, te->c, &te->pl, s);
+    double comm_s = 2.0 * predict_boundary_s(cm, te->c, &te->pl, s, PREDICT_SENDS_RANK_ORDER);
     int rc = 0;
     for (int v = 0; v < nv && !rc; v++) {
         stage_level *lv = &se->levels[v];
@@ -737,7 +677,7 @@ static int tuple_sweep(const tuple_eval *te, double **mus_out, frontier_set *out
             mem = fmax(mem, q->memory_bytes);
         }
         if (feasible &&
-            frontier_set_add(out, critical_path_s(sum, max, te->m, te->tail_s), mem, i, 0)) {
+            frontier_set_add(out, predict_critical_path_s(sum, max, te->m, te->tail_s), mem, i, 0)) {
             free(mus);
             return -1;
         }
@@ -888,7 +828,7 @@ static int tuple_evaluate(const wl_workload *w, const cl_cluster *c, const tuple
     for (int s = 0; s < t->pp && !rc; s++) {
         te.stages[s].first = te.pl.chunk_start[s];
         te.stages[s].last = te.pl.chunk_start[s + 1];
-        te.tail_s = fmax(te.tail_s, stage_tail_s(&cm, c, &te.pl, s));
+        te.tail_s = fmax(te.tail_s, predict_stage_tail_s(&cm, c, &te.pl, s));
         rc = stage_solve(&te, s);
     }
     if (!rc)

@@ -10,14 +10,15 @@
  * layer gets the same recompute option: the workload's
  * recompute_granularity, or, when the options leave the choice open, the
  * fastest of none, selective and full that fits in memory.  Its prediction
- * (1F1B only) is the critical path frontier_plan_time_s() prices.
+ * (1F1B only) is predict.c's critical path, sends placed by Megatron's rank
+ * order, as TensorOpt's frontier prices plans.
  */
 #include "planner.h"
 
 #include <stddef.h>
 
-#include "frontier.h"
 #include "memory.h"
+#include "predict.h"
 
 static void uniform_partition(const cm_model *cm, plan *pl)
 {
@@ -67,8 +68,7 @@ int planner_megatron(const cm_model *cm, const cl_cluster *c, const wl_workload 
         if (r == RECOMPUTE_COUNT) /* full recompute does not fit either */
             return mem_check_fits(cm, out, err);
     }
-    /* The same 1F1B critical path the frontier prices plans with. */
     if (out->schedule == SCHED_1F1B)
-        out->predicted_iteration_s = frontier_plan_time_s(cm, c, out);
+        out->predicted_iteration_s = predict_1f1b_iteration_s(cm, c, out, PREDICT_SENDS_RANK_ORDER);
     return 0;
 }

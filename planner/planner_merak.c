@@ -37,7 +37,8 @@
  * being freed; our schedule does not model that.)  So every r0 is tried with
  * the shift and without it; the shift is kept whenever the plan fits with it.
  *
- * Predicted iteration time (1F1B critical path, as for PipeDream):
+ * Predicted iteration time (predict.c's 1F1B critical path, sends over the
+ * scale-out fabric as for PipeDream):
  *   Σ_s t'_s + 2·Σ_{s<p−1} c_s + (m−1)·max_s (t_s + 2·c_s) + max_s (AR_s + O_s)
  * t_s = Σ (f + b + recompute) of stage s, t'_s the same without the recompute
  * when the shift is on (the warm-up and cool-down micro-batches skip it), c_s
@@ -51,6 +52,7 @@
 #include <string.h>
 
 #include "memory.h"
+#include "predict.h"
 
 double planner_merak_ratio(int p, int k, double r0)
 {
@@ -108,38 +110,6 @@ static void mk_apply(const cm_model *cm, plan *pl, double r0)
             todo -= recompute;
         }
     }
-}
-
-static double mk_dp_allreduce_s(const cl_cluster *c, int tp, int dp, double bytes)
-{
-    if (!c || dp <= 1)
-        return 0.0;
-    bool same_node = (long)tp * dp <= c->npus_per_node;
-    double alpha = same_node ? c->scaleup_latency_s : c->scaleout_latency_s;
-    double bw = same_node ? c->scaleup_bandwidth_Bps : c->scaleout_bandwidth_Bps;
-    return 2.0 * (dp - 1) * (alpha + bytes / (dp * bw));
-}
-
-static double mk_predict_s(const cm_model *cm, const cl_cluster *c, const plan *pl)
-{
-    int p = pl->num_stages;
-    double ends = 0, bottleneck = 0, tail = 0;
-    for (int s = 0; s < p; s++) {
-        double work = 0, recompute = 0, grads = 0, comm = 0;
-        for (int l = pl->chunk_start[s]; l < pl->chunk_start[s + 1]; l++) {
-            const cm_layer *ly = &cm->layers[l];
-            work += cm_forward_total_s(ly) + cm_backward_total_s(ly, RECOMPUTE_NONE);
-            recompute += ly->recompute_s[pl->recompute[l]];
-            grads += ly->grad_bytes;
-        }
-        if (s < p - 1 && c)
-            comm = 2.0 * cl_p2p_time(c, cm->layers[pl->chunk_start[s + 1] - 1].output_bytes, 0);
-        ends += work + (pl->merak_shifted_recompute ? 0.0 : recompute) + comm;
-        bottleneck = fmax(bottleneck, work + recompute + comm);
-        tail = fmax(tail, mk_dp_allreduce_s(c, pl->tensor_parallel, pl->data_parallel, grads) +
-                              cm_optimizer_step_s(cm, pl->chunk_start[s], pl->chunk_start[s + 1]));
-    }
-    return ends + (pl->num_micro_batches - 1) * bottleneck + tail;
 }
 
 static int mk_double_cmp(const void *a, const void *b)
@@ -204,7 +174,7 @@ static int mk_plan(const cm_model *cm, const cl_cluster *c, const wl_workload *w
             mk_apply(cm, out, cand[k]);
             if (mem_check_fits(cm, out, NULL) != 0)
                 continue;
-            double t = mk_predict_s(cm, c, out);
+            double t = predict_1f1b_iteration_s(cm, c, out, PREDICT_SENDS_SCALEOUT);
             if (t < best_s) {
                 best_s = t;
                 best_r0 = cand[k];

@@ -55,11 +55,12 @@
  * recompute_granularity (Megatron's knob, planner_options.recompute).
  * Decoder and custom layers take the option; the embedding and LM head none.
  *
- * Predicted iteration time (the 1F1B critical path, as BMPipe states it,
- * plus what the schedule adds at its ends):
+ * Predicted iteration time: predict.c's 1F1B critical path (as BMPipe states
+ * it, plus what the schedule adds at its ends),
  *   Σ_s t_s + 2·Σ_{s<p−1} c_s + (m−1)·max_s (t_s + 2·c_s) + max_s (AR_s + O_s)
- * with t_s = Σ (f+b) of stage s, c_s its boundary send, AR_s the ring
- * all-reduce of its gradients over the DP replicas and O_s its optimizer step.
+ * with t_s = Σ (f+b) of stage s, c_s its boundary send (scale-out, as in the
+ * DP above), AR_s the ring all-reduce of its gradients over the DP replicas
+ * and O_s its optimizer step.
  */
 #include "planner.h"
 
@@ -68,6 +69,7 @@
 #include <string.h>
 
 #include "memory.h"
+#include "predict.h"
 
 /* Everything the DP reads, as prefix sums over the layers. */
 typedef struct pd_model {
@@ -268,42 +270,6 @@ int planner_pipedream_dp(const cm_model *cm, const cl_cluster *c, schedule_kind 
     return rc;
 }
 
-/* ---- the plan's predicted iteration time -------------------------------- */
-
-/* Ring all-reduce of the DP gradients: 2(d−1)(α + S/(d·B)), on the
- * scale-up fabric when the d replicas (TP-strided ranks) share a server. */
-static double pd_dp_allreduce_s(const cl_cluster *c, int tp, int dp, double bytes)
-{
-    if (!c || dp <= 1)
-        return 0.0;
-    bool same_node = (long)tp * dp <= c->npus_per_node;
-    double alpha = same_node ? c->scaleup_latency_s : c->scaleout_latency_s;
-    double bw = same_node ? c->scaleup_bandwidth_Bps : c->scaleout_bandwidth_Bps;
-    return 2.0 * (dp - 1) * (alpha + bytes / (dp * bw));
-}
-
-static double pd_predict_s(const cm_model *cm, const cl_cluster *c, const plan *pl)
-{
-    int p = pl->num_stages;
-    double sum = 0, bottleneck = 0, tail = 0;
-    for (int s = 0; s < p; s++) {
-        double work = 0, grads = 0, comm = 0;
-        for (int l = pl->chunk_start[s]; l < pl->chunk_start[s + 1]; l++) {
-            work += cm_forward_total_s(&cm->layers[l]) +
-                    cm_backward_total_s(&cm->layers[l], pl->recompute[l]);
-            grads += cm->layers[l].grad_bytes;
-        }
-        if (s < p - 1 && c)
-            comm = 2.0 * cl_p2p_time(c, cm->layers[pl->chunk_start[s + 1] - 1].output_bytes, 0);
-        sum += work + comm;
-        bottleneck = fmax(bottleneck, work + comm);
-        double end = pd_dp_allreduce_s(c, pl->tensor_parallel, pl->data_parallel, grads) +
-                     cm_optimizer_step_s(cm, pl->chunk_start[s], pl->chunk_start[s + 1]);
-        tail = fmax(tail, end);
-    }
-    return sum + (pl->num_micro_batches - 1) * bottleneck + tail;
-}
-
 /* ---- the planner --------------------------------------------------------- */
 
 static void pd_fill_plan(const cm_model *cm, const cl_cluster *c, const pipedream_stage *stages,
@@ -314,7 +280,7 @@ static void pd_fill_plan(const cm_model *cm, const cl_cluster *c, const pipedrea
         out->chunk_start[s + 1] = stages[s].last;
     for (int l = 0; l < cm->num_layers; l++)
         out->recompute[l] = pd_option(&cm->layers[l], r);
-    out->predicted_iteration_s = pd_predict_s(cm, c, out);
+    out->predicted_iteration_s = predict_1f1b_iteration_s(cm, c, out, PREDICT_SENDS_SCALEOUT);
 }
 
 static int pd_plan(const cm_model *cm, const cl_cluster *c, const wl_workload *w,

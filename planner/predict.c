@@ -1,0 +1,93 @@
+/*
+ * predict.c -- the 1F1B critical path planners predict (see predict.h for
+ * the formula and its sources).
+ *
+ * One stage at a time: its time S_s from its layers and boundary send, its
+ * tail from its gradients and parameters; the iteration is the critical path
+ * over them.  The pieces are public because TensorOpt's frontier sweep
+ * (planner_frontier.c) prices stages with the same S_s and tail that this
+ * file sums, so that a frontier point and the plan it stands for agree.
+ */
+#include "predict.h"
+
+#include <math.h>
+
+bool predict_boundary_same_node(const cl_cluster *c, int tp, int dp, int s)
+{
+    long long per = c->npus_per_node, delta = (long long)tp * dp;
+    if (per <= 0)
+        return true;
+    /* Every pair shares a server unless a server boundary falls in
+     * (δs, δ(s+2) − 1]. */
+    long long lo = delta * s, hi = delta * (s + 2) - 1;
+    return hi / per == lo / per;
+}
+
+double predict_boundary_s(const cm_model *cm, const cl_cluster *c, const plan *pl, int s,
+                          predict_sends sends)
+{
+    if (!c || s >= pl->num_stages - 1)
+        return 0.0;
+    double bytes = cm->layers[pl->chunk_start[s + 1] - 1].output_bytes;
+    if (sends == PREDICT_SENDS_SCALEOUT)
+        return cl_p2p_time(c, bytes, 0);
+    if (bytes <= 0)
+        return 0.0;
+    return cl_p2p_time(c, bytes, predict_boundary_same_node(c, pl->tensor_parallel,
+                                                            pl->data_parallel, s));
+}
+
+double predict_layer_s(const cm_model *cm, const plan *pl, int l, bool skip_recompute)
+{
+    const cm_layer *ly = &cm->layers[l];
+    plan_layer_cost rc;
+    plan_layer_recompute(pl, cm, l, skip_recompute, &rc);
+    return cm_forward_total_s(ly) + ly->backward_s + ly->weight_grad_s + ly->tp_backward_s +
+           rc.recompute_s;
+}
+
+double predict_dp_allreduce_s(const cl_cluster *c, int tp, int dp, double grad_bytes)
+{
+    if (!c || dp <= 1)
+        return 0.0;
+    cl_cluster dp_view = *c; /* replicas of one TP rank sharing a server */
+    if (c->npus_per_node > 0) {
+        int t = tp > 0 ? tp : 1;
+        dp_view.npus_per_node = c->npus_per_node / t > 0 ? c->npus_per_node / t : 1;
+    }
+    return cm_ring_allreduce_s(&dp_view, dp, grad_bytes);
+}
+
+double predict_stage_tail_s(const cm_model *cm, const cl_cluster *c, const plan *pl, int s)
+{
+    int first = pl->chunk_start[s], last = pl->chunk_start[s + 1];
+    double grad_bytes = 0.0;
+    for (int l = first; l < last; l++)
+        grad_bytes += cm->layers[l].grad_bytes;
+    return predict_dp_allreduce_s(c, pl->tensor_parallel, pl->data_parallel, grad_bytes) +
+           cm_optimizer_step_s(cm, first, last);
+}
+
+double predict_critical_path_s(double sum_stage_s, double max_stage_s, int m, double tail_s)
+{
+    return sum_stage_s + (m - 1) * max_stage_s + tail_s;
+}
+
+double predict_1f1b_iteration_s(const cm_model *cm, const cl_cluster *c, const plan *pl,
+                                predict_sends sends)
+{
+    bool shifted = pl->merak_shifted_recompute;
+    double sum = 0.0, max = 0.0, tail = 0.0;
+    for (int s = 0; s < pl->num_stages; s++) {
+        double stage_s = 2.0 * predict_boundary_s(cm, c, pl, s, sends);
+        double ends_s = stage_s; /* what the warm-up and cool-down pay */
+        for (int l = pl->chunk_start[s]; l < pl->chunk_start[s + 1]; l++) {
+            stage_s += predict_layer_s(cm, pl, l, false);
+            ends_s += predict_layer_s(cm, pl, l, shifted);
+        }
+        sum += ends_s;
+        max = fmax(max, stage_s);
+        tail = fmax(tail, predict_stage_tail_s(cm, c, pl, s));
+    }
+    return predict_critical_path_s(sum, max, pl->num_micro_batches, tail);
+}

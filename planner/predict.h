@@ -1,0 +1,72 @@
+/*
+ * predict.h -- the iteration time a planner predicts for a one-chunk plan.
+ *
+ * Megatron, TensorOpt (ft), PipeDream, AdaPipe and Merak all state the same
+ * prediction, the 1F1B critical path (Narayanan et al. SC'21 §2.2;
+ * PLANNERS.md, BMPipe's preparation time plus (m−1)·τ, τ ≥ F + B + 2c):
+ *   T   = Σ_s S'_s + (m − 1)·max_s S_s + max_s (AR_s + O_s),
+ *   S_s = Σ_{l in s} (F_l + B_l + W_l + TP collectives_l + recompute_l) + 2·c_s,
+ * S'_s = S_s, or S_s without its recompute when the plan shifts it (Merak's
+ * shifted critical path: the warm-up and cool-down micro-batches skip it),
+ * c_s the send of stage s's output to stage s + 1 (none after the last),
+ * AR_s the ring all-reduce of the stage's gradients over the d data-parallel
+ * replicas and O_s its optimizer step.  Recompute is what
+ * plan_layer_recompute() charges, per layer or per unit (AdaPipe).
+ *
+ * The planners differ in one assumption only, where a stage's neighbour sits
+ * (predict_sends): PipeDream, AdaPipe and Merak put pipeline neighbours on
+ * different servers (their partitioning searches price cuts the same way);
+ * Megatron and TensorOpt follow Megatron's tp-dp-pp rank order.
+ *
+ * BMPipe's ILP objective (no all-reduce term, interleaved chunks) and CSIMD's
+ * GPipe makespan are other formulas and stay with those planners.
+ */
+#ifndef PREDICT_H
+#define PREDICT_H
+
+#include <stdbool.h>
+
+#include "cluster.h"
+#include "costmodel.h"
+#include "plan.h"
+
+typedef enum predict_sends {
+    /* Always over the scale-out fabric, latency included even for an empty
+     * tensor: one server holds one TP group, so neighbours are servers apart. */
+    PREDICT_SENDS_SCALEOUT,
+    /* Scale-up when both ends of every TP rank's transfer share a server under
+     * Megatron's tp-dp-pp rank order (predict_boundary_same_node()), else
+     * scale-out; nothing to send, no time. */
+    PREDICT_SENDS_RANK_ORDER,
+} predict_sends;
+
+/* Megatron's rank order is tp-dp-pp: stage s holds ranks [δs, δ(s+1)),
+ * δ = tp·dp, and its rank x sends to x + δ.  True when every such pair of
+ * stages s and s + 1 shares a server. */
+bool predict_boundary_same_node(const cl_cluster *c, int tp, int dp, int s);
+
+/* c_s: one send of stage s's output to stage s + 1; 0 for the last stage
+ * and without a cluster. */
+double predict_boundary_s(const cm_model *cm, const cl_cluster *c, const plan *pl, int s,
+                          predict_sends sends);
+
+/* F + B + W + TP collectives of layer l, plus the recompute the plan asks of
+ * it unless skip_recompute. */
+double predict_layer_s(const cm_model *cm, const plan *pl, int l, bool skip_recompute);
+
+/* Ring all-reduce of grad_bytes over dp data-parallel replicas,
+ * 2(d−1)(α + S/(d·B)), on the scale-up fabric when the replicas of one TP
+ * rank (tp ranks apart) share a server.  0 for dp ≤ 1 or without a cluster. */
+double predict_dp_allreduce_s(const cl_cluster *c, int tp, int dp, double grad_bytes);
+
+/* AR_s + O_s: stage s's data-parallel all-reduce and optimizer step. */
+double predict_stage_tail_s(const cm_model *cm, const cl_cluster *c, const plan *pl, int s);
+
+/* Σ S' + (m − 1)·max S + tail. */
+double predict_critical_path_s(double sum_stage_s, double max_stage_s, int m, double tail_s);
+
+/* T above for a one-chunk plan with uniform micro-batches. */
+double predict_1f1b_iteration_s(const cm_model *cm, const cl_cluster *c, const plan *pl,
+                                predict_sends sends);
+
+#endif
