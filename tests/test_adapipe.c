@@ -23,64 +23,25 @@
 
 #define MAX_LAYERS 10
 
-static double rnd(uint64_t *state, double lo, double hi)
-{
-    *state ^= *state >> 12;
-    *state ^= *state << 25;
-    *state ^= *state >> 27;
-    uint64_t r = *state * 2685821657736338717ULL;
-    return lo + (hi - lo) * (double)(r >> 11) / 9007199254740992.0;
-}
-
 /* An embedding-like first layer and head-like last layer without units,
- * and between them decoder layers sharing one random table of `units` units
- * (the layer input, 5 bytes, always kept) but with their own times and
- * state.  Memory is set to bind for some seeds. */
+ * and between them decoder layers sharing one random table of units (the
+ * layer input, 5 bytes, always kept) but with their own times and state.
+ * Recompute is per unit only.  Memory is set to bind for some seeds. */
 static void random_model(cm_model *cm, int L, int units, uint64_t seed)
 {
-    uint64_t st = seed * 0x9E3779B97F4A7C15ULL + 7;
-    memset(cm, 0, sizeof *cm);
-    cm->num_layers = L;
-    cm->layers = calloc((size_t)L, sizeof *cm->layers);
-    cm->micro_batch_size = 1;
-    cm->tensor_parallel = cm->data_parallel = 1;
-    cm->workspace_bytes = 3;
-    cm_unit table[3];
-    double none = 5;
-    for (int u = 0; u < units; u++) {
-        table[u].forward_s = rnd(&st, 0.05, 1.0);
-        table[u].activation_bytes = rnd(&st, 2, 30);
-        none += table[u].activation_bytes;
-    }
-    double static_total = 0;
-    for (int l = 0; l < L; l++) {
-        cm_layer *ly = &cm->layers[l];
-        bool edge = l == 0 || l == L - 1;
-        ly->kind = l == 0 ? CM_EMBEDDING : l == L - 1 ? CM_LM_HEAD : CM_DECODER;
-        ly->forward_s = rnd(&st, 0.5, 2.0);
-        ly->backward_s = rnd(&st, 0.5, 3.0);
-        ly->weight_grad_s = rnd(&st, 0.0, 1.0);
-        ly->state_bytes = rnd(&st, 20, 60);
-        ly->output_bytes = rnd(&st, 1, 10);
-        for (int r = 0; r < RECOMPUTE_COUNT; r++)
-            ly->activation_bytes[r] = edge ? rnd(&st, 5, 20) : none;
-        if (!edge) {
-            ly->num_units = units;
-            memcpy(ly->units, table, sizeof table);
-        }
-        static_total += ly->state_bytes;
-    }
-    cm->hbm_bytes = cm->workspace_bytes + static_total / 2 + rnd(&st, 1.0, 4.0) * none;
-}
-
-static cl_cluster test_cluster(void)
-{
-    cl_cluster c;
-    memset(&c, 0, sizeof c);
-    c.npus_per_node = 1;
-    c.scaleout_bandwidth_Bps = 20;
-    c.scaleout_latency_s = 0.02;
-    return c;
+    test_random_spec spec = {
+        .stream = 7,
+        .lm_head = true,
+        .units = units,
+        .edge_activation_bytes = {5, 20},
+        .selective_kept = 1.0,
+        .full_kept = 1.0,
+        .state_bytes = {20, 60},
+        .output_bytes = {1, 10},
+        .workspace_bytes = 3,
+        .memory_slack = {0.2, 1.0},
+    };
+    test_random_model(cm, L, seed, &spec);
 }
 
 /* ---- the exhaustive search ------------------------------------------------ */
@@ -200,19 +161,6 @@ static double search_best(const cm_model *cm, const cl_cluster *c, schedule_kind
 
 /* ---- the planner's plans -------------------------------------------------- */
 
-static void test_workload(wl_workload *w, int p, int m, schedule_kind sched)
-{
-    memset(w, 0, sizeof *w);
-    strcpy(w->path, "test.json");
-    w->parallel.pipeline_model_parallel_size = p;
-    w->parallel.tensor_model_parallel_size = 1;
-    w->parallel.data_parallel_size = 1;
-    w->parallel.virtual_pipeline_model_parallel_size = 1;
-    w->training.micro_batch_size = 1;
-    w->training.global_batch_size = m;
-    w->schedule = sched;
-}
-
 static int run_adapipe(const cm_model *cm, const cl_cluster *c, const wl_workload *w, plan *pl)
 {
     planner_options o;
@@ -246,7 +194,7 @@ static double plan_critical_path(const cm_model *cm, const cl_cluster *c, const 
  * recomputed from its masks, is that optimum. */
 static void check_against_search(int units, int max_unit_layers, uint64_t first_seed)
 {
-    cl_cluster c = test_cluster();
+    cl_cluster c = test_scaleout_cluster(20, 0.02);
     int planned = 0, refused = 0;
     for (uint64_t seed = first_seed; seed < first_seed + 24; seed++) {
         int p = 1 + (int)(seed % 4);
@@ -256,7 +204,7 @@ static void check_against_search(int units, int max_unit_layers, uint64_t first_
         cm_model cm;
         random_model(&cm, L, units, seed);
         wl_workload w;
-        test_workload(&w, p, m, sched);
+        test_pipeline_workload(&w, p, m, sched);
         plan pl;
         int rc = run_adapipe(&cm, &c, &w, &pl);
         double best = search_best(&cm, &c, sched, p, m);
@@ -310,7 +258,7 @@ static void test_picks_the_cheapest_units_that_free_enough_memory(void)
     ly->activation_bytes[RECOMPUTE_NONE] = 50;
     cm.hbm_bytes = 80;
     wl_workload w;
-    test_workload(&w, 1, 2, SCHED_GPIPE);
+    test_pipeline_workload(&w, 1, 2, SCHED_GPIPE);
     plan pl;
     CU_ASSERT_EQUAL_FATAL(run_adapipe(&cm, NULL, &w, &pl), 0);
     CU_ASSERT_EQUAL(pl.recompute_units[0], 1u << 2);
@@ -338,7 +286,7 @@ static void test_mixes_masks_across_identical_layers(void)
     }
     cm.hbm_bytes = 55;
     wl_workload w;
-    test_workload(&w, 1, 2, SCHED_GPIPE);
+    test_pipeline_workload(&w, 1, 2, SCHED_GPIPE);
     plan pl;
     CU_ASSERT_EQUAL_FATAL(run_adapipe(&cm, NULL, &w, &pl), 0);
     CU_ASSERT_EQUAL(pl.recompute_units[0] + pl.recompute_units[1], 1);
@@ -360,7 +308,7 @@ static void test_finds_stages_longer_than_the_first_length_bound(void)
     cm.layers[0].forward_s = 100;
     cm.layers[0].backward_s = 0;
     wl_workload w;
-    test_workload(&w, 2, 4, SCHED_1F1B);
+    test_pipeline_workload(&w, 2, 4, SCHED_1F1B);
     plan pl;
     CU_ASSERT_EQUAL_FATAL(run_adapipe(&cm, NULL, &w, &pl), 0);
     CU_ASSERT_EQUAL(pl.chunk_start[1], 1);
@@ -375,9 +323,9 @@ static void test_refuses_layers_with_different_units(void)
     random_model(&cm, 5, 2, 3);
     cm.layers[2].units[1].activation_bytes += 1;
     wl_workload w;
-    test_workload(&w, 2, 4, SCHED_1F1B);
+    test_pipeline_workload(&w, 2, 4, SCHED_1F1B);
     plan pl;
-    cl_cluster c = test_cluster();
+    cl_cluster c = test_scaleout_cluster(20, 0.02);
     CU_ASSERT_EQUAL(run_adapipe(&cm, &c, &w, &pl), NP_EXIT_INPUT);
     cm_free(&cm);
 }

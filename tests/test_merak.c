@@ -18,15 +18,6 @@
 #include "planner.h"
 #include "testutil.h"
 
-static double rnd(uint64_t *state, double lo, double hi)
-{
-    *state ^= *state >> 12;
-    *state ^= *state << 25;
-    *state ^= *state >> 27;
-    uint64_t r = *state * 2685821657736338717ULL;
-    return lo + (hi - lo) * (double)(r >> 11) / 9007199254740992.0;
-}
-
 /* ---- the ratios, by hand ---------------------------------------------------- */
 
 /* p = 4, r0 = 0.5: r1 = 1 − 0.5·3/2 = 0.25, r2 = 1 − 0.5·3/1 = −0.5 → 0,
@@ -60,57 +51,20 @@ static void test_ratio_r0_one_recomputes_all_stages_but_the_last(void)
 
 /* Embedding, decoders, LM head with random times and bytes; full recompute
  * keeps a tenth of a decoder's activations and costs its forward. */
-static void random_model(cm_model *cm, int L, uint64_t seed)
-{
-    uint64_t st = seed * 0x9E3779B97F4A7C15ULL + 11;
-    memset(cm, 0, sizeof *cm);
-    cm->num_layers = L;
-    cm->layers = calloc((size_t)L, sizeof *cm->layers);
-    cm->micro_batch_size = 1;
-    cm->tensor_parallel = cm->data_parallel = 1;
-    cm->workspace_bytes = 5;
-    double static_total = 0, act = 0;
-    for (int l = 0; l < L; l++) {
-        cm_layer *ly = &cm->layers[l];
-        bool edge = l == 0 || l == L - 1;
-        ly->kind = l == 0 ? CM_EMBEDDING : l == L - 1 ? CM_LM_HEAD : CM_DECODER;
-        ly->forward_s = rnd(&st, 0.5, 2.0);
-        ly->backward_s = rnd(&st, 0.5, 3.0);
-        ly->weight_grad_s = rnd(&st, 0.0, 1.0);
-        ly->recompute_s[RECOMPUTE_FULL] = ly->forward_s;
-        double none = edge ? rnd(&st, 2, 10) : rnd(&st, 5, 80);
-        ly->activation_bytes[RECOMPUTE_NONE] = ly->activation_bytes[RECOMPUTE_SELECTIVE] = none;
-        ly->activation_bytes[RECOMPUTE_FULL] = edge ? none : 0.1 * none;
-        ly->state_bytes = rnd(&st, 20, 60);
-        ly->output_bytes = rnd(&st, 1, 10);
-        static_total += ly->state_bytes;
-        act += none;
-    }
-    cm->hbm_bytes = cm->workspace_bytes + static_total / 2 + rnd(&st, 0.5, 3.0) * act;
-}
-
-static cl_cluster test_cluster(void)
-{
-    cl_cluster c;
-    memset(&c, 0, sizeof c);
-    c.npus_per_node = 1;
-    c.scaleout_bandwidth_Bps = 20;
-    c.scaleout_latency_s = 0.02;
-    return c;
-}
-
-static void test_workload(wl_workload *w, int p, int m, schedule_kind sched)
-{
-    memset(w, 0, sizeof *w);
-    strcpy(w->path, "test.json");
-    w->parallel.pipeline_model_parallel_size = p;
-    w->parallel.tensor_model_parallel_size = 1;
-    w->parallel.data_parallel_size = 1;
-    w->parallel.virtual_pipeline_model_parallel_size = 1;
-    w->training.micro_batch_size = 1;
-    w->training.global_batch_size = m;
-    w->schedule = sched;
-}
+static const test_random_spec merak_spec = {
+    .stream = 11,
+    .lm_head = true,
+    .edge_activation_bytes = {2, 10},
+    .decoder_activation_bytes = {5, 80},
+    .selective_kept = 1.0,
+    .selective_cost = 0.0,
+    .full_kept = 0.1,
+    .full_cost = 1.0,
+    .state_bytes = {20, 60},
+    .output_bytes = {1, 10},
+    .workspace_bytes = 5,
+    .memory_slack = {0.5, 3.0},
+};
 
 /* Megatron's uniform split of the decoders (the extra ones on stages 1..),
  * the embedding on the first stage, the head on the last. */
@@ -193,15 +147,15 @@ static double sweep_best(const cm_model *cm, const cl_cluster *c, int p, int m,
  * micro-batches, only the last p−s of them unrecomputed). */
 static void test_planner_finds_the_fastest_r0_that_fits(void)
 {
-    cl_cluster c = test_cluster();
+    cl_cluster c = test_scaleout_cluster(20, 0.02);
     int planned = 0, refused = 0, shifted = 0;
     for (uint64_t seed = 1; seed <= 48; seed++) {
         int p = 1 + (int)(seed % 4), L = 2 + p + (int)(seed % (9 - p)), m = 1 + (int)(seed % 7);
         schedule_kind sched = (seed / 4) % 2 ? SCHED_GPIPE : SCHED_1F1B;
         cm_model cm;
-        random_model(&cm, L, seed);
+        test_random_model(&cm, L, seed, &merak_spec);
         wl_workload w;
-        test_workload(&w, p, m, sched);
+        test_pipeline_workload(&w, p, m, sched);
         planner_options o;
         planner_init_options(&o, &w);
         plan pl;
@@ -248,7 +202,7 @@ static void test_planner_drops_the_shift_when_recompute_is_needed(void)
         cm.layers[l].recompute_s[RECOMPUTE_FULL] = 1;
     }
     wl_workload w;
-    test_workload(&w, 2, 4, SCHED_1F1B);
+    test_pipeline_workload(&w, 2, 4, SCHED_1F1B);
     planner_options o;
     planner_init_options(&o, &w);
     plan pl;
@@ -293,7 +247,7 @@ static void test_planner_recomputes_just_enough_where_a_later_stage_binds(void)
     }
     cm.hbm_bytes = 320;
     wl_workload w;
-    test_workload(&w, 3, 4, SCHED_1F1B);
+    test_pipeline_workload(&w, 3, 4, SCHED_1F1B);
     planner_options o;
     planner_init_options(&o, &w);
     plan pl;

@@ -24,59 +24,39 @@
 
 #define MAX_LAYERS 10
 
-/* xorshift64*, so that every seed gives the same model on every machine. */
-static double rnd(uint64_t *state, double lo, double hi)
-{
-    *state ^= *state >> 12;
-    *state ^= *state << 25;
-    *state ^= *state >> 27;
-    uint64_t r = *state * 2685821657736338717ULL;
-    return lo + (hi - lo) * (double)(r >> 11) / 9007199254740992.0;
-}
-
 /* A heterogeneous model: an embedding-like first layer (never recomputed)
- * and decoder layers with random times, bytes and gradients. */
+ * and decoder layers with random times, bytes and gradients; selective
+ * recompute keeps half a decoder's bytes for a fifth of its forward, full a
+ * tenth for all of it.  Memory between "everything fits easily" and "hardly
+ * anything". */
+static const test_random_spec pipedream_spec = {
+    .stream = 1,
+    .lm_head = false,
+    .edge_activation_bytes = {20, 60},
+    .decoder_activation_bytes = {20, 60},
+    .selective_kept = 0.5,
+    .selective_cost = 0.2,
+    .full_kept = 0.1,
+    .full_cost = 1.0,
+    .state_bytes = {50, 150},
+    .grad_bytes = {10, 100},
+    .output_bytes = {1, 20},
+    .workspace_bytes = 10,
+    .memory_slack = {0.3, 2.0},
+};
+
+/* With weights: a tenth of the state bytes in 2-byte parameters. */
 static void random_model(cm_model *cm, int L, uint64_t seed)
 {
-    uint64_t st = seed * 0x9E3779B97F4A7C15ULL + 1;
-    memset(cm, 0, sizeof *cm);
-    cm->num_layers = L;
-    cm->layers = calloc((size_t)L, sizeof *cm->layers);
-    cm->micro_batch_size = 1;
-    cm->tensor_parallel = cm->data_parallel = 1;
+    test_random_model(cm, L, seed, &pipedream_spec);
     cm->weight_bytes_per_param = 2;
-    cm->workspace_bytes = 10;
-    double static_total = 0, act_none = 0;
-    for (int l = 0; l < L; l++) {
-        cm_layer *ly = &cm->layers[l];
-        ly->kind = l == 0 ? CM_EMBEDDING : CM_DECODER;
-        ly->forward_s = rnd(&st, 0.5, 2.0);
-        ly->backward_s = rnd(&st, 0.5, 3.0);
-        ly->weight_grad_s = rnd(&st, 0.0, 1.0);
-        ly->recompute_s[RECOMPUTE_SELECTIVE] = 0.2 * ly->forward_s;
-        ly->recompute_s[RECOMPUTE_FULL] = ly->forward_s;
-        double none = rnd(&st, 20, 60);
-        ly->activation_bytes[RECOMPUTE_NONE] = none;
-        ly->activation_bytes[RECOMPUTE_SELECTIVE] = l == 0 ? none : 0.5 * none;
-        ly->activation_bytes[RECOMPUTE_FULL] = l == 0 ? none : 0.1 * none;
-        ly->state_bytes = rnd(&st, 50, 150);
-        ly->params = ly->state_bytes / 10;
-        ly->grad_bytes = rnd(&st, 10, 100);
-        ly->output_bytes = rnd(&st, 1, 20);
-        static_total += ly->state_bytes;
-        act_none += none;
-    }
-    /* Somewhere between "everything fits easily" and "hardly anything". */
-    cm->hbm_bytes = cm->workspace_bytes + static_total / 2 + rnd(&st, 0.3, 2.0) * act_none;
+    for (int l = 0; l < L; l++)
+        cm->layers[l].params = cm->layers[l].state_bytes / 10;
 }
 
 static cl_cluster test_cluster(void)
 {
-    cl_cluster c;
-    memset(&c, 0, sizeof c);
-    c.npus_per_node = 1;
-    c.scaleout_bandwidth_Bps = 50;
-    c.scaleout_latency_s = 0.05;
+    cl_cluster c = test_scaleout_cluster(50, 0.05);
     c.scaleup_bandwidth_Bps = 500;
     return c;
 }
@@ -265,12 +245,10 @@ static void hand_model(cm_model *cm, int L, const double *work, const double *gr
     }
 }
 
+/* Bytes are seconds. */
 static cl_cluster unit_cluster(void)
 {
-    cl_cluster c;
-    memset(&c, 0, sizeof c);
-    c.scaleout_bandwidth_Bps = 1; /* bytes are seconds */
-    return c;
+    return test_scaleout_cluster(1, 0);
 }
 
 /* Work 1, 1, 10 on 2 workers: without replication the best split is
@@ -331,19 +309,6 @@ static void test_cut_transfer_bounds_the_split(void)
 
 /* ---- the planner ------------------------------------------------------------- */
 
-static void test_workload(wl_workload *w, int p, int m, schedule_kind sched)
-{
-    memset(w, 0, sizeof *w);
-    strcpy(w->path, "test.json");
-    w->parallel.pipeline_model_parallel_size = p;
-    w->parallel.tensor_model_parallel_size = 1;
-    w->parallel.data_parallel_size = 1;
-    w->parallel.virtual_pipeline_model_parallel_size = 1;
-    w->training.micro_batch_size = 1;
-    w->training.global_batch_size = m;
-    w->schedule = sched;
-}
-
 static int run_pipedream(const cm_model *cm, const cl_cluster *c, const wl_workload *w,
                          plan *pl, np_error *err)
 {
@@ -365,7 +330,7 @@ static void test_planner_plans_fit_and_are_optimal_for_their_recompute(void)
         cm_model cm;
         random_model(&cm, L, seed + 100);
         wl_workload w;
-        test_workload(&w, p, m, SCHED_1F1B);
+        test_pipeline_workload(&w, p, m, SCHED_1F1B);
         plan pl;
         np_error err;
         int rc = run_pipedream(&cm, &c, &w, &pl, &err);
@@ -409,7 +374,7 @@ static void test_planner_predicts_the_1f1b_critical_path(void)
     for (int l = 0; l < 4; l++)
         cm.layers[l].kind = CM_DECODER;
     wl_workload w;
-    test_workload(&w, 2, 4, SCHED_1F1B);
+    test_pipeline_workload(&w, 2, 4, SCHED_1F1B);
     plan pl;
     np_error err;
     CU_ASSERT_EQUAL_FATAL(run_pipedream(&cm, NULL, &w, &pl, &err), 0);
@@ -434,7 +399,7 @@ static void test_planner_takes_the_lightest_recompute_that_fits(void)
         cm.layers[l].activation_bytes[RECOMPUTE_FULL] = 1;
     }
     wl_workload w;
-    test_workload(&w, 2, 4, SCHED_1F1B);
+    test_pipeline_workload(&w, 2, 4, SCHED_1F1B);
     plan pl;
     np_error err;
     cm.hbm_bytes = 125;

@@ -114,3 +114,85 @@ void test_uniform_plan(plan *pl, int p, int m, int layers_per_stage, schedule_ki
     pl->data_parallel = 1;
 }
 
+
+/* xorshift64* (Vigna 2016): uniform in [lo, hi) from 53 bits; a constant
+ * range draws nothing. */
+static double random_draw(uint64_t *state, test_range r)
+{
+    if (r.lo == r.hi)
+        return r.lo;
+    *state ^= *state >> 12;
+    *state ^= *state << 25;
+    *state ^= *state >> 27;
+    uint64_t x = *state * 2685821657736338717ULL;
+    return r.lo + (r.hi - r.lo) * (double)(x >> 11) / 9007199254740992.0;
+}
+
+void test_random_model(cm_model *cm, int num_layers, uint64_t seed, const test_random_spec *spec)
+{
+    uint64_t st = seed * 0x9E3779B97F4A7C15ULL + spec->stream;
+    memset(cm, 0, sizeof *cm);
+    cm->num_layers = num_layers;
+    cm->layers = calloc((size_t)num_layers, sizeof *cm->layers);
+    cm->micro_batch_size = 1;
+    cm->tensor_parallel = cm->data_parallel = 1;
+    cm->workspace_bytes = spec->workspace_bytes;
+    cm_unit table[CM_MAX_UNITS];
+    double unit_input_bytes = 5;
+    for (int u = 0; u < spec->units; u++) {
+        table[u].forward_s = random_draw(&st, (test_range){0.05, 1.0});
+        table[u].activation_bytes = random_draw(&st, (test_range){2, 30});
+        unit_input_bytes += table[u].activation_bytes;
+    }
+    double state_total = 0, activation_total = 0;
+    for (int l = 0; l < num_layers; l++) {
+        cm_layer *ly = &cm->layers[l];
+        bool edge = l == 0 || (spec->lm_head && l == num_layers - 1);
+        ly->kind = l == 0 ? CM_EMBEDDING : edge ? CM_LM_HEAD : CM_DECODER;
+        ly->forward_s = random_draw(&st, (test_range){0.5, 2.0});
+        ly->backward_s = random_draw(&st, (test_range){0.5, 3.0});
+        ly->weight_grad_s = random_draw(&st, (test_range){0.0, 1.0});
+        double none = edge             ? random_draw(&st, spec->edge_activation_bytes)
+                      : spec->units > 0 ? unit_input_bytes
+                                        : random_draw(&st, spec->decoder_activation_bytes);
+        ly->activation_bytes[RECOMPUTE_NONE] = none;
+        ly->activation_bytes[RECOMPUTE_SELECTIVE] = edge ? none : spec->selective_kept * none;
+        ly->activation_bytes[RECOMPUTE_FULL] = edge ? none : spec->full_kept * none;
+        ly->recompute_s[RECOMPUTE_SELECTIVE] = spec->selective_cost * ly->forward_s;
+        ly->recompute_s[RECOMPUTE_FULL] = spec->full_cost * ly->forward_s;
+        if (!edge && spec->units > 0) {
+            ly->num_units = spec->units;
+            memcpy(ly->units, table, (size_t)spec->units * sizeof table[0]);
+        }
+        ly->state_bytes = random_draw(&st, spec->state_bytes);
+        ly->grad_bytes = random_draw(&st, spec->grad_bytes);
+        ly->output_bytes = random_draw(&st, spec->output_bytes);
+        state_total += ly->state_bytes;
+        activation_total += none;
+    }
+    cm->hbm_bytes = cm->workspace_bytes + state_total / 2 +
+                    random_draw(&st, spec->memory_slack) * activation_total;
+}
+
+void test_pipeline_workload(wl_workload *w, int p, int m, schedule_kind sched)
+{
+    memset(w, 0, sizeof *w);
+    strcpy(w->path, "test.json");
+    w->parallel.pipeline_model_parallel_size = p;
+    w->parallel.tensor_model_parallel_size = 1;
+    w->parallel.data_parallel_size = 1;
+    w->parallel.virtual_pipeline_model_parallel_size = 1;
+    w->training.micro_batch_size = 1;
+    w->training.global_batch_size = m;
+    w->schedule = sched;
+}
+
+cl_cluster test_scaleout_cluster(double bandwidth_Bps, double latency_s)
+{
+    cl_cluster c;
+    memset(&c, 0, sizeof c);
+    c.npus_per_node = 1;
+    c.scaleout_bandwidth_Bps = bandwidth_Bps;
+    c.scaleout_latency_s = latency_s;
+    return c;
+}

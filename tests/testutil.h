@@ -9,7 +9,9 @@
 
 #include <CUnit/CUnit.h>
 #include <math.h>
+#include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "plan.h"
 
@@ -45,6 +47,52 @@ void test_add_suite(const char *name, const test_case *cases, int count);
 void test_uniform_model(cm_model *cm, int n);
 /* p stages of layers_per_stage layers, m micro-batches of 1, TP = DP = 1. */
 void test_uniform_plan(plan *pl, int p, int m, int layers_per_stage, schedule_kind k);
+
+/* ---- seeded synthetic models ---------------------------------------------- */
+
+/* A range [lo, hi) to draw from; lo == hi is the constant lo and draws
+ * nothing (so a constant does not shift the numbers drawn after it). */
+typedef struct test_range {
+    double lo, hi;
+} test_range;
+
+/* What test_random_model() draws besides what every model shares: forward_s
+ * in [0.5, 2), backward_s in [0.5, 3), weight_grad_s in [0, 1) per layer. */
+typedef struct test_random_spec {
+    uint64_t stream; /* added to the scrambled seed: suites draw their own models */
+    bool lm_head;    /* the last layer is a CM_LM_HEAD, else one more decoder */
+    /* > 0: the decoders share one random table of this many units (forward
+     * [0.05, 1) s, [2, 30) bytes each) on a 5-byte input they always keep,
+     * and their activations are input + units; 0: decoder_activation_bytes. */
+    int units;
+    test_range edge_activation_bytes;    /* embedding and head, never recomputed */
+    test_range decoder_activation_bytes; /* per micro-batch, no recompute */
+    /* A decoder under selective / full recompute keeps this share of its
+     * bytes; every layer under it re-runs this share of its forward (so an
+     * embedding or head recomputed by mistake costs time and saves nothing). */
+    double selective_kept, selective_cost;
+    double full_kept, full_cost;
+    test_range state_bytes, grad_bytes, output_bytes;
+    double workspace_bytes;
+    /* hbm_bytes = workspace + Σ state / 2 + slack · Σ activations (none): the
+     * range sets how often memory binds. */
+    test_range memory_slack;
+} test_random_spec;
+
+/* num_layers layers, the first an embedding, drawn from seed by a fixed
+ * xorshift64* so every machine builds the same model: the unit table, then
+ * layer by layer forward, backward, weight gradient, activations, state,
+ * gradient and output bytes, then the memory slack.  Micro-batch 1, no TP,
+ * DP 1.  Free with cm_free(). */
+void test_random_model(cm_model *cm, int num_layers, uint64_t seed, const test_random_spec *spec);
+
+/* A workload of p pipeline stages and m micro-batches of 1 under the given
+ * schedule, TP = DP = 1, no virtual stages (what planner_run() reads). */
+void test_pipeline_workload(wl_workload *w, int p, int m, schedule_kind sched);
+
+/* One NPU per node behind a scale-out link of the given bandwidth and
+ * latency; everything else zero. */
+cl_cluster test_scaleout_cluster(double bandwidth_Bps, double latency_s);
 
 /* SimGrid runs one platform per process: a test that simulates runs
  * fn(ctx, fd) in a forked child, which writes `size` bytes of result to fd.
