@@ -189,6 +189,68 @@ int sched_emit_p2p(sched_stage *st, const plan *pl, const cm_model *cm, op_kind 
     return 0;
 }
 
+/* Stage holding the model chunk before / after one of stage s: the
+ * neighbouring stage, except that chunk j of stage p−1 feeds chunk j+1 of
+ * stage 0 (interleaved; schedule_interleaved.c). */
+static int previous_stage(const plan *pl, int s)
+{
+    return s > 0 ? s - 1 : pl->num_stages - 1;
+}
+
+static int next_stage(const plan *pl, int s)
+{
+    return s < pl->num_stages - 1 ? s + 1 : 0;
+}
+
+static bool is_first_chunk(int s, int chunk)
+{
+    return s == 0 && chunk == 0;
+}
+
+static bool is_last_chunk(const plan *pl, int s, int chunk)
+{
+    return s == pl->num_stages - 1 && chunk == pl->num_chunks - 1;
+}
+
+/* A transfer with peer; none when the peer is this stage (p = 1: the next
+ * chunk is on this device). */
+static int step_p2p(sched_stage *st, const plan *pl, const cm_model *cm, op_kind kind, int s,
+                    int chunk, int i, int peer)
+{
+    if (peer == s)
+        return 0;
+    return sched_emit_p2p(st, pl, cm, kind, s, chunk, i, peer);
+}
+
+int sched_emit_forward_step(sched_stage *st, const plan *pl, const cm_model *cm, int s,
+                            int chunk, int i)
+{
+    if (!is_first_chunk(s, chunk) &&
+        step_p2p(st, pl, cm, OP_RECV_FORWARD, s, chunk, i, previous_stage(pl, s)))
+        return -1;
+    if (sched_emit_forward(st, pl, cm, s, chunk, i, sched_skips_recompute(pl, s, i)))
+        return -1;
+    if (!is_last_chunk(pl, s, chunk) &&
+        step_p2p(st, pl, cm, OP_SEND_FORWARD, s, chunk, i, next_stage(pl, s)))
+        return -1;
+    return 0;
+}
+
+int sched_emit_backward_step(sched_stage *st, const plan *pl, const cm_model *cm, int s,
+                             int chunk, int i, bool split_weight_grad, bool send_input_grad)
+{
+    if (!is_last_chunk(pl, s, chunk) &&
+        step_p2p(st, pl, cm, OP_RECV_BACKWARD, s, chunk, i, next_stage(pl, s)))
+        return -1;
+    if (sched_emit_backward(st, pl, cm, s, chunk, i, sched_skips_recompute(pl, s, i),
+                            split_weight_grad))
+        return -1;
+    if (send_input_grad && !is_first_chunk(s, chunk) &&
+        step_p2p(st, pl, cm, OP_SEND_BACKWARD, s, chunk, i, previous_stage(pl, s)))
+        return -1;
+    return 0;
+}
+
 int sched_emit_iteration_end(sched_stage *st, const plan *pl, const cm_model *cm, int s)
 {
     double grad_bytes = 0;

@@ -17,40 +17,14 @@
  */
 #include "schedule_internal.h"
 
-static int forward_step(sched_stage *st, const plan *pl, const cm_model *cm, int s, int i)
-{
-    int p = pl->num_stages;
-    bool skip = sched_skips_recompute(pl, s, i);
-    if (s > 0 && sched_emit_p2p(st, pl, cm, OP_RECV_FORWARD, s, 0, i, s - 1))
-        return -1;
-    if (sched_emit_forward(st, pl, cm, s, 0, i, skip))
-        return -1;
-    if (s < p - 1 && sched_emit_p2p(st, pl, cm, OP_SEND_FORWARD, s, 0, i, s + 1))
-        return -1;
-    return 0;
-}
-
-static int backward_step(sched_stage *st, const plan *pl, const cm_model *cm, int s, int i)
-{
-    int p = pl->num_stages;
-    bool skip = sched_skips_recompute(pl, s, i);
-    if (s < p - 1 && sched_emit_p2p(st, pl, cm, OP_RECV_BACKWARD, s, 0, i, s + 1))
-        return -1;
-    if (sched_emit_backward(st, pl, cm, s, 0, i, skip, false))
-        return -1;
-    if (s > 0 && sched_emit_p2p(st, pl, cm, OP_SEND_BACKWARD, s, 0, i, s - 1))
-        return -1;
-    return 0;
-}
-
 int sched_gen_gpipe(sched_stage *st, const plan *pl, const cm_model *cm, int s)
 {
     int m = pl->num_micro_batches;
     for (int i = 0; i < m; i++)
-        if (forward_step(st, pl, cm, s, i))
+        if (sched_emit_forward_step(st, pl, cm, s, 0, i))
             return -1;
     for (int i = m - 1; i >= 0; i--)
-        if (backward_step(st, pl, cm, s, i))
+        if (sched_emit_backward_step(st, pl, cm, s, 0, i, false, true))
             return -1;
     return sched_emit_iteration_end(st, pl, cm, s);
 }

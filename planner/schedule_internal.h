@@ -29,6 +29,12 @@ typedef int (*sched_generator)(sched_stage *st, const plan *pl, const cm_model *
 int sched_gen_gpipe(sched_stage *st, const plan *pl, const cm_model *cm, int stage);
 int sched_gen_1f1b(sched_stage *st, const plan *pl, const cm_model *cm, int stage);
 int sched_gen_interleaved(sched_stage *st, const plan *pl, const cm_model *cm, int stage);
+/* 1F1B's order over the m·v chunk-steps of stage s (schedule_1f1b.c):
+ * min(warmup, m·v) forwards, then one forward and one backward until the
+ * forwards run out, then the remaining backwards, then the flush.  1F1B and
+ * interleaved 1F1B differ only in the warm-up. */
+int sched_emit_1f1b_order(sched_stage *st, const plan *pl, const cm_model *cm, int stage,
+                          int warmup);
 int sched_gen_zb_h1(sched_stage *st, const plan *pl, const cm_model *cm, int stage);
 int sched_gen_zb_h2(sched_stage *st, const plan *pl, const cm_model *cm, int stage);
 /* PipeDream and PipeDream-2BW: one steady-state period (schedule_pipedream.c). */
@@ -50,6 +56,19 @@ int sched_emit_weight_grad(sched_stage *st, const plan *pl, const cm_model *cm, 
 /* A send or receive of the boundary tensor of (chunk, micro-batch i). */
 int sched_emit_p2p(sched_stage *st, const plan *pl, const cm_model *cm, op_kind kind,
                    int s, int chunk, int i, int peer);
+/* Steps: an op with the transfers around it, placed as Megatron places them
+ * (schedule_1f1b.c): receive the input just before the forward of (chunk,
+ * micro-batch i), send the output right after; receive the output gradient
+ * just before the backward, send the input gradient right after.  Model
+ * chunk k = chunk·p + s talks to the stages holding chunks k − 1 and k + 1;
+ * the first chunk receives no input and the last sends no output.  Recompute
+ * is skipped where sched_skips_recompute() says.  send_input_grad false
+ * leaves the gradient to a later sched_emit_p2p() (PipeDream carries it to
+ * the next period); split_weight_grad as for sched_emit_backward(). */
+int sched_emit_forward_step(sched_stage *st, const plan *pl, const cm_model *cm, int s,
+                            int chunk, int i);
+int sched_emit_backward_step(sched_stage *st, const plan *pl, const cm_model *cm, int s,
+                             int chunk, int i, bool split_weight_grad, bool send_input_grad);
 /* Data-parallel gradient all-reduce and optimizer step. */
 int sched_emit_iteration_end(sched_stage *st, const plan *pl, const cm_model *cm, int s);
 

@@ -62,31 +62,26 @@ static int wrap(const plan *pl, int i)
     return ((i % m) + m) % m;
 }
 
-static int forward_step(sched_stage *st, const plan *pl, const cm_model *cm, int s, int i)
+/* Micro-batch of the j-th backward of the period: j − (k_s − 1), mod m. */
+static int backward_micro_batch(const plan *pl, int s, int j)
 {
-    int p = pl->num_stages;
-    if (s > 0 && sched_emit_p2p(st, pl, cm, OP_RECV_FORWARD, s, 0, i, s - 1))
-        return -1;
-    if (sched_emit_forward(st, pl, cm, s, 0, i, sched_skips_recompute(pl, s, i)))
-        return -1;
-    if (s < p - 1 && sched_emit_p2p(st, pl, cm, OP_SEND_FORWARD, s, 0, i, s + 1))
-        return -1;
-    return 0;
+    return wrap(pl, j - (in_flight(pl, s) - 1));
+}
+
+/* Gradients of stage s's backward channel to s−1 that cross the period
+ * boundary: k_{s−1} − k_s (none on stage 0, which sends none). */
+static int carried(const plan *pl, int s)
+{
+    return s > 0 ? in_flight(pl, s - 1) - in_flight(pl, s) : 0;
 }
 
 /* The backward of the j-th pair of the period; its gradient goes to stage
  * s−1 unless stage s−1 needs it only in the next period (carried). */
 static int backward_step(sched_stage *st, const plan *pl, const cm_model *cm, int s, int j)
 {
-    int p = pl->num_stages, m = pl->num_micro_batches;
-    int i = wrap(pl, j - (in_flight(pl, s) - 1));
-    if (s < p - 1 && sched_emit_p2p(st, pl, cm, OP_RECV_BACKWARD, s, 0, i, s + 1))
-        return -1;
-    if (sched_emit_backward(st, pl, cm, s, 0, i, sched_skips_recompute(pl, s, i), false))
-        return -1;
-    int carried = s > 0 ? in_flight(pl, s - 1) - in_flight(pl, s) : 0;
-    if (s > 0 && j < m - carried &&
-        sched_emit_p2p(st, pl, cm, OP_SEND_BACKWARD, s, 0, i, s - 1))
+    int i = backward_micro_batch(pl, s, j);
+    if (sched_emit_backward_step(st, pl, cm, s, 0, i, false,
+                                 j < pl->num_micro_batches - carried(pl, s)))
         return -1;
     if (pl->schedule == SCHED_PIPEDREAM)
         return sched_emit_iteration_end(st, pl, cm, s); /* update per backward */
@@ -97,12 +92,9 @@ static int backward_step(sched_stage *st, const plan *pl, const cm_model *cm, in
  * the end of the previous one: the backwards of pairs m − carried .. m − 1. */
 static int send_carried_gradients(sched_stage *st, const plan *pl, const cm_model *cm, int s)
 {
-    if (s == 0)
-        return 0;
     int m = pl->num_micro_batches;
-    int carried = in_flight(pl, s - 1) - in_flight(pl, s);
-    for (int j = m - carried; j < m; j++) {
-        int i = wrap(pl, j - (in_flight(pl, s) - 1));
+    for (int j = m - carried(pl, s); j < m; j++) {
+        int i = backward_micro_batch(pl, s, j);
         if (sched_emit_p2p(st, pl, cm, OP_SEND_BACKWARD, s, 0, i, s - 1))
             return -1;
     }
@@ -115,7 +107,7 @@ static double resident_activation_bytes(const plan *pl, const cm_model *cm, int 
 {
     double bytes = 0;
     for (int j = 0; j < in_flight(pl, s) - 1; j++) {
-        int i = wrap(pl, j - (in_flight(pl, s) - 1));
+        int i = backward_micro_batch(pl, s, j);
         sched_chunk c;
         sched_chunk_cost(pl, cm, s, 0, i, sched_skips_recompute(pl, s, i), &c);
         bytes += c.activation_bytes;
@@ -130,7 +122,7 @@ int sched_gen_pipedream(sched_stage *st, const plan *pl, const cm_model *cm, int
     if (send_carried_gradients(st, pl, cm, s))
         return -1;
     for (int j = 0; j < m; j++) {
-        if (forward_step(st, pl, cm, s, j))
+        if (sched_emit_forward_step(st, pl, cm, s, 0, j))
             return -1;
         if (backward_step(st, pl, cm, s, j))
             return -1;

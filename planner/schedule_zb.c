@@ -58,31 +58,6 @@ typedef struct zb_state {
     int holding_limit;                  /* forwarded and W not yet done */
 } zb_state;
 
-static int forward_step(sched_stage *st, const plan *pl, const cm_model *cm, int s, int i)
-{
-    int p = pl->num_stages;
-    if (s > 0 && sched_emit_p2p(st, pl, cm, OP_RECV_FORWARD, s, 0, i, s - 1))
-        return -1;
-    if (sched_emit_forward(st, pl, cm, s, 0, i, sched_skips_recompute(pl, s, i)))
-        return -1;
-    if (s < p - 1 && sched_emit_p2p(st, pl, cm, OP_SEND_FORWARD, s, 0, i, s + 1))
-        return -1;
-    return 0;
-}
-
-/* B only: the weight gradient is left to weight_grad_step(). */
-static int input_grad_step(sched_stage *st, const plan *pl, const cm_model *cm, int s, int i)
-{
-    int p = pl->num_stages;
-    if (s < p - 1 && sched_emit_p2p(st, pl, cm, OP_RECV_BACKWARD, s, 0, i, s + 1))
-        return -1;
-    if (sched_emit_backward(st, pl, cm, s, 0, i, sched_skips_recompute(pl, s, i), true))
-        return -1;
-    if (s > 0 && sched_emit_p2p(st, pl, cm, OP_SEND_BACKWARD, s, 0, i, s - 1))
-        return -1;
-    return 0;
-}
-
 static int weight_grad_step(sched_stage *st, const plan *pl, const cm_model *cm, int s,
                             zb_state *z)
 {
@@ -97,16 +72,17 @@ static int zb_generate(sched_stage *st, const plan *pl, const cm_model *cm, int 
     if (warmup > m)
         warmup = m;
     for (; z.next_forward < warmup; z.next_forward++)
-        if (forward_step(st, pl, cm, s, z.next_forward))
+        if (sched_emit_forward_step(st, pl, cm, s, 0, z.next_forward))
             return -1;
     for (int j = 0; j < m; j++) {
-        if (input_grad_step(st, pl, cm, s, j))
+        /* B only: the weight gradient is left to weight_grad_step(). */
+        if (sched_emit_backward_step(st, pl, cm, s, 0, j, true, true))
             return -1;
         if (z.next_forward < m) {
             if (z.next_forward - z.next_weight_grad >= z.holding_limit &&
                 weight_grad_step(st, pl, cm, s, &z))
                 return -1;
-            if (forward_step(st, pl, cm, s, z.next_forward++))
+            if (sched_emit_forward_step(st, pl, cm, s, 0, z.next_forward++))
                 return -1;
         } else if (z.next_weight_grad <= j && weight_grad_step(st, pl, cm, s, &z)) {
             return -1;
