@@ -7,13 +7,8 @@
  * micro-batches in flight.  Each simulation runs in a forked child because
  * SimGrid holds one platform per process.
  */
-#include <string.h>
-
 #include "engine.h"
-#include "memory.h"
 #include "testutil.h"
-
-#define MAX_STAGES 32
 
 typedef struct uniform_case {
     const char *platform;
@@ -21,68 +16,29 @@ typedef struct uniform_case {
     schedule_kind schedule;
 } uniform_case;
 
-typedef struct uniform_outcome {
-    int rc;
-    char error[512];
-    double bubble_ratio, pipeline_s;
-    double stage_bubble[MAX_STAGES];
-    double stage_peak_bytes[MAX_STAGES];
-} uniform_outcome;
-
-static void run_uniform(void *ctx, int fd)
+/* Uniform layers (testutil: 100 bytes of state, 10 of activations) at
+ * realistic times, F = 1 ms and B = 2 ms, on c->dp replicas. */
+static int simulate_uniform(const uniform_case *c, test_sim_result *out)
 {
-    const uniform_case *c = ctx;
-    uniform_outcome out;
-    memset(&out, 0, sizeof out);
-    np_error err;
-    np_error_clear(&err);
-    sim_platform pf;
     cm_model cm;
     plan pl;
-    schedule sc = {0};
-    engine_result res = {0};
-    wl_workload w;
-    memset(&w, 0, sizeof w);
-    w.training.global_batch_size = (long)c->m * c->dp;
-    w.training.micro_batch_size = 1;
-    test_simgrid_init();
-    out.rc = platform_load(test_path(c->platform), &pf, &err);
-    if (!out.rc) {
-        test_uniform_model(&cm, c->p * c->layers_per_stage);
-        test_uniform_plan(&pl, c->p, c->m, c->layers_per_stage, c->schedule);
-        pl.data_parallel = c->dp;
-        cm.data_parallel = c->dp;
-        /* Scale to realistic times: F = 1 ms, B = 2 ms per layer. */
-        for (int l = 0; l < cm.num_layers; l++) {
-            cm.layers[l].forward_s = 1e-3;
-            cm.layers[l].backward_s = 2e-3;
-        }
-        out.rc = sched_build(&pl, &cm, &sc, &err);
+    test_uniform_model(&cm, c->p * c->layers_per_stage);
+    test_uniform_plan(&pl, c->p, c->m, c->layers_per_stage, c->schedule);
+    pl.data_parallel = cm.data_parallel = c->dp;
+    for (int l = 0; l < cm.num_layers; l++) {
+        cm.layers[l].forward_s = 1e-3;
+        cm.layers[l].backward_s = 2e-3;
     }
-    if (!out.rc) {
-        engine_options o;
-        engine_init_options(&o);
-        out.rc = engine_run(&pf, &w, &cm, &pl, &sc, &o, &res, &err);
-    }
-    if (!out.rc) {
-        out.bubble_ratio = res.bubble_ratio;
-        out.pipeline_s = res.pipeline_s;
-        for (int s = 0; s < c->p && s < MAX_STAGES; s++) {
-            out.stage_bubble[s] = res.stages[s].bubble_ratio;
-            out.stage_peak_bytes[s] = res.stages[s].peak_bytes;
-        }
-    } else {
-        np_error_format(&err, out.error, sizeof out.error);
-    }
-    test_write_all(fd, &out, sizeof out);
+    int rc = test_simulate_plan(c->platform, &cm, &pl, NULL, out);
+    plan_free(&pl);
+    cm_free(&cm);
+    return rc;
 }
 
 static void check_uniform(const uniform_case *c)
 {
-    uniform_outcome out;
-    CU_ASSERT_EQUAL_FATAL(test_in_child(run_uniform, (void *)c, &out, sizeof out), 0);
-    if (out.rc)
-        fprintf(stderr, "\n  %s p=%d m=%d: %s\n", c->platform, c->p, c->m, out.error);
+    test_sim_result out;
+    CU_ASSERT_EQUAL_FATAL(simulate_uniform(c, &out), 0);
     CU_ASSERT_EQUAL_FATAL(out.rc, 0);
     double p = c->p, m = c->m;
     /* GPipe and 1F1B: bubble (p−1)/m (Huang et al. 2019; Narayanan et al.
@@ -91,7 +47,7 @@ static void check_uniform(const uniform_case *c)
     ASSERT_REL(out.bubble_ratio, (p - 1) / m, 1e-9);
     ASSERT_REL(out.pipeline_s, (m + p - 1) * per_stage_s, 1e-9);
     for (int s = 0; s < c->p; s++)
-        ASSERT_REL(out.stage_bubble[s], (p - 1) / m, 1e-9);
+        ASSERT_REL(out.stage_bubble_ratio[s], (p - 1) / m, 1e-9);
 }
 
 static void test_1f1b_bubble_is_p_minus_1_over_m(void)
@@ -118,8 +74,8 @@ static void test_1f1b_peak_memory_is_weights_plus_in_flight(void)
     };
     for (unsigned i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         const uniform_case *c = &cases[i];
-        uniform_outcome out;
-        CU_ASSERT_EQUAL_FATAL(test_in_child(run_uniform, (void *)c, &out, sizeof out), 0);
+        test_sim_result out;
+        CU_ASSERT_EQUAL_FATAL(simulate_uniform(c, &out), 0);
         CU_ASSERT_EQUAL_FATAL(out.rc, 0);
         for (int s = 0; s < c->p; s++) {
             int in_flight = c->p - s < c->m ? c->p - s : c->m;

@@ -30,7 +30,6 @@
 #include "planner.h"
 #include "testutil.h"
 
-#define MAX_STAGES 32
 #define STATE_BYTES 100.0      /* per layer: weights, gradients, optimizer */
 #define ACTIVATION_BYTES 10.0  /* per layer and micro-batch */
 #define PARAMS 25.0            /* per layer, 2 bytes each: 50 bytes a version */
@@ -41,16 +40,6 @@ typedef struct sched_case {
     int p, m, v, dp, layers_per_chunk;
     double forward_s, input_grad_s, weight_grad_s; /* per layer */
 } sched_case;
-
-typedef struct sched_outcome {
-    int rc;
-    char error[512];
-    double bubble_ratio, pipeline_s;
-    double stage_peak_bytes[MAX_STAGES];
-    double stage_planned_bytes[MAX_STAGES]; /* mem_stage_bytes() total */
-    double stage_span_s[MAX_STAGES];        /* replica 0: first to last F/B/W */
-    double stage_busy_s[MAX_STAGES];
-} sched_outcome;
 
 static int layers_per_stage(const sched_case *c)
 {
@@ -81,86 +70,26 @@ static void model_build(const sched_case *c, cm_model *cm, plan *pl)
     pl->data_parallel = c->dp;
 }
 
-static bool is_pass(int kind)
+/* Simulates case c with spans recorded (for the stages' pass spans). */
+static int simulate(const sched_case *c, test_sim_result *out)
 {
-    return kind == OP_FORWARD || kind == OP_BACKWARD || kind == OP_WEIGHT_GRAD ||
-           kind == OP_RECOMPUTE;
-}
-
-static double span_of_passes(const engine_result *r, int worker)
-{
-    double first = -1, last = 0;
-    for (int i = 0; i < r->num_spans[worker]; i++) {
-        const engine_span *sp = &r->spans[worker][i];
-        if (!is_pass(sp->kind))
-            continue;
-        if (first < 0)
-            first = sp->start_s;
-        last = sp->end_s;
-    }
-    return last - first;
-}
-
-static void run_case(void *ctx, int fd)
-{
-    const sched_case *c = ctx;
-    sched_outcome out;
-    memset(&out, 0, sizeof out);
-    np_error err;
-    np_error_clear(&err);
-    sim_platform pf;
     cm_model cm;
     plan pl;
-    schedule sc = {0};
-    engine_result res = {0};
-    wl_workload w;
-    memset(&w, 0, sizeof w);
-    w.training.global_batch_size = (long)c->m * c->dp;
-    w.training.micro_batch_size = 1;
-    test_simgrid_init();
-    out.rc = platform_load(test_path(c->platform), &pf, &err);
-    if (!out.rc) {
-        model_build(c, &cm, &pl);
-        out.rc = sched_build(&pl, &cm, &sc, &err);
-    }
-    if (!out.rc) {
-        engine_options o;
-        engine_init_options(&o);
-        o.record_spans = true;
-        out.rc = engine_run(&pf, &w, &cm, &pl, &sc, &o, &res, &err);
-    }
-    if (!out.rc) {
-        out.bubble_ratio = res.bubble_ratio;
-        out.pipeline_s = res.pipeline_s;
-        for (int s = 0; s < c->p && s < MAX_STAGES; s++) {
-            mem_stage ms;
-            mem_stage_bytes(&cm, &pl, s, &ms);
-            out.stage_peak_bytes[s] = res.stages[s].peak_bytes;
-            out.stage_planned_bytes[s] = ms.total_bytes;
-            out.stage_span_s[s] = span_of_passes(&res, s * c->dp);
-            out.stage_busy_s[s] = res.stages[s].busy_s;
-        }
-    } else {
-        np_error_format(&err, out.error, sizeof out.error);
-    }
-    test_write_all(fd, &out, sizeof out);
-}
-
-static int simulate(const sched_case *c, sched_outcome *out)
-{
-    if (test_in_child(run_case, (void *)c, out, sizeof *out) != 0)
-        return -1;
-    if (out->rc)
-        fprintf(stderr, "\n  %s %s p=%d m=%d: %s\n", c->platform, wl_schedule_name(c->schedule),
-                c->p, c->m, out->error);
-    return out->rc;
+    model_build(c, &cm, &pl);
+    engine_options o;
+    engine_init_options(&o);
+    o.record_spans = true;
+    int rc = test_simulate_plan(c->platform, &cm, &pl, &o, out);
+    plan_free(&pl);
+    cm_free(&cm);
+    return rc ? -1 : out->rc;
 }
 
 /* Checks the bubble ratio and, when expected_pipeline_s > 0, the time to the
  * last F/B/W. */
 static void check_bubble(const sched_case *c, double expected_ratio, double expected_pipeline_s)
 {
-    sched_outcome out;
+    test_sim_result out;
     CU_ASSERT_EQUAL_FATAL(simulate(c, &out), 0);
     ASSERT_REL(out.bubble_ratio, expected_ratio, 1e-9);
     if (expected_pipeline_s > 0)
@@ -229,7 +158,7 @@ static void test_zb_h2_has_no_bubble_inside_any_stage(void)
     };
     for (unsigned i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         const sched_case *c = &cases[i];
-        sched_outcome out;
+        test_sim_result out;
         CU_ASSERT_EQUAL_FATAL(simulate(c, &out), 0);
         double p = c->p, m = c->m, t = layers_per_stage(c) * c->forward_s;
         for (int s = 0; s < c->p; s++) {
@@ -302,15 +231,22 @@ static void test_peak_memory_is_static_plus_published_in_flight(void)
     };
     for (unsigned i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         const sched_case *c = &cases[i];
-        sched_outcome out;
+        test_sim_result out;
         CU_ASSERT_EQUAL_FATAL(simulate(c, &out), 0);
+        cm_model cm;
+        plan pl;
+        model_build(c, &cm, &pl);
         for (int s = 0; s < c->p; s++) {
             double expected = layers_per_stage(c) *
                                   (STATE_BYTES + extra_weight_versions(c, s) * 2 * PARAMS) +
                               published_chunks_held(c, s) * c->layers_per_chunk * ACTIVATION_BYTES;
+            mem_stage planned;
+            mem_stage_bytes(&cm, &pl, s, &planned);
             ASSERT_REL(out.stage_peak_bytes[s], expected, 1e-12);
-            ASSERT_REL(out.stage_planned_bytes[s], expected, 1e-12);
+            ASSERT_REL(planned.total_bytes, expected, 1e-12);
         }
+        plan_free(&pl);
+        cm_free(&cm);
     }
 }
 

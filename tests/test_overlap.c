@@ -14,81 +14,32 @@
  *     50 ms; each takes 6(α + 10 MB/(4B)) = 15.06 ms < 50 ms, so none waits
  *     for another and only the last one is exposed: T = 402 + 15.06 ms.
  */
-#include <stdlib.h>
-#include <string.h>
-
 #include "engine.h"
 #include "testutil.h"
 
-typedef struct overlap_case {
-    bool overlap;
-    double bucket_bytes;
-    int fold;
-    double param_gather_ratio;
-} overlap_case;
-
-typedef struct overlap_outcome {
-    int rc;
-    char error[512];
-    double iteration_s, pipeline_s;
-} overlap_outcome;
-
-static void run_case(void *ctx, int fd)
-{
-    const overlap_case *c = ctx;
-    overlap_outcome out;
-    memset(&out, 0, sizeof out);
-    np_error err;
-    np_error_clear(&err);
-    test_simgrid_init();
-    sim_platform pf;
-    out.rc = platform_load(test_path("platforms/test_flat_4.xml"), &pf, &err);
-    cm_model cm;
-    plan pl;
-    schedule sc = {0};
-    engine_result r;
-    memset(&r, 0, sizeof r);
-    if (!out.rc) {
-        test_uniform_model(&cm, 1);
-        cm.layers[0].forward_s = 1e-3;
-        cm.layers[0].backward_s = 200e-3;
-        cm.layers[0].grad_bytes = 40e6;
-        cm.data_parallel = 4;
-        test_uniform_plan(&pl, 1, 2, 1, SCHED_1F1B);
-        pl.data_parallel = 4;
-        out.rc = sched_build(&pl, &cm, &sc, &err);
-    }
-    if (!out.rc) {
-        wl_workload w;
-        memset(&w, 0, sizeof w);
-        w.training.global_batch_size = 8;
-        w.training.micro_batch_size = 1;
-        engine_options o;
-        engine_init_options(&o);
-        o.dp_overlap = c->overlap;
-        o.dp_bucket_bytes = c->bucket_bytes;
-        o.fold_dp = c->fold;
-        o.dp_param_gather_ratio = c->param_gather_ratio;
-        out.rc = engine_run(&pf, &w, &cm, &pl, &sc, &o, &r, &err);
-    }
-    if (!out.rc) {
-        out.iteration_s = r.iteration_s;
-        out.pipeline_s = r.pipeline_s;
-    } else {
-        np_error_format(&err, out.error, sizeof out.error);
-    }
-    test_write_all(fd, &out, sizeof out);
-}
-
+/* The iteration time of the case above (-1 when the run failed). */
 static double run_with(bool overlap, double bucket_bytes, int fold, double gather_ratio)
 {
-    overlap_case c = {overlap, bucket_bytes, fold, gather_ratio};
-    overlap_outcome out;
-    if (test_in_child(run_case, &c, &out, sizeof out) != 0)
-        return -1;
-    if (out.rc)
-        fprintf(stderr, "\n  %s\n", out.error);
-    return out.rc ? -1 : out.iteration_s;
+    cm_model cm;
+    plan pl;
+    test_uniform_model(&cm, 1);
+    cm.layers[0].forward_s = 1e-3;
+    cm.layers[0].backward_s = 200e-3;
+    cm.layers[0].grad_bytes = 40e6;
+    cm.data_parallel = 4;
+    test_uniform_plan(&pl, 1, 2, 1, SCHED_1F1B);
+    pl.data_parallel = 4;
+    engine_options o;
+    engine_init_options(&o);
+    o.dp_overlap = overlap;
+    o.dp_bucket_bytes = bucket_bytes;
+    o.fold_dp = fold;
+    o.dp_param_gather_ratio = gather_ratio;
+    test_sim_result out;
+    int rc = test_simulate_plan("platforms/test_flat_4.xml", &cm, &pl, &o, &out);
+    plan_free(&pl);
+    cm_free(&cm);
+    return rc || out.rc ? -1 : out.iteration_s;
 }
 
 static double run(bool overlap, double bucket_bytes, int fold)

@@ -22,7 +22,6 @@
 #include "testutil.h"
 #include "trace.h"
 
-#define MAX_STAGES 8
 #define MAX_PIDS 64
 #define BAD_PATH "/nonexistent-npusim-dir/trace.json"
 
@@ -34,8 +33,7 @@ typedef struct trace_case {
 typedef struct trace_outcome {
     int rc, bad_rc;
     char error[512], bad_error[1200];
-    double stage_peak_bytes[MAX_STAGES];
-    double iteration_s;
+    test_sim_result sim; /* the run's iteration and stage peaks */
 } trace_outcome;
 
 typedef struct trace_fixture {
@@ -75,32 +73,19 @@ static void build_model(const trace_case *c, cm_model *cm, plan *pl)
 static void run_trace(void *ctx, int fd)
 {
     trace_fixture *fx = ctx;
-    const trace_case *c = &fx->c;
     trace_outcome out;
     memset(&out, 0, sizeof out);
     np_error err;
     np_error_clear(&err);
-    sim_platform pf;
     cm_model cm;
     plan pl;
     schedule sc = {0};
     engine_result res = {0};
-    wl_workload w;
-    memset(&w, 0, sizeof w);
-    w.training.global_batch_size = (long)c->m * c->dp;
-    w.training.micro_batch_size = 1;
-    test_simgrid_init();
-    out.rc = platform_load(test_path("platforms/test_free_comm_8.xml"), &pf, &err);
-    if (!out.rc) {
-        build_model(c, &cm, &pl);
-        out.rc = sched_build(&pl, &cm, &sc, &err);
-    }
-    if (!out.rc) {
-        engine_options o;
-        engine_init_options(&o);
-        o.record_spans = true;
-        out.rc = engine_run(&pf, &w, &cm, &pl, &sc, &o, &res, &err);
-    }
+    build_model(&fx->c, &cm, &pl);
+    engine_options o;
+    engine_init_options(&o);
+    o.record_spans = true;
+    out.rc = test_run_plan("platforms/test_free_comm_8.xml", &cm, &pl, &o, &sc, &res, &err);
     trace_options to;
     trace_init_options(&to);
     if (!out.rc)
@@ -113,9 +98,7 @@ static void run_trace(void *ctx, int fd)
         np_error_clear(&bad);
         out.bad_rc = trace_write_chrome(BAD_PATH, &res, &pl, &sc, &to, &bad);
         np_error_format(&bad, out.bad_error, sizeof out.bad_error);
-        out.iteration_s = res.iteration_s;
-        for (int s = 0; s < c->p && s < MAX_STAGES; s++)
-            out.stage_peak_bytes[s] = res.stages[s].peak_bytes;
+        test_sim_summarize(&res, &pl, &out.sim);
     } else {
         np_error_format(&err, out.error, sizeof out.error);
     }
@@ -226,7 +209,7 @@ static void test_every_span_has_non_negative_duration(void)
         CU_ASSERT(event_number(e, "dur") >= 0);
         CU_ASSERT(event_number(e, "ts") >= 0);
         /* and no span ends after the iteration */
-        CU_ASSERT(event_number(e, "ts") + event_number(e, "dur") <= fx->out.iteration_s * 1e6 + 1e-3);
+        CU_ASSERT(event_number(e, "ts") + event_number(e, "dur") <= fx->out.sim.iteration_s * 1e6 + 1e-3);
     }
     CU_ASSERT(spans > 0);
 }
@@ -330,7 +313,7 @@ static void check_counter_max_is_peak(int fixture)
     CU_ASSERT_EQUAL_FATAL(fx->out.rc, 0);
     CU_ASSERT_PTR_NOT_NULL_FATAL(fx->all);
     for (int s = 0; s < fx->c.p; s++)
-        ASSERT_REL(stage_counter_max_bytes(fx->all, s, fx->c.dp), fx->out.stage_peak_bytes[s], 1e-12);
+        ASSERT_REL(stage_counter_max_bytes(fx->all, s, fx->c.dp), fx->out.sim.stage_peak_bytes[s], 1e-12);
 }
 
 static void test_memory_counter_maximum_is_tracker_peak(void) { check_counter_max_is_peak(0); }

@@ -196,3 +196,93 @@ cl_cluster test_scaleout_cluster(double bandwidth_Bps, double latency_s)
     c.scaleout_latency_s = latency_s;
     return c;
 }
+
+int test_run_plan(const char *platform, const cm_model *cm, const plan *pl,
+                  const engine_options *o, schedule *sc, engine_result *res, np_error *err)
+{
+    wl_workload w;
+    memset(&w, 0, sizeof w);
+    w.training.micro_batch_size = pl->micro_batch_size;
+    w.training.global_batch_size =
+        (long)pl->num_micro_batches * pl->micro_batch_size * pl->data_parallel;
+    engine_options defaults;
+    engine_init_options(&defaults);
+    sim_platform pf;
+    test_simgrid_init();
+    int rc = platform_load(test_path(platform), &pf, err);
+    if (!rc)
+        rc = sched_build(pl, cm, sc, err);
+    if (!rc)
+        rc = engine_run(&pf, &w, cm, pl, sc, o ? o : &defaults, res, err);
+    return rc;
+}
+
+static bool is_pass(int kind)
+{
+    return kind == OP_FORWARD || kind == OP_BACKWARD || kind == OP_WEIGHT_GRAD ||
+           kind == OP_RECOMPUTE;
+}
+
+/* First pass start to last pass end of one worker (0 without spans). */
+static double worker_span_s(const engine_result *r, int worker)
+{
+    double first = -1, last = 0;
+    for (int i = 0; r->num_spans && i < r->num_spans[worker]; i++) {
+        const engine_span *sp = &r->spans[worker][i];
+        if (!is_pass(sp->kind))
+            continue;
+        if (first < 0)
+            first = sp->start_s;
+        last = sp->end_s;
+    }
+    return first < 0 ? 0 : last - first;
+}
+
+void test_sim_summarize(const engine_result *res, const plan *pl, test_sim_result *out)
+{
+    out->iteration_s = res->iteration_s;
+    out->pipeline_s = res->pipeline_s;
+    out->bubble_ratio = res->bubble_ratio;
+    for (int s = 0; s < pl->num_stages && s < TEST_MAX_STAGES; s++) {
+        out->stage_bubble_ratio[s] = res->stages[s].bubble_ratio;
+        out->stage_busy_s[s] = res->stages[s].busy_s;
+        out->stage_peak_bytes[s] = res->stages[s].peak_bytes;
+        out->stage_span_s[s] = worker_span_s(res, s * pl->data_parallel);
+    }
+}
+
+typedef struct sim_job {
+    const char *platform;
+    const cm_model *cm;
+    const plan *pl;
+    const engine_options *o;
+} sim_job;
+
+static void sim_child(void *ctx, int fd)
+{
+    const sim_job *job = ctx;
+    test_sim_result out;
+    memset(&out, 0, sizeof out);
+    schedule sc = {0};
+    engine_result res = {0};
+    np_error err;
+    np_error_clear(&err);
+    out.rc = test_run_plan(job->platform, job->cm, job->pl, job->o, &sc, &res, &err);
+    if (!out.rc)
+        test_sim_summarize(&res, job->pl, &out);
+    else
+        np_error_format(&err, out.error, sizeof out.error);
+    test_write_all(fd, &out, sizeof out);
+}
+
+int test_simulate_plan(const char *platform, const cm_model *cm, const plan *pl,
+                       const engine_options *o, test_sim_result *out)
+{
+    sim_job job = {platform, cm, pl, o};
+    if (test_in_child(sim_child, &job, out, sizeof *out) != 0)
+        return -1;
+    if (out->rc)
+        fprintf(stderr, "\n  %s %s p=%d m=%d: %s\n", platform, wl_schedule_name(pl->schedule),
+                pl->num_stages, pl->num_micro_batches, out->error);
+    return 0;
+}

@@ -13,6 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "engine.h"
 #include "plan.h"
 
 /* Absolute path of a file in the source tree, in a static rotating buffer. */
@@ -93,6 +94,39 @@ void test_pipeline_workload(wl_workload *w, int p, int m, schedule_kind sched);
 /* One NPU per node behind a scale-out link of the given bandwidth and
  * latency; everything else zero. */
 cl_cluster test_scaleout_cluster(double bandwidth_Bps, double latency_s);
+
+/* ---- simulating a synthetic plan -------------------------------------------- */
+
+#define TEST_MAX_STAGES 32
+
+/* What a test reads of a run: engine_result's totals and, per stage, its
+ * metrics (the slowest replica's) and the span of replica 0's passes. */
+typedef struct test_sim_result {
+    int rc; /* 0, or the code of the step that failed (error says why) */
+    char error[512];
+    double iteration_s, pipeline_s, bubble_ratio;
+    double stage_bubble_ratio[TEST_MAX_STAGES];
+    double stage_busy_s[TEST_MAX_STAGES];
+    double stage_peak_bytes[TEST_MAX_STAGES];
+    /* First F/B/W/recompute start to last end on replica 0 (record_spans). */
+    double stage_span_s[TEST_MAX_STAGES];
+} test_sim_result;
+
+/* In a child: starts SimGrid, loads `platform` (a path in the source tree),
+ * builds pl's op lists into *sc and replays them into *res on a workload of
+ * pl's batch (m micro-batches per replica).  o NULL: engine defaults. */
+int test_run_plan(const char *platform, const cm_model *cm, const plan *pl,
+                  const engine_options *o, schedule *sc, engine_result *res, np_error *err);
+
+/* The figures of *out from a finished run of pl. */
+void test_sim_summarize(const engine_result *res, const plan *pl, test_sim_result *out);
+
+/* test_run_plan() in a forked child (SimGrid holds one platform per
+ * process), its summary brought back in *out; a failed run's error is also
+ * printed with the plan's schedule, p and m.  Returns 0 when the child
+ * delivered *out (out->rc then says whether the run succeeded). */
+int test_simulate_plan(const char *platform, const cm_model *cm, const plan *pl,
+                       const engine_options *o, test_sim_result *out);
 
 /* SimGrid runs one platform per process: a test that simulates runs
  * fn(ctx, fd) in a forked child, which writes `size` bytes of result to fd.
