@@ -11,17 +11,23 @@ cd "$(dirname "$0")/.."
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
 
-# prints "wall iteration bubble peak" of one run
+# prints "wall iteration bubble peak" of one run, or nothing when it fails
 run() {
     rm -f "$TMP/r.csv"
-    /usr/bin/time -f '%e' -o "$TMP/time" "$SIMRUN" --quiet --csv "$TMP/r.csv" "$@"
+    /usr/bin/time -f '%e' -o "$TMP/time" "$SIMRUN" --quiet --csv "$TMP/r.csv" "$@" 2>"$TMP/err" ||
+        return 0
     echo "$(cat "$TMP/time") $(tail -1 "$TMP/r.csv" | awk -F, '{print $14, $18, $19}')"
 }
 
 compare() { # name args...
     name=$1
     shift
-    set -- $(run "$@") $(run --fold-dp "$K" "$@")
+    full=$(run "$@")
+    if [ -z "$full" ]; then
+        printf '%-34s %s\n' "$name" "$(head -c 100 "$TMP/err")..."
+        return
+    fi
+    set -- $full $(run --fold-dp "$K" "$@")
     awk -v n="$name" -v w1="$1" -v i1="$2" -v b1="$3" -v p1="$4" -v w2="$5" -v i2="$6" -v b2="$7" -v p2="$8" \
         'function rel(a, b) { return (a > b ? a - b : b - a) / (b > 0 ? b : 1) }
          BEGIN { printf "%-34s %11.4f %8.4f %8.2f   %9.2e %9.2e %9.2e   %7.2f %7.2f\n",
@@ -35,7 +41,10 @@ for s in 1f1b gpipe zb-h1 zb-h2 pipedream-2bw; do
 done
 compare "llama 16K interleaved (L=128, v=2)" --schedule interleaved --set num_layers=128 \
     --set virtual_pipeline_model_parallel_size=2 platforms/16k_npu.xml workloads/llama.json
-for s in 1f1b gpipe zb-h1 zb-h2 pipedream-2bw; do
+# GPipe holds all 96 micro-batches: only full recompute fits in 80 GB.
+compare "gpt3 1024 gpipe (full recompute)" --schedule gpipe --set recompute_granularity=full \
+    platforms/dgx_a100_1024.xml workloads/gpt3_175b.json
+for s in 1f1b zb-h1 zb-h2 pipedream-2bw; do
     compare "gpt3 1024 $s" --schedule "$s" platforms/dgx_a100_1024.xml workloads/gpt3_175b.json
 done
 compare "gpt3 1024 interleaved (v=2)" --schedule interleaved \
