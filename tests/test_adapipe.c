@@ -161,14 +161,6 @@ static double search_best(const cm_model *cm, const cl_cluster *c, schedule_kind
 
 /* ---- the planner's plans -------------------------------------------------- */
 
-static int run_adapipe(const cm_model *cm, const cl_cluster *c, const wl_workload *w, plan *pl)
-{
-    planner_options o;
-    np_error err;
-    planner_init_options(&o, w);
-    return planner_run(planner_find("adapipe"), cm, c, w, &o, pl, &err);
-}
-
 /* Σ T_s + (m−1)·max T_s of a plan, priced by plan_layer_recompute(). */
 static double plan_critical_path(const cm_model *cm, const cl_cluster *c, const plan *pl)
 {
@@ -206,7 +198,7 @@ static void check_against_search(int units, int max_unit_layers, uint64_t first_
         wl_workload w;
         test_pipeline_workload(&w, p, m, sched);
         plan pl;
-        int rc = run_adapipe(&cm, &c, &w, &pl);
+        int rc = test_run_planner("adapipe", &cm, &c, &w, &pl, NULL);
         double best = search_best(&cm, &c, sched, p, m);
         if (best == INFINITY) {
             CU_ASSERT_EQUAL(rc, NP_EXIT_NOFIT);
@@ -260,7 +252,7 @@ static void test_picks_the_cheapest_units_that_free_enough_memory(void)
     wl_workload w;
     test_pipeline_workload(&w, 1, 2, SCHED_GPIPE);
     plan pl;
-    CU_ASSERT_EQUAL_FATAL(run_adapipe(&cm, NULL, &w, &pl), 0);
+    CU_ASSERT_EQUAL_FATAL(test_run_planner("adapipe", &cm, NULL, &w, &pl, NULL), 0);
     CU_ASSERT_EQUAL(pl.recompute_units[0], 1u << 2);
     /* (m + p − 1)·(F + B + 2) = 2·(1 + 2 + 2) */
     ASSERT_REL(pl.predicted_iteration_s, 10.0, 1e-15);
@@ -288,7 +280,7 @@ static void test_mixes_masks_across_identical_layers(void)
     wl_workload w;
     test_pipeline_workload(&w, 1, 2, SCHED_GPIPE);
     plan pl;
-    CU_ASSERT_EQUAL_FATAL(run_adapipe(&cm, NULL, &w, &pl), 0);
+    CU_ASSERT_EQUAL_FATAL(test_run_planner("adapipe", &cm, NULL, &w, &pl, NULL), 0);
     CU_ASSERT_EQUAL(pl.recompute_units[0] + pl.recompute_units[1], 1);
     /* 2 micro-batches · (2 layers · 3 s + 1 s of recompute) */
     ASSERT_REL(pl.predicted_iteration_s, 14.0, 1e-15);
@@ -310,7 +302,7 @@ static void test_finds_stages_longer_than_the_first_length_bound(void)
     wl_workload w;
     test_pipeline_workload(&w, 2, 4, SCHED_1F1B);
     plan pl;
-    CU_ASSERT_EQUAL_FATAL(run_adapipe(&cm, NULL, &w, &pl), 0);
+    CU_ASSERT_EQUAL_FATAL(test_run_planner("adapipe", &cm, NULL, &w, &pl, NULL), 0);
     CU_ASSERT_EQUAL(pl.chunk_start[1], 1);
     ASSERT_REL(pl.predicted_iteration_s, 421.0, 1e-15);
     plan_free(&pl);
@@ -326,30 +318,11 @@ static void test_refuses_layers_with_different_units(void)
     test_pipeline_workload(&w, 2, 4, SCHED_1F1B);
     plan pl;
     cl_cluster c = test_scaleout_cluster(20, 0.02);
-    CU_ASSERT_EQUAL(run_adapipe(&cm, &c, &w, &pl), NP_EXIT_INPUT);
+    CU_ASSERT_EQUAL(test_run_planner("adapipe", &cm, &c, &w, &pl, NULL), NP_EXIT_INPUT);
     cm_free(&cm);
 }
 
 /* ---- published speed-up ---------------------------------------------------- */
-
-/* The 16K-NPU platform's NPU (platforms/16k_npu.xml). */
-static cl_cluster npu_910b(void)
-{
-    cl_cluster c;
-    memset(&c, 0, sizeof c);
-    c.num_npus = 16384;
-    c.npus_per_node = 8;
-    c.peak_flops = 313e12;
-    c.matmul_efficiency = 0.7;
-    c.hbm_bytes = 64e9;
-    c.hbm_bandwidth_Bps = 1.6e12;
-    c.scaleup_bandwidth_Bps = 196e9;
-    c.scaleup_latency_s = 2e-6;
-    c.scaleout_bandwidth_Bps = 25e9;
-    c.scaleout_latency_s = 4e-6;
-    c.kernel_launch_s = 10e-6;
-    return c;
-}
 
 /* Sun et al. (ASPLOS'24, abstract): AdaPipe is up to 1.32× faster than
  * Megatron-LM on GPUs and 1.22× on Ascend NPUs, on GPT-3 175B and Llama-2
@@ -365,14 +338,12 @@ static void test_speedup_over_megatron_is_within_published_range(void)
         wl_workload w;
         np_error err;
         CU_ASSERT_EQUAL_FATAL(wl_load(test_path(files[k]), NULL, 0, &w, &err), 0);
-        cl_cluster c = npu_910b();
+        cl_cluster c = test_npu_cluster(16384, 8); /* platforms/16k_npu.xml */
         cm_model cm;
         CU_ASSERT_EQUAL_FATAL(cm_build(&w, &c, 0, &cm, &err), 0);
-        planner_options o;
-        planner_init_options(&o, &w);
         plan mega, ada;
-        CU_ASSERT_EQUAL_FATAL(planner_run(planner_find("megatron"), &cm, &c, &w, &o, &mega, &err), 0);
-        CU_ASSERT_EQUAL_FATAL(planner_run(planner_find("adapipe"), &cm, &c, &w, &o, &ada, &err), 0);
+        CU_ASSERT_EQUAL_FATAL(test_run_planner("megatron", &cm, &c, &w, &mega, &err), 0);
+        CU_ASSERT_EQUAL_FATAL(test_run_planner("adapipe", &cm, &c, &w, &ada, &err), 0);
         double speedup = plan_critical_path(&cm, &c, &mega) / plan_critical_path(&cm, &c, &ada);
         CU_ASSERT(speedup >= 1.0 - 1e-12);
         CU_ASSERT(speedup <= 1.32);

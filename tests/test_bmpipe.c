@@ -108,18 +108,6 @@ static double brute_force(const job *j, plan *best)
     return res.best_cost;
 }
 
-/* Largest stage of plan pl, in bytes. */
-static double largest_stage_bytes(const cm_model *cm, const plan *pl)
-{
-    double most = 0;
-    for (int s = 0; s < pl->num_stages; s++) {
-        mem_stage st;
-        mem_stage_bytes(cm, pl, s, &st);
-        most = fmax(most, st.total_bytes);
-    }
-    return most;
-}
-
 /* Sets the capacity to 80% of what the unconstrained optimum needs (more
  * when nothing fits there) and returns that unconstrained optimum. */
 static double bind_memory(job *j)
@@ -127,7 +115,7 @@ static double bind_memory(job *j)
     plan free_best;
     j->cm.hbm_bytes = 1e30;
     double unconstrained = brute_force(j, &free_best);
-    double needed = largest_stage_bytes(&j->cm, &free_best);
+    double needed = test_largest_stage_bytes(&j->cm, &free_best);
     plan_free(&free_best);
     for (double fraction = 0.8; fraction < 1.0; fraction += 0.05) {
         j->cm.hbm_bytes = fraction * needed;

@@ -30,16 +30,10 @@ void csimd_context_free(csimd_ctx *x);
 double csimd_predict_s(csimd_ctx *x, const int *start, const int *sizes);
 int csimd_imd_cuts(csimd_ctx *x, const int *sizes, int *start);
 
-/* Ascend 910B-class figures of platforms/test_8npu.xml (gen_platform.py):
- * 4 NPUs per server, HCCS 196 GB/s, 25 GB/s NIC, 4 us cross-spine route. */
+/* The 910B-class NPUs of platforms/test_8npu.xml: 4 per server. */
 static cl_cluster npu_cluster(void)
 {
-    cl_cluster c = {.num_npus = 8, .npus_per_node = 4, .peak_flops = 313e12,
-                    .matmul_efficiency = 0.7, .hbm_bytes = 64e9, .hbm_bandwidth_Bps = 1.6e12,
-                    .scaleup_bandwidth_Bps = 196e9, .scaleup_latency_s = 2e-6,
-                    .scaleout_bandwidth_Bps = 25e9, .scaleout_latency_s = 4e-6,
-                    .kernel_launch_s = 10e-6};
-    return c;
+    return test_npu_cluster(8, 4);
 }
 
 /* Transfers that cost nothing. */
@@ -184,14 +178,12 @@ static void test_imd_cuts_equal_brute_force_on_small_models(void)
 
 /* ---- the planners --------------------------------------------------------- */
 
+/* The planner on a GPipe workload (load_job(), synthetic_workload()). */
 static int run_planner(const char *name, const cm_model *cm, const cl_cluster *c,
                        const wl_workload *w, plan *out)
 {
-    planner_options o;
-    planner_init_options(&o, w);
-    o.schedule = SCHED_GPIPE;
     np_error err;
-    int rc = planner_run(planner_find(name), cm, c, w, &o, out, &err);
+    int rc = test_run_planner(name, cm, c, w, out, &err);
     if (rc) {
         char buf[1200];
         fprintf(stderr, "\n  %s: %s", name, np_error_format(&err, buf, sizeof buf));
@@ -324,11 +316,9 @@ static void test_no_division_fits_is_a_nofit_error(void)
     wl_workload w;
     cm_model cm;
     CU_ASSERT_EQUAL_FATAL(load_job("workloads/vgg19.json", &c, &w, &cm), 0);
-    planner_options o;
-    planner_init_options(&o, &w);
     plan pl;
     np_error err;
-    CU_ASSERT_EQUAL(planner_run(planner_find("csimd"), &cm, &c, &w, &o, &pl, &err), NP_EXIT_NOFIT);
+    CU_ASSERT_EQUAL(test_run_planner("csimd", &cm, &c, &w, &pl, &err), NP_EXIT_NOFIT);
     CU_ASSERT_PTR_NOT_NULL(strstr(err.text, "fits"));
     cm_free(&cm);
     wl_free(&w);

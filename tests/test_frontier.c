@@ -340,26 +340,6 @@ static void test_plan_time_adds_boundary_sends_and_dp_allreduce(void)
 
 /* ---- 4. the job's frontier against brute force ---------------------------- */
 
-/* 8-NPU servers of a 910B-like NPU, device count set per test. */
-static cl_cluster npu_cluster(int num_npus, double hbm_bytes)
-{
-    cl_cluster c;
-    memset(&c, 0, sizeof c);
-    strcpy(c.name, "hand-made");
-    c.num_npus = num_npus;
-    c.npus_per_node = 8;
-    c.peak_flops = 313e12;
-    c.matmul_efficiency = 0.7;
-    c.hbm_bytes = hbm_bytes;
-    c.hbm_bandwidth_Bps = 1.6e12;
-    c.scaleup_bandwidth_Bps = 196e9;
-    c.scaleup_latency_s = 2e-6;
-    c.scaleout_bandwidth_Bps = 25e9;
-    c.scaleout_latency_s = 5e-6;
-    c.kernel_launch_s = 10e-6;
-    return c;
-}
-
 static void load_small(const char *file, int num_layers, wl_workload *w)
 {
     char override[64];
@@ -378,17 +358,6 @@ typedef struct brute_set {
     int count, capacity;
     brute_point *p;
 } brute_set;
-
-static double plan_memory_bytes(const cm_model *cm, const plan *pl)
-{
-    double worst = 0;
-    for (int s = 0; s < pl->num_stages; s++) {
-        mem_stage st;
-        mem_stage_bytes(cm, pl, s, &st);
-        worst = fmax(worst, st.total_bytes);
-    }
-    return worst;
-}
 
 /* Prices every recompute vector (decoder layers none / selective / full,
  * embedding and head none) of one tuple. */
@@ -418,7 +387,7 @@ static void brute_tuple(const wl_workload *w, const cl_cluster *c, int tp, int p
             out->p = realloc(out->p, (size_t)out->capacity * sizeof *out->p);
         }
         out->p[out->count++] = (brute_point){tp, pp, dp, b, frontier_plan_time_s(&cm, c, &pl),
-                                             plan_memory_bytes(&cm, &pl)};
+                                             test_largest_stage_bytes(&cm, &pl)};
     }
     plan_free(&pl);
     cm_free(&cm);
@@ -463,7 +432,7 @@ static void assert_frontier_is_brute_force(const char *file, int num_layers, int
 {
     wl_workload w;
     load_small(file, num_layers, &w);
-    cl_cluster c = npu_cluster(devices, 64e9);
+    cl_cluster c = test_npu_cluster(devices, 8);
     frontier f;
     np_error err;
     CU_ASSERT_EQUAL_FATAL(frontier_compute(&w, &c, devices, &f, &err), 0);
@@ -501,7 +470,7 @@ static void test_fastest_fitting_equals_brute_force(void)
 {
     wl_workload w;
     load_small("workloads/small_llama.json", 4, &w);
-    cl_cluster c = npu_cluster(16, 64e9);
+    cl_cluster c = test_npu_cluster(16, 8);
     brute_set all = brute_job(&w, &c, 16);
     double lo = INFINITY, hi = 0;
     for (int i = 0; i < all.count; i++) {
@@ -530,7 +499,7 @@ static void test_entry_plans_fit_when_marked_fits(void)
 {
     wl_workload w;
     load_small("workloads/small_llama.json", 4, &w);
-    cl_cluster c = npu_cluster(16, 64e9);
+    cl_cluster c = test_npu_cluster(16, 8);
     frontier f;
     CU_ASSERT_EQUAL_FATAL(frontier_compute(&w, &c, 16, &f, NULL), 0);
     /* HBM halfway along the frontier's memory range, so that both kinds occur */
@@ -549,7 +518,7 @@ static void test_entry_plans_fit_when_marked_fits(void)
         CU_ASSERT_EQUAL_FATAL(cm_build(&wc, &c, 0, &cm, NULL), 0);
         CU_ASSERT_EQUAL(plan_check(&pl, "test", NULL), 0);
         CU_ASSERT_EQUAL(mem_check_fits(&cm, &pl, NULL) == 0, e->fits);
-        ASSERT_REL(plan_memory_bytes(&cm, &pl), e->memory_bytes, TOL);
+        ASSERT_REL(test_largest_stage_bytes(&cm, &pl), e->memory_bytes, TOL);
         ASSERT_REL(frontier_plan_time_s(&cm, &c, &pl), e->iteration_s, TOL);
         fitting += e->fits;
         plan_free(&pl);
@@ -566,7 +535,7 @@ static void test_planner_ft_returns_fastest_fitting_plan(void)
 {
     wl_workload w;
     load_small("workloads/small_gpt.json", 5, &w);
-    cl_cluster c = npu_cluster(8, 64e9);
+    cl_cluster c = test_npu_cluster(8, 8);
     brute_set all = brute_job(&w, &c, 8);
     double lo = INFINITY, hi = 0, best = INFINITY;
     for (int i = 0; i < all.count; i++) {
@@ -598,7 +567,7 @@ static void test_planner_ft_rejects_other_schedules(void)
 {
     wl_workload w;
     load_small("workloads/small_gpt.json", 5, &w);
-    cl_cluster c = npu_cluster(8, 64e9);
+    cl_cluster c = test_npu_cluster(8, 8);
     cm_model cm;
     CU_ASSERT_EQUAL_FATAL(cm_build(&w, &c, 0, &cm, NULL), 0);
     planner_options o;
@@ -618,7 +587,7 @@ static void test_sweep_starts_at_smallest_fitting_device_count(void)
 {
     wl_workload w;
     load_small("workloads/small_gpt.json", 5, &w);
-    cl_cluster c = npu_cluster(8, 64e9);
+    cl_cluster c = test_npu_cluster(8, 8);
     double least[4];
     for (int k = 0; k < 4; k++) {
         brute_set all = brute_job(&w, &c, 1 << k);
@@ -649,7 +618,7 @@ static void test_csv_has_header_and_one_row_per_entry(void)
 {
     wl_workload w;
     load_small("workloads/small_gpt.json", 5, &w);
-    cl_cluster c = npu_cluster(8, 64e9);
+    cl_cluster c = test_npu_cluster(8, 8);
     frontier f;
     CU_ASSERT_EQUAL_FATAL(frontier_compute(&w, &c, 8, &f, NULL), 0);
     char path[] = "/tmp/npusim_frontier_XXXXXX";

@@ -156,11 +156,8 @@ static void test_planner_finds_the_fastest_r0_that_fits(void)
         test_random_model(&cm, L, seed, &merak_spec);
         wl_workload w;
         test_pipeline_workload(&w, p, m, sched);
-        planner_options o;
-        planner_init_options(&o, &w);
         plan pl;
-        np_error err;
-        int rc = planner_run(planner_find("merak"), &cm, &c, &w, &o, &pl, &err);
+        int rc = test_run_planner("merak", &cm, &c, &w, &pl, NULL);
         double best = sweep_best(&cm, &c, p, m, sched);
         if (best == INFINITY) {
             CU_ASSERT_EQUAL(rc, NP_EXIT_NOFIT);
@@ -203,18 +200,15 @@ static void test_planner_drops_the_shift_when_recompute_is_needed(void)
     }
     wl_workload w;
     test_pipeline_workload(&w, 2, 4, SCHED_1F1B);
-    planner_options o;
-    planner_init_options(&o, &w);
     plan pl;
-    np_error err;
     cm.hbm_bytes = 300;
-    CU_ASSERT_EQUAL_FATAL(planner_run(planner_find("merak"), &cm, NULL, &w, &o, &pl, &err), 0);
+    CU_ASSERT_EQUAL_FATAL(test_run_planner("merak", &cm, NULL, &w, &pl, NULL), 0);
     CU_ASSERT(pl.merak_shifted_recompute);
     for (int l = 0; l < 4; l++)
         CU_ASSERT_EQUAL(pl.recompute[l], RECOMPUTE_NONE);
     plan_free(&pl);
     cm.hbm_bytes = 235;
-    CU_ASSERT_EQUAL_FATAL(planner_run(planner_find("merak"), &cm, NULL, &w, &o, &pl, &err), 0);
+    CU_ASSERT_EQUAL_FATAL(test_run_planner("merak", &cm, NULL, &w, &pl, NULL), 0);
     CU_ASSERT(!pl.merak_shifted_recompute);
     CU_ASSERT_EQUAL(pl.recompute[0], RECOMPUTE_FULL);
     CU_ASSERT_EQUAL(pl.recompute[1], RECOMPUTE_NONE);
@@ -248,11 +242,8 @@ static void test_planner_recomputes_just_enough_where_a_later_stage_binds(void)
     cm.hbm_bytes = 320;
     wl_workload w;
     test_pipeline_workload(&w, 3, 4, SCHED_1F1B);
-    planner_options o;
-    planner_init_options(&o, &w);
     plan pl;
-    np_error err;
-    CU_ASSERT_EQUAL_FATAL(planner_run(planner_find("merak"), &cm, NULL, &w, &o, &pl, &err), 0);
+    CU_ASSERT_EQUAL_FATAL(test_run_planner("merak", &cm, NULL, &w, &pl, NULL), 0);
     const recompute_kind expect[6] = {RECOMPUTE_FULL, RECOMPUTE_FULL, RECOMPUTE_FULL,
                                       RECOMPUTE_NONE, RECOMPUTE_NONE, RECOMPUTE_NONE};
     for (int l = 0; l < 6; l++)

@@ -245,10 +245,17 @@ static void hand_model(cm_model *cm, int L, const double *work, const double *gr
     }
 }
 
-/* Bytes are seconds. */
-static cl_cluster unit_cluster(void)
+/* The DP's bottleneck for cm on 2 workers (1F1B, m = 4, no recompute,
+ * bytes sent at 1 byte/s) with at most max_replicas per stage; st and count
+ * get its stages. */
+static double two_worker_bottleneck(const cm_model *cm, int max_replicas, pipedream_stage st[2],
+                                    int *count)
 {
-    return test_scaleout_cluster(1, 0);
+    cl_cluster c = test_scaleout_cluster(1, 0);
+    double bottleneck;
+    planner_pipedream_dp(cm, &c, SCHED_1F1B, 2, 4, RECOMPUTE_NONE, max_replicas, st, count,
+                         &bottleneck);
+    return bottleneck;
 }
 
 /* Work 1, 1, 10 on 2 workers: without replication the best split is
@@ -258,16 +265,12 @@ static void test_replicating_a_heavy_pipeline_halves_its_time(void)
     const double work[] = {1, 1, 10};
     cm_model cm;
     hand_model(&cm, 3, work, NULL, NULL);
-    cl_cluster c = unit_cluster();
     pipedream_stage st[2];
     int count;
-    double a;
-    planner_pipedream_dp(&cm, &c, SCHED_1F1B, 2, 4, RECOMPUTE_NONE, 2, st, &count, &a);
-    ASSERT_REL(a, 6.0, 1e-15);
+    ASSERT_REL(two_worker_bottleneck(&cm, 2, st, &count), 6.0, 1e-15);
     CU_ASSERT_EQUAL(count, 1);
     CU_ASSERT_EQUAL(st[0].replicas, 2);
-    planner_pipedream_dp(&cm, &c, SCHED_1F1B, 2, 4, RECOMPUTE_NONE, 1, st, &count, &a);
-    ASSERT_REL(a, 10.0, 1e-15);
+    ASSERT_REL(two_worker_bottleneck(&cm, 1, st, &count), 10.0, 1e-15);
     cm_free(&cm);
 }
 
@@ -279,12 +282,9 @@ static void test_replicated_stage_time_is_larger_of_work_and_sync_over_n(void)
     const double work[] = {1, 19}, grads[] = {6, 6};
     cm_model cm;
     hand_model(&cm, 2, work, grads, NULL);
-    cl_cluster c = unit_cluster();
     pipedream_stage st[2];
     int count;
-    double a;
-    planner_pipedream_dp(&cm, &c, SCHED_1F1B, 2, 4, RECOMPUTE_NONE, 2, st, &count, &a);
-    ASSERT_REL(a, 12.0, 1e-15);
+    ASSERT_REL(two_worker_bottleneck(&cm, 2, st, &count), 12.0, 1e-15);
     cm_free(&cm);
 }
 
@@ -296,26 +296,14 @@ static void test_cut_transfer_bounds_the_split(void)
     const double work[] = {1, 1}, outputs[] = {10, 0};
     cm_model cm;
     hand_model(&cm, 2, work, NULL, outputs);
-    cl_cluster c = unit_cluster();
     pipedream_stage st[2];
     int count;
-    double a;
-    planner_pipedream_dp(&cm, &c, SCHED_1F1B, 2, 4, RECOMPUTE_NONE, 1, st, &count, &a);
-    ASSERT_REL(a, 20.0, 1e-15);
-    planner_pipedream_dp(&cm, &c, SCHED_1F1B, 2, 4, RECOMPUTE_NONE, 2, st, &count, &a);
-    ASSERT_REL(a, 1.0, 1e-15);
+    ASSERT_REL(two_worker_bottleneck(&cm, 1, st, &count), 20.0, 1e-15);
+    ASSERT_REL(two_worker_bottleneck(&cm, 2, st, &count), 1.0, 1e-15);
     cm_free(&cm);
 }
 
 /* ---- the planner ------------------------------------------------------------- */
-
-static int run_pipedream(const cm_model *cm, const cl_cluster *c, const wl_workload *w,
-                         plan *pl, np_error *err)
-{
-    planner_options o;
-    planner_init_options(&o, w);
-    return planner_run(planner_find("pipedream"), cm, c, w, &o, pl, err);
-}
 
 /* Every plan passes planner_run()'s plan_check() and mem_check_fits(), has p
  * stages, and its bottleneck is the reference optimum without replication
@@ -332,8 +320,7 @@ static void test_planner_plans_fit_and_are_optimal_for_their_recompute(void)
         wl_workload w;
         test_pipeline_workload(&w, p, m, SCHED_1F1B);
         plan pl;
-        np_error err;
-        int rc = run_pipedream(&cm, &c, &w, &pl, &err);
+        int rc = test_run_planner("pipedream", &cm, &c, &w, &pl, NULL);
         double full = reference_best(&cm, &c, SCHED_1F1B, p, m, RECOMPUTE_FULL, 1);
         if (rc != 0) {
             CU_ASSERT_EQUAL(rc, NP_EXIT_NOFIT);
@@ -376,8 +363,7 @@ static void test_planner_predicts_the_1f1b_critical_path(void)
     wl_workload w;
     test_pipeline_workload(&w, 2, 4, SCHED_1F1B);
     plan pl;
-    np_error err;
-    CU_ASSERT_EQUAL_FATAL(run_pipedream(&cm, NULL, &w, &pl, &err), 0);
+    CU_ASSERT_EQUAL_FATAL(test_run_planner("pipedream", &cm, NULL, &w, &pl, NULL), 0);
     CU_ASSERT_EQUAL(pl.chunk_start[1], 2);
     ASSERT_REL(pl.predicted_iteration_s, 30.0, 1e-15);
     plan_free(&pl);
@@ -401,18 +387,17 @@ static void test_planner_takes_the_lightest_recompute_that_fits(void)
     wl_workload w;
     test_pipeline_workload(&w, 2, 4, SCHED_1F1B);
     plan pl;
-    np_error err;
     cm.hbm_bytes = 125;
-    CU_ASSERT_EQUAL_FATAL(run_pipedream(&cm, NULL, &w, &pl, &err), 0);
+    CU_ASSERT_EQUAL_FATAL(test_run_planner("pipedream", &cm, NULL, &w, &pl, NULL), 0);
     CU_ASSERT_EQUAL(pl.recompute[0], RECOMPUTE_NONE);
     plan_free(&pl);
     cm.hbm_bytes = 115;
-    CU_ASSERT_EQUAL_FATAL(run_pipedream(&cm, NULL, &w, &pl, &err), 0);
+    CU_ASSERT_EQUAL_FATAL(test_run_planner("pipedream", &cm, NULL, &w, &pl, NULL), 0);
     CU_ASSERT_EQUAL(pl.recompute[0], RECOMPUTE_SELECTIVE);
     CU_ASSERT_EQUAL(pl.recompute[1], RECOMPUTE_SELECTIVE);
     plan_free(&pl);
     cm.hbm_bytes = 100; /* not even the state fits */
-    CU_ASSERT_EQUAL(run_pipedream(&cm, NULL, &w, &pl, &err), NP_EXIT_NOFIT);
+    CU_ASSERT_EQUAL(test_run_planner("pipedream", &cm, NULL, &w, &pl, NULL), NP_EXIT_NOFIT);
     cm_free(&cm);
 }
 

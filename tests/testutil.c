@@ -8,6 +8,8 @@
 #include <unistd.h>
 
 #include "engine.h"
+#include "memory.h"
+#include "planner.h"
 
 const char *test_path(const char *relative)
 {
@@ -195,6 +197,44 @@ cl_cluster test_scaleout_cluster(double bandwidth_Bps, double latency_s)
     c.scaleout_bandwidth_Bps = bandwidth_Bps;
     c.scaleout_latency_s = latency_s;
     return c;
+}
+
+cl_cluster test_npu_cluster(int num_npus, int npus_per_node)
+{
+    cl_cluster c;
+    memset(&c, 0, sizeof c);
+    c.num_npus = num_npus;
+    c.npus_per_node = npus_per_node;
+    c.peak_flops = 313e12;
+    c.matmul_efficiency = 0.7;
+    c.hbm_bytes = 64e9;
+    c.hbm_bandwidth_Bps = 1.6e12;
+    c.scaleup_bandwidth_Bps = 196e9;
+    c.scaleup_latency_s = 2e-6;
+    c.scaleout_bandwidth_Bps = 25e9;
+    c.scaleout_latency_s = 4e-6;
+    c.kernel_launch_s = 10e-6;
+    return c;
+}
+
+double test_largest_stage_bytes(const cm_model *cm, const plan *pl)
+{
+    double most = 0;
+    for (int s = 0; s < pl->num_stages; s++) {
+        mem_stage st;
+        mem_stage_bytes(cm, pl, s, &st);
+        most = fmax(most, st.total_bytes);
+    }
+    return most;
+}
+
+int test_run_planner(const char *name, const cm_model *cm, const cl_cluster *c,
+                     const wl_workload *w, plan *out, np_error *err)
+{
+    planner_options o;
+    planner_init_options(&o, w);
+    np_error ignored;
+    return planner_run(planner_find(name), cm, c, w, &o, out, err ? err : &ignored);
 }
 
 int test_run_plan(const char *platform, const cm_model *cm, const plan *pl,
