@@ -9,12 +9,7 @@
 set -u
 PYTHON=${1:-/usr/bin/python3}
 cd "$(dirname "$0")/.." || exit 2
-TMP=$(mktemp -d)
-trap 'rm -rf "$TMP"' EXIT
-pass=0
-fail=0
-ok() { pass=$((pass + 1)); }
-ko() { fail=$((fail + 1)); echo "FAIL: $1"; [ -s "$TMP/err" ] && sed 's/^/    stderr: /' "$TMP/err" | head -5; }
+. tests/harness.sh
 
 if ! "$PYTHON" -c 'import matplotlib' 2>/dev/null; then
     echo "analysis: $PYTHON cannot import matplotlib (install python3-matplotlib)"
@@ -134,5 +129,4 @@ for trial in range(200):
 EOF
 then ok; else ko "pareto matches brute force"; fi
 
-echo "analysis: $pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+harness_done analysis

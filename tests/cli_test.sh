@@ -7,13 +7,7 @@
 set -u
 SIMRUN=${1:-build/simrun}
 cd "$(dirname "$0")/.." || exit 2
-TMP=$(mktemp -d)
-trap 'rm -rf "$TMP"' EXIT
-pass=0
-fail=0
-
-ok() { pass=$((pass + 1)); }
-ko() { fail=$((fail + 1)); echo "FAIL: $1"; [ -s "$TMP/err" ] && sed 's/^/    stderr: /' "$TMP/err" | head -5; }
+. tests/harness.sh
 
 # expect_error NAME EXIT_CODE PATTERN ARGS...: simrun must exit with EXIT_CODE
 # and print exactly one line to stderr containing PATTERN.
@@ -94,5 +88,4 @@ expect_error "wrong type override" 2 "pipeline_model_parallel_size" --set pipeli
 expect_error "model does not fit" 3 "does not fit" --set num_layers=400 --set hidden_size=8192 \
     --set num_attention_heads=64 "$P8" "$W8"
 
-echo "cli: $pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+harness_done cli
