@@ -60,13 +60,7 @@ static void model_build(const sched_case *c, cm_model *cm, plan *pl)
         ly->state_bytes = STATE_BYTES;
         ly->params = PARAMS;
     }
-    plan_init(pl, c->p, c->v, layers);
-    for (int k = 0; k <= c->p * c->v; k++)
-        pl->chunk_start[k] = k * c->layers_per_chunk;
-    pl->schedule = c->schedule;
-    pl->micro_batch_size = 1;
-    pl->num_micro_batches = c->m;
-    pl->tensor_parallel = 1;
+    test_chunked_plan(pl, c->p, c->v, c->m, c->layers_per_chunk, c->schedule);
     pl->data_parallel = c->dp;
 }
 

@@ -9,14 +9,6 @@
 #include "schedule.h"
 #include "testutil.h"
 
-static int count_kind(const sched_stage *st, op_kind k)
-{
-    int n = 0;
-    for (int i = 0; i < st->num_ops; i++)
-        n += st->ops[i].kind == k;
-    return n;
-}
-
 /* Largest number of micro-batches forwarded and not yet backwarded. */
 static int max_in_flight(const sched_stage *st)
 {
@@ -32,24 +24,18 @@ static int max_in_flight(const sched_stage *st)
 
 static void test_1f1b_has_m_forwards_and_backwards_per_stage(void)
 {
-    cm_model cm;
-    plan pl;
-    schedule sc = {0};
-    np_error err;
-    test_uniform_model(&cm, 8);
-    test_uniform_plan(&pl, 4, 6, 2, SCHED_1F1B);
-    CU_ASSERT_EQUAL_FATAL(sched_build(&pl, &cm, &sc, &err), 0);
+    test_built_schedule b;
+    test_build_schedule(&b, 4, 6, 1, 2, 0, SCHED_1F1B);
+    CU_ASSERT_EQUAL_FATAL(b.rc, 0);
     for (int s = 0; s < 4; s++) {
-        CU_ASSERT_EQUAL(count_kind(&sc.stages[s], OP_FORWARD), 6);
-        CU_ASSERT_EQUAL(count_kind(&sc.stages[s], OP_BACKWARD), 6);
+        CU_ASSERT_EQUAL(test_count_ops(&b.sc.stages[s], OP_FORWARD), 6);
+        CU_ASSERT_EQUAL(test_count_ops(&b.sc.stages[s], OP_BACKWARD), 6);
         /* first stage receives nothing forward, last sends nothing forward */
-        CU_ASSERT_EQUAL(count_kind(&sc.stages[s], OP_RECV_FORWARD), s == 0 ? 0 : 6);
-        CU_ASSERT_EQUAL(count_kind(&sc.stages[s], OP_SEND_FORWARD), s == 3 ? 0 : 6);
-        CU_ASSERT_EQUAL(count_kind(&sc.stages[s], OP_SEND_BACKWARD), s == 0 ? 0 : 6);
+        CU_ASSERT_EQUAL(test_count_ops(&b.sc.stages[s], OP_RECV_FORWARD), s == 0 ? 0 : 6);
+        CU_ASSERT_EQUAL(test_count_ops(&b.sc.stages[s], OP_SEND_FORWARD), s == 3 ? 0 : 6);
+        CU_ASSERT_EQUAL(test_count_ops(&b.sc.stages[s], OP_SEND_BACKWARD), s == 0 ? 0 : 6);
     }
-    sched_free(&sc);
-    plan_free(&pl);
-    cm_free(&cm);
+    test_built_schedule_free(&b);
 }
 
 /* 1F1B keeps at most min(p − s, m) micro-batches in flight on stage s
@@ -59,56 +45,40 @@ static void test_1f1b_in_flight_is_min_p_minus_s_m(void)
     const int cases[][2] = {{4, 8}, {4, 2}, {8, 8}, {8, 3}, {1, 5}};
     for (unsigned c = 0; c < sizeof cases / sizeof cases[0]; c++) {
         int p = cases[c][0], m = cases[c][1];
-        cm_model cm;
-        plan pl;
-        schedule sc = {0};
-        np_error err;
-        test_uniform_model(&cm, p);
-        test_uniform_plan(&pl, p, m, 1, SCHED_1F1B);
-        CU_ASSERT_EQUAL_FATAL(sched_build(&pl, &cm, &sc, &err), 0);
+        test_built_schedule b;
+        test_build_schedule(&b, p, m, 1, 1, 0, SCHED_1F1B);
+        CU_ASSERT_EQUAL_FATAL(b.rc, 0);
         for (int s = 0; s < p; s++)
-            CU_ASSERT_EQUAL(max_in_flight(&sc.stages[s]), p - s < m ? p - s : m);
-        sched_free(&sc);
-        plan_free(&pl);
-        cm_free(&cm);
+            CU_ASSERT_EQUAL(max_in_flight(&b.sc.stages[s]), p - s < m ? p - s : m);
+        test_built_schedule_free(&b);
     }
 }
 
 static void test_forward_allocates_what_backward_frees(void)
 {
-    cm_model cm;
-    plan pl;
-    schedule sc = {0};
-    np_error err;
-    test_uniform_model(&cm, 6);
-    test_uniform_plan(&pl, 3, 4, 2, SCHED_1F1B);
-    CU_ASSERT_EQUAL_FATAL(sched_build(&pl, &cm, &sc, &err), 0);
+    test_built_schedule b;
+    test_build_schedule(&b, 3, 4, 1, 2, 0, SCHED_1F1B);
+    CU_ASSERT_EQUAL_FATAL(b.rc, 0);
     for (int s = 0; s < 3; s++) {
         double net = 0;
-        for (int i = 0; i < sc.stages[s].num_ops; i++) {
-            const sched_op *op = &sc.stages[s].ops[i];
+        for (int i = 0; i < b.sc.stages[s].num_ops; i++) {
+            const sched_op *op = &b.sc.stages[s].ops[i];
             if (op->kind == OP_FORWARD)
                 CU_ASSERT_DOUBLE_EQUAL(op->mem_delta_bytes, 2 * 10.0, 1e-12);
             net += op->mem_delta_bytes;
         }
         CU_ASSERT_DOUBLE_EQUAL(net, 0.0, 1e-12);
     }
-    sched_free(&sc);
-    plan_free(&pl);
-    cm_free(&cm);
+    test_built_schedule_free(&b);
 }
 
 static void test_check_rejects_receives_out_of_order(void)
 {
-    cm_model cm;
-    plan pl;
-    schedule sc = {0};
-    np_error err;
-    test_uniform_model(&cm, 2);
-    test_uniform_plan(&pl, 2, 2, 1, SCHED_1F1B);
-    CU_ASSERT_EQUAL_FATAL(sched_build(&pl, &cm, &sc, &err), 0);
+    test_built_schedule b;
+    test_build_schedule(&b, 2, 2, 1, 1, 0, SCHED_1F1B);
+    CU_ASSERT_EQUAL_FATAL(b.rc, 0);
     /* Swap the micro-batch ids of stage 1's two forward receives. */
-    sched_stage *st = &sc.stages[1];
+    sched_stage *st = &b.sc.stages[1];
     int first = -1, second = -1;
     for (int i = 0; i < st->num_ops; i++)
         if (st->ops[i].kind == OP_RECV_FORWARD) {
@@ -121,24 +91,18 @@ static void test_check_rejects_receives_out_of_order(void)
     int32_t mb = st->ops[first].micro_batch;
     st->ops[first].micro_batch = st->ops[second].micro_batch;
     st->ops[second].micro_batch = mb;
-    CU_ASSERT_NOT_EQUAL(sched_check(&sc, &err), 0);
-    CU_ASSERT_PTR_NOT_NULL(strstr(err.text, "micro-batch"));
-    sched_free(&sc);
-    plan_free(&pl);
-    cm_free(&cm);
+    CU_ASSERT_NOT_EQUAL(sched_check(&b.sc, &b.err), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(b.err.text, "micro-batch"));
+    test_built_schedule_free(&b);
 }
 
 static void test_check_rejects_a_deadlock(void)
 {
-    cm_model cm;
-    plan pl;
-    schedule sc = {0};
-    np_error err;
-    test_uniform_model(&cm, 2);
-    test_uniform_plan(&pl, 2, 1, 1, SCHED_1F1B);
-    CU_ASSERT_EQUAL_FATAL(sched_build(&pl, &cm, &sc, &err), 0);
+    test_built_schedule b;
+    test_build_schedule(&b, 2, 1, 1, 1, 0, SCHED_1F1B);
+    CU_ASSERT_EQUAL_FATAL(b.rc, 0);
     /* Stage 0 waits for the gradient before it sends the activation. */
-    sched_stage *st = &sc.stages[0];
+    sched_stage *st = &b.sc.stages[0];
     int send = -1, recv = -1;
     for (int i = 0; i < st->num_ops; i++) {
         if (st->ops[i].kind == OP_SEND_FORWARD)
@@ -150,11 +114,9 @@ static void test_check_rejects_a_deadlock(void)
     sched_op tmp = st->ops[send];
     st->ops[send] = st->ops[recv];
     st->ops[recv] = tmp;
-    CU_ASSERT_NOT_EQUAL(sched_check(&sc, &err), 0);
-    CU_ASSERT_PTR_NOT_NULL(strstr(err.text, "deadlock"));
-    sched_free(&sc);
-    plan_free(&pl);
-    cm_free(&cm);
+    CU_ASSERT_NOT_EQUAL(sched_check(&b.sc, &b.err), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(b.err.text, "deadlock"));
+    test_built_schedule_free(&b);
 }
 
 void register_schedule_tests(void)

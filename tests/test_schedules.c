@@ -17,49 +17,11 @@
 
 #define ACTIVATION_BYTES 10.0
 
-typedef struct built {
-    cm_model cm;
-    plan pl;
-    schedule sc;
-    int rc;
-    np_error err;
-} built;
-
-/* p stages of v chunks of layers_per_chunk layers, m micro-batches. */
-static void build(built *b, int p, int m, int v, int layers_per_chunk, schedule_kind kind)
+/* W = 1 per layer, so that the schedules that split it have a W to place. */
+static void build(test_built_schedule *b, int p, int m, int v, int layers_per_chunk,
+                  schedule_kind kind)
 {
-    memset(b, 0, sizeof *b);
-    int layers = p * v * layers_per_chunk;
-    test_uniform_model(&b->cm, layers);
-    for (int l = 0; l < layers; l++)
-        b->cm.layers[l].weight_grad_s = 1;
-    plan_init(&b->pl, p, v, layers);
-    for (int k = 0; k <= p * v; k++)
-        b->pl.chunk_start[k] = k * layers_per_chunk;
-    b->pl.schedule = kind;
-    b->pl.micro_batch_size = 1;
-    b->pl.num_micro_batches = m;
-    b->pl.tensor_parallel = 1;
-    b->pl.data_parallel = 1;
-    b->rc = sched_build(&b->pl, &b->cm, &b->sc, &b->err);
-    if (b->rc)
-        fprintf(stderr, "\n  %s p=%d m=%d v=%d: %s\n", wl_schedule_name(kind), p, m, v,
-                b->err.text);
-}
-
-static void release(built *b)
-{
-    sched_free(&b->sc);
-    plan_free(&b->pl);
-    cm_free(&b->cm);
-}
-
-static int count_kind(const sched_stage *st, op_kind k)
-{
-    int n = 0;
-    for (int i = 0; i < st->num_ops; i++)
-        n += st->ops[i].kind == k;
-    return n;
+    test_build_schedule(b, p, m, v, layers_per_chunk, 1.0, kind);
 }
 
 static int min_int(int a, int b)
@@ -104,7 +66,7 @@ static void walk_memory(const sched_stage *st, double start_bytes, double *peak_
 
 /* Bytes a stage starts with beyond memory.c's static bytes (PipeDream's
  * resident activations of the previous period). */
-static double resident_bytes(const built *b, int s)
+static double resident_bytes(const test_built_schedule *b, int s)
 {
     mem_stage ms;
     mem_stage_bytes(&b->cm, &b->pl, s, &ms);
@@ -116,7 +78,7 @@ static double resident_bytes(const built *b, int s)
 /* Micro-batches each chunk holds when the stage first reaches its largest
  * number held, walking the op list's memory deltas (a forward allocates, the
  * op that frees is the one with a negative delta: B, or W when split). */
-static void held_per_chunk_at_peak(const built *b, int s, int held[MAX_CHUNKS])
+static void held_per_chunk_at_peak(const test_built_schedule *b, int s, int held[MAX_CHUNKS])
 {
     const sched_stage *st = &b->sc.stages[s];
     int live[MAX_CHUNKS] = {0};
@@ -143,13 +105,13 @@ static void held_per_chunk_at_peak(const built *b, int s, int held[MAX_CHUNKS])
 /* Huang et al. 2019, figure 2c: every forward precedes every backward. */
 static void test_gpipe_runs_all_forwards_before_any_backward(void)
 {
-    built b;
+    test_built_schedule b;
     build(&b, 4, 6, 1, 2, SCHED_GPIPE);
     CU_ASSERT_EQUAL_FATAL(b.rc, 0);
     for (int s = 0; s < 4; s++) {
         const sched_stage *st = &b.sc.stages[s];
-        CU_ASSERT_EQUAL(count_kind(st, OP_FORWARD), 6);
-        CU_ASSERT_EQUAL(count_kind(st, OP_BACKWARD), 6);
+        CU_ASSERT_EQUAL(test_count_ops(st, OP_FORWARD), 6);
+        CU_ASSERT_EQUAL(test_count_ops(st, OP_BACKWARD), 6);
         int last_forward = -1, first_backward = st->num_ops;
         for (int i = 0; i < st->num_ops; i++) {
             if (st->ops[i].kind == OP_FORWARD)
@@ -158,21 +120,21 @@ static void test_gpipe_runs_all_forwards_before_any_backward(void)
                 first_backward = i;
         }
         CU_ASSERT(last_forward < first_backward);
-        CU_ASSERT_EQUAL(count_kind(st, OP_RECV_FORWARD), s == 0 ? 0 : 6);
-        CU_ASSERT_EQUAL(count_kind(st, OP_SEND_BACKWARD), s == 0 ? 0 : 6);
+        CU_ASSERT_EQUAL(test_count_ops(st, OP_RECV_FORWARD), s == 0 ? 0 : 6);
+        CU_ASSERT_EQUAL(test_count_ops(st, OP_SEND_BACKWARD), s == 0 ? 0 : 6);
     }
-    release(&b);
+    test_built_schedule_free(&b);
 }
 
 /* GPipe holds all m micro-batches on every stage (DESIGN.md). */
 static void test_gpipe_holds_m_micro_batches_on_every_stage(void)
 {
-    built b;
+    test_built_schedule b;
     build(&b, 4, 7, 1, 1, SCHED_GPIPE);
     CU_ASSERT_EQUAL_FATAL(b.rc, 0);
     for (int s = 0; s < 4; s++)
         CU_ASSERT_EQUAL(max_held(&b.sc.stages[s], OP_BACKWARD), 7);
-    release(&b);
+    test_built_schedule_free(&b);
 }
 
 /* ---- interleaved 1F1B ----------------------------------------------------- */
@@ -183,7 +145,7 @@ static void test_gpipe_holds_m_micro_batches_on_every_stage(void)
 static void test_interleaved_runs_m_passes_per_chunk(void)
 {
     const int p = 4, m = 8, v = 3;
-    built b;
+    test_built_schedule b;
     build(&b, p, m, v, 1, SCHED_INTERLEAVED);
     CU_ASSERT_EQUAL_FATAL(b.rc, 0);
     for (int s = 0; s < p; s++) {
@@ -194,13 +156,13 @@ static void test_interleaved_runs_m_passes_per_chunk(void)
                 per_chunk[st->ops[i].chunk]++;
         for (int j = 0; j < v; j++)
             CU_ASSERT_EQUAL(per_chunk[j], m);
-        CU_ASSERT_EQUAL(count_kind(st, OP_FORWARD), m * v);
-        CU_ASSERT_EQUAL(count_kind(st, OP_RECV_FORWARD), s == 0 ? (v - 1) * m : v * m);
-        CU_ASSERT_EQUAL(count_kind(st, OP_SEND_FORWARD), s == p - 1 ? (v - 1) * m : v * m);
-        CU_ASSERT_EQUAL(count_kind(st, OP_RECV_BACKWARD), s == p - 1 ? (v - 1) * m : v * m);
-        CU_ASSERT_EQUAL(count_kind(st, OP_SEND_BACKWARD), s == 0 ? (v - 1) * m : v * m);
+        CU_ASSERT_EQUAL(test_count_ops(st, OP_FORWARD), m * v);
+        CU_ASSERT_EQUAL(test_count_ops(st, OP_RECV_FORWARD), s == 0 ? (v - 1) * m : v * m);
+        CU_ASSERT_EQUAL(test_count_ops(st, OP_SEND_FORWARD), s == p - 1 ? (v - 1) * m : v * m);
+        CU_ASSERT_EQUAL(test_count_ops(st, OP_RECV_BACKWARD), s == p - 1 ? (v - 1) * m : v * m);
+        CU_ASSERT_EQUAL(test_count_ops(st, OP_SEND_BACKWARD), s == 0 ? (v - 1) * m : v * m);
     }
-    release(&b);
+    test_built_schedule_free(&b);
 }
 
 /* Megatron-LM's warm-up: stage s runs 2(p−s−1) + (v−1)p chunk-forwards
@@ -210,7 +172,7 @@ static void test_interleaved_warms_up_like_megatron(void)
     const int cases[][3] = {{4, 8, 2}, {4, 4, 2}, {2, 6, 3}, {8, 16, 2}};
     for (unsigned c = 0; c < sizeof cases / sizeof cases[0]; c++) {
         int p = cases[c][0], m = cases[c][1], v = cases[c][2];
-        built b;
+        test_built_schedule b;
         build(&b, p, m, v, 1, SCHED_INTERLEAVED);
         CU_ASSERT_EQUAL_FATAL(b.rc, 0);
         for (int s = 0; s < p; s++) {
@@ -220,7 +182,7 @@ static void test_interleaved_warms_up_like_megatron(void)
                 forwards += st->ops[i].kind == OP_FORWARD;
             CU_ASSERT_EQUAL(forwards, min_int(2 * (p - s - 1) + (v - 1) * p + 1, m * v));
         }
-        release(&b);
+        test_built_schedule_free(&b);
     }
 }
 
@@ -230,14 +192,14 @@ static void test_interleaved_warms_up_like_megatron(void)
 static void test_interleaved_first_stage_peak_is_published_fraction(void)
 {
     const int p = 4, m = 8, v = 2;
-    built b;
+    test_built_schedule b;
     build(&b, p, m, v, 1, SCHED_INTERLEAVED);
     CU_ASSERT_EQUAL_FATAL(b.rc, 0);
     double held, total;
     walk_memory(&b.sc.stages[0], 0.0, &held, &total);
     double stage_bytes = v * ACTIVATION_BYTES;
     ASSERT_REL(held, p * (1.0 + (p - 1.0) / (p * v)) * stage_bytes, 1e-12);
-    release(&b);
+    test_built_schedule_free(&b);
 }
 
 /* ---- zero bubble ---------------------------------------------------------- */
@@ -249,7 +211,7 @@ static void test_zb_splits_every_backward_into_b_and_w(void)
     const schedule_kind kinds[] = {SCHED_ZB_H1, SCHED_ZB_H2};
     for (int k = 0; k < 2; k++) {
         const int p = 4, m = 9;
-        built b;
+        test_built_schedule b;
         build(&b, p, m, 1, 2, kinds[k]);
         CU_ASSERT_EQUAL_FATAL(b.rc, 0);
         for (int s = 0; s < p; s++) {
@@ -269,9 +231,9 @@ static void test_zb_splits_every_backward_into_b_and_w(void)
             }
             for (int i = 0; i < m; i++)
                 CU_ASSERT_EQUAL(seen_w[i], 1);
-            CU_ASSERT_EQUAL(count_kind(st, OP_FORWARD), m);
+            CU_ASSERT_EQUAL(test_count_ops(st, OP_FORWARD), m);
         }
-        release(&b);
+        test_built_schedule_free(&b);
     }
 }
 
@@ -283,14 +245,14 @@ static void test_zb_h1_keeps_1f1b_in_flight_and_p_held_everywhere(void)
     const int cases[][2] = {{4, 8}, {4, 3}, {8, 8}, {8, 20}, {1, 3}};
     for (unsigned c = 0; c < sizeof cases / sizeof cases[0]; c++) {
         int p = cases[c][0], m = cases[c][1];
-        built b;
+        test_built_schedule b;
         build(&b, p, m, 1, 1, SCHED_ZB_H1);
         CU_ASSERT_EQUAL_FATAL(b.rc, 0);
         for (int s = 0; s < p; s++) {
             CU_ASSERT_EQUAL(max_held(&b.sc.stages[s], OP_BACKWARD), min_int(p - s, m));
             CU_ASSERT_EQUAL(max_held(&b.sc.stages[s], OP_WEIGHT_GRAD), min_int(p, m));
         }
-        release(&b);
+        test_built_schedule_free(&b);
     }
 }
 
@@ -301,7 +263,7 @@ static void test_zb_h2_first_stage_holds_2p_minus_1(void)
     const int cases[][2] = {{4, 8}, {4, 16}, {8, 15}, {8, 40}, {4, 5}};
     for (unsigned c = 0; c < sizeof cases / sizeof cases[0]; c++) {
         int p = cases[c][0], m = cases[c][1];
-        built b;
+        test_built_schedule b;
         build(&b, p, m, 1, 1, SCHED_ZB_H2);
         CU_ASSERT_EQUAL_FATAL(b.rc, 0);
         for (int s = 0; s < p; s++) {
@@ -309,7 +271,7 @@ static void test_zb_h2_first_stage_holds_2p_minus_1(void)
                             min_int(2 * (p - s) - 1, m));
             CU_ASSERT_EQUAL(max_held(&b.sc.stages[s], OP_WEIGHT_GRAD), min_int(2 * p - 1, m));
         }
-        release(&b);
+        test_built_schedule_free(&b);
     }
 }
 
@@ -323,7 +285,7 @@ static void test_pipedream_period_covers_each_micro_batch_once(void)
     const schedule_kind kinds[] = {SCHED_PIPEDREAM, SCHED_PIPEDREAM_2BW};
     for (int k = 0; k < 2; k++) {
         const int p = 4, m = 6;
-        built b;
+        test_built_schedule b;
         build(&b, p, m, 1, 1, kinds[k]);
         for (int l = 0; l < b.cm.num_layers; l++)
             b.cm.layers[l].params = 1e9;
@@ -345,12 +307,12 @@ static void test_pipedream_period_covers_each_micro_batch_once(void)
                 CU_ASSERT_EQUAL(forwards[i], 1);
                 CU_ASSERT_EQUAL(backwards[i], 1);
             }
-            CU_ASSERT_EQUAL(count_kind(st, OP_OPTIMIZER), kinds[k] == SCHED_PIPEDREAM ? m : 1);
+            CU_ASSERT_EQUAL(test_count_ops(st, OP_OPTIMIZER), kinds[k] == SCHED_PIPEDREAM ? m : 1);
             /* m transfers per channel and iteration, carried ones included */
-            CU_ASSERT_EQUAL(count_kind(st, OP_SEND_BACKWARD), s == 0 ? 0 : m);
-            CU_ASSERT_EQUAL(count_kind(st, OP_RECV_BACKWARD), s == p - 1 ? 0 : m);
+            CU_ASSERT_EQUAL(test_count_ops(st, OP_SEND_BACKWARD), s == 0 ? 0 : m);
+            CU_ASSERT_EQUAL(test_count_ops(st, OP_RECV_BACKWARD), s == p - 1 ? 0 : m);
         }
-        release(&b);
+        test_built_schedule_free(&b);
     }
 }
 
@@ -361,7 +323,7 @@ static void test_pipedream_holds_1f1b_in_flight_in_steady_state(void)
     const int cases[][2] = {{4, 8}, {4, 2}, {8, 8}, {1, 4}};
     for (unsigned c = 0; c < sizeof cases / sizeof cases[0]; c++) {
         int p = cases[c][0], m = cases[c][1];
-        built b;
+        test_built_schedule b;
         build(&b, p, m, 1, 1, SCHED_PIPEDREAM);
         CU_ASSERT_EQUAL_FATAL(b.rc, 0);
         for (int s = 0; s < p; s++) {
@@ -371,7 +333,7 @@ static void test_pipedream_holds_1f1b_in_flight_in_steady_state(void)
             walk_memory(&b.sc.stages[s], resident_bytes(&b, s), &held, &total);
             ASSERT_REL(held, k * ACTIVATION_BYTES, 1e-12);
         }
-        release(&b);
+        test_built_schedule_free(&b);
     }
 }
 
@@ -393,12 +355,12 @@ static void test_every_schedule_passes_check(void)
                 int v = every_schedule[k] == SCHED_INTERLEAVED ? 2 + (m % 2) : 1;
                 if (every_schedule[k] == SCHED_INTERLEAVED && m % p != 0)
                     continue;
-                built b;
+                test_built_schedule b;
                 build(&b, p, m, v, 1, every_schedule[k]);
                 CU_ASSERT_EQUAL(b.rc, 0);
                 if (!b.rc)
                     CU_ASSERT_EQUAL(sched_check(&b.sc, &b.err), 0);
-                release(&b);
+                test_built_schedule_free(&b);
             }
 }
 
@@ -414,7 +376,7 @@ static void test_mem_inflight_equals_op_list_walk(void)
             int v = kind == SCHED_INTERLEAVED ? cases[c][2] : 1;
             if (kind == SCHED_INTERLEAVED && m % p != 0)
                 continue;
-            built b;
+            test_built_schedule b;
             build(&b, p, m, v, 1, kind);
             CU_ASSERT_EQUAL_FATAL(b.rc, 0);
             for (int s = 0; s < p; s++) {
@@ -423,7 +385,7 @@ static void test_mem_inflight_equals_op_list_walk(void)
                 for (int j = 0; j < v; j++)
                     CU_ASSERT_EQUAL(held[j], mem_inflight(kind, p, s, m, v, j));
             }
-            release(&b);
+            test_built_schedule_free(&b);
         }
 }
 
@@ -435,7 +397,7 @@ static void test_mem_stage_bytes_equals_op_list_walk_with_recompute(void)
     for (int k = 0; k < NUM_SCHEDULES; k++) {
         schedule_kind kind = every_schedule[k];
         int p = 4, m = 8, v = kind == SCHED_INTERLEAVED ? 2 : 1;
-        built b;
+        test_built_schedule b;
         build(&b, p, m, v, 2, kind);
         for (int l = 0; l < b.cm.num_layers; l++) {
             b.cm.layers[l].activation_bytes[RECOMPUTE_FULL] = 2;
@@ -453,7 +415,7 @@ static void test_mem_stage_bytes_equals_op_list_walk_with_recompute(void)
             ASSERT_REL(ms.activation_bytes, held, 1e-12);
             ASSERT_REL(ms.activation_bytes + ms.transient_bytes, total, 1e-12);
         }
-        release(&b);
+        test_built_schedule_free(&b);
     }
 }
 

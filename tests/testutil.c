@@ -106,14 +106,47 @@ void test_uniform_model(cm_model *cm, int n)
 
 void test_uniform_plan(plan *pl, int p, int m, int layers_per_stage, schedule_kind k)
 {
-    plan_init(pl, p, 1, p * layers_per_stage);
-    for (int s = 0; s <= p; s++)
-        pl->chunk_start[s] = s * layers_per_stage;
+    test_chunked_plan(pl, p, 1, m, layers_per_stage, k);
+}
+
+void test_chunked_plan(plan *pl, int p, int v, int m, int layers_per_chunk, schedule_kind k)
+{
+    plan_init(pl, p, v, p * v * layers_per_chunk);
+    for (int c = 0; c <= p * v; c++)
+        pl->chunk_start[c] = c * layers_per_chunk;
     pl->schedule = k;
     pl->micro_batch_size = 1;
     pl->num_micro_batches = m;
     pl->tensor_parallel = 1;
     pl->data_parallel = 1;
+}
+
+void test_build_schedule(test_built_schedule *b, int p, int m, int v, int layers_per_chunk,
+                         double weight_grad_s, schedule_kind k)
+{
+    memset(b, 0, sizeof *b);
+    test_uniform_model(&b->cm, p * v * layers_per_chunk);
+    for (int l = 0; l < b->cm.num_layers; l++)
+        b->cm.layers[l].weight_grad_s = weight_grad_s;
+    test_chunked_plan(&b->pl, p, v, m, layers_per_chunk, k);
+    b->rc = sched_build(&b->pl, &b->cm, &b->sc, &b->err);
+    if (b->rc)
+        fprintf(stderr, "\n  %s p=%d m=%d v=%d: %s\n", wl_schedule_name(k), p, m, v, b->err.text);
+}
+
+void test_built_schedule_free(test_built_schedule *b)
+{
+    sched_free(&b->sc);
+    plan_free(&b->pl);
+    cm_free(&b->cm);
+}
+
+int test_count_ops(const sched_stage *st, op_kind k)
+{
+    int n = 0;
+    for (int i = 0; i < st->num_ops; i++)
+        n += st->ops[i].kind == k;
+    return n;
 }
 
 

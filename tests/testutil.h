@@ -15,6 +15,7 @@
 
 #include "engine.h"
 #include "plan.h"
+#include "schedule.h"
 
 /* Absolute path of a file in the source tree, in a static rotating buffer. */
 const char *test_path(const char *relative);
@@ -48,6 +49,25 @@ void test_add_suite(const char *name, const test_case *cases, int count);
 void test_uniform_model(cm_model *cm, int n);
 /* p stages of layers_per_stage layers, m micro-batches of 1, TP = DP = 1. */
 void test_uniform_plan(plan *pl, int p, int m, int layers_per_stage, schedule_kind k);
+/* The same with v chunks of layers_per_chunk layers per stage: chunk k
+ * (stage k mod p) holds layers k·layers_per_chunk onwards. */
+void test_chunked_plan(plan *pl, int p, int v, int m, int layers_per_chunk, schedule_kind k);
+
+/* A uniform model (test_uniform_model, with weight_grad_s per layer), a
+ * chunked plan and the op lists sched_build() makes of them. */
+typedef struct test_built_schedule {
+    cm_model cm;
+    plan pl;
+    schedule sc;
+    int rc; /* sched_build()'s; its error is printed with the plan's shape */
+    np_error err;
+} test_built_schedule;
+void test_build_schedule(test_built_schedule *b, int p, int m, int v, int layers_per_chunk,
+                         double weight_grad_s, schedule_kind k);
+void test_built_schedule_free(test_built_schedule *b);
+
+/* How many ops of kind k stage st runs. */
+int test_count_ops(const sched_stage *st, op_kind k);
 
 /* ---- seeded synthetic models ---------------------------------------------- */
 
