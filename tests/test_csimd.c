@@ -527,29 +527,20 @@ static void run_replay(void *ctx, int fd)
     np_error err;
     np_error_clear(&err);
     sim_platform pf;
-    wl_workload w;
-    cm_model cm;
-    plan pl;
-    schedule sc = {0};
+    test_job j;
     engine_result res = {0};
     test_simgrid_init();
     const char *gpipe[] = {"schedule=gpipe"};
     out.rc = platform_load(test_path(rc->platform), &pf, &err);
     if (!out.rc)
-        out.rc = wl_load(test_path(rc->workload), gpipe, 1, &w, &err);
-    if (!out.rc)
-        out.rc = cm_build(&w, &pf.cluster, 0, &cm, &err);
-    if (!out.rc)
-        out.rc = run_planner(rc->planner, &cm, &pf.cluster, &w, &pl);
-    if (!out.rc)
-        out.rc = sched_build(&pl, &cm, &sc, &err);
+        out.rc = test_job_build(&j, &pf.cluster, rc->workload, gpipe, 1, rc->planner, &err);
     if (!out.rc) {
         engine_options o;
         engine_init_options(&o);
-        out.rc = engine_run(&pf, &w, &cm, &pl, &sc, &o, &res, &err);
+        out.rc = engine_run(&pf, &j.w, &j.cm, &j.pl, &j.sc, &o, &res, &err);
     }
     if (!out.rc) {
-        out.predicted_s = pl.predicted_iteration_s;
+        out.predicted_s = j.pl.predicted_iteration_s;
         out.simulated_s = res.iteration_s;
     } else {
         np_error_format(&err, out.error, sizeof out.error);

@@ -261,34 +261,18 @@ static int simulate_workload(const sim_platform *pf, schedule_kind k, double *it
     char schedule_set[64];
     snprintf(schedule_set, sizeof schedule_set, "schedule=\"%s\"", wl_schedule_name(k));
     const char *overrides[] = {schedule_set, "virtual_pipeline_model_parallel_size=2"};
-    wl_workload w;
-    int rc = wl_load(test_path("workloads/small_gpt.json"), overrides,
-                     k == SCHED_INTERLEAVED ? 2 : 1, &w, err);
-    if (rc)
-        return rc;
-    cm_model cm;
-    plan pl;
-    schedule sc = {0};
-    engine_result res = {0};
-    planner_options o;
-    rc = cm_build(&w, &pf->cluster, 0, &cm, err);
+    test_job j;
+    int rc = test_job_build(&j, &pf->cluster, "workloads/small_gpt.json", overrides,
+                            k == SCHED_INTERLEAVED ? 2 : 1, "megatron", err);
     if (!rc) {
-        planner_init_options(&o, &w);
-        rc = planner_megatron(&cm, &pf->cluster, &w, &o, &pl, err);
-        if (!rc)
-            rc = sched_build(&pl, &cm, &sc, err);
-        if (!rc) {
-            engine_options eo;
-            engine_init_options(&eo);
-            rc = engine_run(pf, &w, &cm, &pl, &sc, &eo, &res, err);
-            *iteration_s = res.iteration_s;
-            engine_result_free(&res);
-        }
-        sched_free(&sc);
-        plan_free(&pl);
-        cm_free(&cm);
+        engine_options o;
+        engine_init_options(&o);
+        engine_result res = {0};
+        rc = engine_run(pf, &j.w, &j.cm, &j.pl, &j.sc, &o, &res, err);
+        *iteration_s = res.iteration_s;
+        engine_result_free(&res);
     }
-    wl_free(&w);
+    test_job_free(&j);
     return rc;
 }
 

@@ -39,29 +39,18 @@ static int run_folds(const fold_case *fc, fold_outcome *out, np_error *err)
                                strcmp(fc->schedule, "interleaved") == 0
                                    ? "virtual_pipeline_model_parallel_size=2"
                                    : "virtual_pipeline_model_parallel_size=1"};
-    wl_workload w;
     sim_platform pf;
-    cm_model cm;
-    plan pl;
-    int rc = wl_load(test_path("workloads/small_gpt.json"), overrides, 4, &w, err);
-    if (rc)
-        return rc;
-    if ((rc = platform_load(test_path("platforms/test_64npu.xml"), &pf, err)) ||
-        (rc = cm_build(&w, &pf.cluster, 0, &cm, err)))
-        return rc;
-    planner_options po;
-    planner_init_options(&po, &w);
-    if ((rc = planner_run(planner_find("megatron"), &cm, &pf.cluster, &w, &po, &pl, err)))
-        return rc;
-    schedule sc = {0};
-    if ((rc = sched_build(&pl, &cm, &sc, err)))
-        return rc;
+    test_job j;
+    int rc = platform_load(test_path("platforms/test_64npu.xml"), &pf, err);
+    if (!rc)
+        rc = test_job_build(&j, &pf.cluster, "workloads/small_gpt.json", overrides, 4, "megatron",
+                            err);
     for (int f = 0; f < NUM_FOLDS && !rc; f++) {
         engine_options o;
         engine_init_options(&o);
         o.fold_dp = folds[f];
         engine_result r;
-        if ((rc = engine_run(&pf, &w, &cm, &pl, &sc, &o, &r, err)))
+        if ((rc = engine_run(&pf, &j.w, &j.cm, &j.pl, &j.sc, &o, &r, err)))
             break;
         out->iteration_s[f] = r.iteration_s;
         out->bubble[f] = r.bubble_ratio;

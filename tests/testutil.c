@@ -359,3 +359,26 @@ int test_simulate_plan(const char *platform, const cm_model *cm, const plan *pl,
                 pl->num_stages, pl->num_micro_batches, out->error);
     return 0;
 }
+
+int test_job_build(test_job *j, const cl_cluster *cluster, const char *workload,
+                   const char *const *overrides, int num_overrides, const char *planner,
+                   np_error *err)
+{
+    memset(j, 0, sizeof *j);
+    int rc = wl_load(test_path(workload), overrides, num_overrides, &j->w, err);
+    if (!rc)
+        rc = cm_build(&j->w, cluster, 0, &j->cm, err);
+    if (!rc)
+        rc = test_run_planner(planner, &j->cm, cluster, &j->w, &j->pl, err);
+    if (!rc)
+        rc = sched_build(&j->pl, &j->cm, &j->sc, err);
+    return rc;
+}
+
+void test_job_free(test_job *j)
+{
+    sched_free(&j->sc);
+    plan_free(&j->pl);
+    cm_free(&j->cm);
+    wl_free(&j->w);
+}

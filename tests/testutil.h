@@ -162,6 +162,26 @@ void test_sim_summarize(const engine_result *res, const plan *pl, test_sim_resul
 int test_simulate_plan(const char *platform, const cm_model *cm, const plan *pl,
                        const engine_options *o, test_sim_result *out);
 
+/* ---- the simrun path on a workload file --------------------------------------- */
+
+/* A workload as simrun runs it: loaded, priced, planned and turned into op
+ * lists. */
+typedef struct test_job {
+    wl_workload w;
+    cm_model cm;
+    plan pl;
+    schedule sc;
+} test_job;
+
+/* Loads `workload` (a path in the source tree) with the overrides, builds
+ * its cost model on `cluster` (a loaded platform's), plans it with the
+ * planner called `planner` (test_run_planner()) and builds the op lists.
+ * Free with test_job_free(), also after a failure. */
+int test_job_build(test_job *j, const cl_cluster *cluster, const char *workload,
+                   const char *const *overrides, int num_overrides, const char *planner,
+                   np_error *err);
+void test_job_free(test_job *j);
+
 /* SimGrid runs one platform per process: a test that simulates runs
  * fn(ctx, fd) in a forked child, which writes `size` bytes of result to fd.
  * Returns 0 when the child exited 0 and delivered the result. */
