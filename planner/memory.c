@@ -63,8 +63,7 @@ static int min_int(int a, int b)
 
 static int interleaved_warmup(int p, int s, int m, int v)
 {
-    int warmup = 2 * (p - s - 1) + (v - 1) * p;
-    return min_int(warmup, m * v);
+    return min_int(sched_interleaved_warmup(p, s, v), m * v);
 }
 
 /* Pipeline stages process these many micro-batches at their activation peak
@@ -90,7 +89,7 @@ double mem_inflight(schedule_kind sched, int p, int s, int m, int v, int chunk)
     int held = min_int(interleaved_warmup(p, s, m, v) + 1, m * v);
     int count = 0;
     for (int k = 0; k < held; k++)
-        if ((k / p) % v == chunk)
+        if (sched_step_at(p, v, k, true).chunk == chunk)
             count++;
     return count;
 }
@@ -163,19 +162,27 @@ static void replay_backward(replay *r, int chunk, int mb)
     r->held -= kept_bytes(r, chunk, mb);
 }
 
-/* Warm-up forwards, then one forward and one backward, then the drain: the
- * order of GPipe (warm-up m), 1F1B and its variants (warm-up k−1). */
-static void replay_flat(replay *r, int warmup, int m)
+/* Warm-up chunk-forwards, then one chunk-forward and one chunk-backward,
+ * then the drain, over total chunk-steps in the schedules' order
+ * (sched_step_at()): GPipe (warm-up m), 1F1B and its variants (warm-up
+ * k − 1), interleaved (Megatron's warm-up, v chunks). */
+static void replay_order(replay *r, int p, int v, int warmup, int total)
 {
     int f = 0, b = 0;
-    for (; f < warmup; f++)
-        replay_forward(r, 0, f);
-    for (; f < m; f++, b++) {
-        replay_forward(r, 0, f);
-        replay_backward(r, 0, b);
+    for (; f < warmup; f++) {
+        sched_chunk_step c = sched_step_at(p, v, f, true);
+        replay_forward(r, c.chunk, c.micro_batch);
     }
-    for (; b < m; b++)
-        replay_backward(r, 0, b);
+    for (; f < total; f++, b++) {
+        sched_chunk_step c = sched_step_at(p, v, f, true);
+        replay_forward(r, c.chunk, c.micro_batch);
+        c = sched_step_at(p, v, b, false);
+        replay_backward(r, c.chunk, c.micro_batch);
+    }
+    for (; b < total; b++) {
+        sched_chunk_step c = sched_step_at(p, v, b, false);
+        replay_backward(r, c.chunk, c.micro_batch);
+    }
 }
 
 /* Forwards before the first backward: GPipe runs all m, the 1F1B family
@@ -186,41 +193,11 @@ static int flat_warmup(schedule_kind sched, int p, int s, int m)
     return sched == SCHED_GPIPE ? k : k - 1;
 }
 
-static void interleaved_step(int k, int p, int v, bool forward, int *chunk, int *mb)
+double mem_stash_copies(schedule_kind sched, int p, int s, int m)
 {
-    int in_group = (k / p) % v;
-    *chunk = forward ? in_group : v - 1 - in_group;
-    *mb = (k / (p * v)) * p + k % p;
-}
-
-static void replay_interleaved(replay *r, int p, int m, int v)
-{
-    int total = m * v, warmup = interleaved_warmup(p, r->s, m, v);
-    int f = 0, b = 0, chunk, mb;
-    for (; f < warmup; f++) {
-        interleaved_step(f, p, v, true, &chunk, &mb);
-        replay_forward(r, chunk, mb);
-    }
-    for (; f < total; f++, b++) {
-        interleaved_step(f, p, v, true, &chunk, &mb);
-        replay_forward(r, chunk, mb);
-        interleaved_step(b, p, v, false, &chunk, &mb);
-        replay_backward(r, chunk, mb);
-    }
-    for (; b < total; b++) {
-        interleaved_step(b, p, v, false, &chunk, &mb);
-        replay_backward(r, chunk, mb);
-    }
-}
-
-static double stashed_weight_bytes(const plan *pl, int s, double weight_bytes)
-{
-    int p = pl->num_stages, m = pl->num_micro_batches;
-    if (pl->schedule == SCHED_PIPEDREAM)
-        return (inflight_stage(SCHED_1F1B, p, s, m) - 1) * weight_bytes;
-    if (pl->schedule == SCHED_PIPEDREAM_2BW)
-        return weight_bytes;
-    return 0.0;
+    if (sched == SCHED_PIPEDREAM)
+        return inflight_stage(SCHED_1F1B, p, s, m) - 1;
+    return sched == SCHED_PIPEDREAM_2BW ? 1.0 : 0.0;
 }
 
 void mem_stage_bytes(const cm_model *cm, const plan *pl, int s, mem_stage *out)
@@ -239,12 +216,12 @@ void mem_stage_bytes(const cm_model *cm, const plan *pl, int s, mem_stage *out)
         out->static_bytes += chunks[j].state_bytes;
         weights += chunks[j].weight_bytes;
     }
-    out->static_bytes += stashed_weight_bytes(pl, s, weights);
+    out->static_bytes += mem_stash_copies(pl->schedule, p, s, m) * weights;
     replay r = {cm, pl, s, chunks, 0.0, 0.0, 0.0};
     if (pl->schedule == SCHED_INTERLEAVED && v > 1)
-        replay_interleaved(&r, p, m, v);
+        replay_order(&r, p, v, interleaved_warmup(p, s, m, v), m * v);
     else
-        replay_flat(&r, flat_warmup(pl->schedule, p, s, m), m);
+        replay_order(&r, p, 1, flat_warmup(pl->schedule, p, s, m), m);
     free(chunks);
     out->activation_bytes = r.peak_held;
     out->transient_bytes = r.peak_total - r.peak_held;

@@ -30,6 +30,11 @@ typedef struct mem_stage {
 /* Micro-batches whose activations chunk `chunk` of stage s holds at its peak. */
 double mem_inflight(schedule_kind sched, int p, int s, int m, int v, int chunk);
 
+/* Weight copies stage s keeps besides the live weights: PipeDream stashes
+ * one per in-flight micro-batch but the newest, min(p−s, m) − 1;
+ * PipeDream-2BW one; every other schedule none. */
+double mem_stash_copies(schedule_kind sched, int p, int s, int m);
+
 /* Memory of stage s under the plan. */
 void mem_stage_bytes(const cm_model *cm, const plan *pl, int s, mem_stage *out);
 

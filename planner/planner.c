@@ -55,6 +55,38 @@ void planner_plan_basics(plan *pl, const wl_workload *w, const planner_options *
     pl->data_parallel = w->parallel.data_parallel_size;
 }
 
+int planner_require_one_chunk(const char *name, const wl_workload *w, const planner_options *o,
+                              np_error *err)
+{
+    if (o->schedule != SCHED_INTERLEAVED)
+        return 0;
+    return np_error_set(err, NP_EXIT_INPUT, w->path, "schedule", 0,
+                        "%s plans one model chunk per stage; expected 1f1b, gpipe, zb-h1, zb-h2, "
+                        "pipedream or pipedream-2bw, got interleaved",
+                        name);
+}
+
+int planner_require_layer_per_stage(const char *name, const cm_model *cm, const wl_workload *w,
+                                    np_error *err)
+{
+    int p = w->parallel.pipeline_model_parallel_size;
+    if (cm->num_layers >= p)
+        return 0;
+    return np_error_set(err, NP_EXIT_INPUT, w->path, "parallel.pipeline_model_parallel_size", 0,
+                        "%s needs at least one layer per stage: %d stages, %d layers", name, p,
+                        cm->num_layers);
+}
+
+int planner_call_clean(planner_fn body, const cm_model *cm, const cl_cluster *c,
+                       const wl_workload *w, const planner_options *o, plan *out, np_error *err)
+{
+    memset(out, 0, sizeof *out);
+    int rc = body(cm, c, w, o, out, err);
+    if (rc)
+        plan_free(out);
+    return rc;
+}
+
 int planner_run(const planner_desc *d, const cm_model *cm, const cl_cluster *c,
                 const wl_workload *w, const planner_options *o, plan *out, np_error *err)
 {

@@ -99,8 +99,30 @@ int planner_mbpp_even(const cm_model *cm, const cl_cluster *c, const wl_workload
 int planner_cost_model_for(const wl_workload *w, const cl_cluster *c, const cm_model *base,
                            const plan *pl, cm_model *own, const cm_model **out, np_error *err);
 
+/* Megatron's uniform partition (planner_megatron.c) of cm's layers over the
+ * plan's p·v model chunks: decoder (and custom) layers split evenly, the
+ * embedding with the first chunk, the LM head with the last, the extra
+ * layers of an uneven split one each on the chunks after the first.  Merak
+ * shards its stages the same way. */
+void planner_uniform_partition(const cm_model *cm, plan *pl);
+
 /* Fills the fields every planner sets the same way from the workload:
  * micro-batching, TP, DP, schedule. */
 void planner_plan_basics(plan *pl, const wl_workload *w, const planner_options *o);
+
+/* Checks of the planners that place one model chunk per stage (PipeDream,
+ * AdaPipe, Merak), named `name` in the message: the schedule is not
+ * interleaved; the model has at least one layer per stage.  0 or
+ * NP_EXIT_INPUT. */
+int planner_require_one_chunk(const char *name, const wl_workload *w, const planner_options *o,
+                              np_error *err);
+int planner_require_layer_per_stage(const char *name, const cm_model *cm, const wl_workload *w,
+                                    np_error *err);
+
+/* Runs a planner's body on a zeroed *out and releases the plan on every
+ * error, so that a failed planner leaves nothing to free (plan_free() on it
+ * stays harmless). */
+int planner_call_clean(planner_fn body, const cm_model *cm, const cl_cluster *c,
+                       const wl_workload *w, const planner_options *o, plan *out, np_error *err);
 
 #endif

@@ -259,19 +259,26 @@ static bool ap_same_units(const cm_layer *a, const cm_layer *b)
     return true;
 }
 
-/* The longest stage whose static bytes alone fit. */
-static int ap_max_len(const ap_model *d)
+/* The longest range of layers whose sum is at most limit, from prefix sums
+ * prefix[0..L] of non-negative terms (two pointers). */
+static int ap_longest_range(const double *prefix, int L, double limit)
 {
-    double room = d->cm->hbm_bytes - d->cm->workspace_bytes;
     int best = 0;
-    for (int i = 0, j = 0; i < d->L; i++) {
+    for (int i = 0, j = 0; i < L; i++) {
         if (j < i)
             j = i;
-        while (j < d->L && d->static_bytes[j + 1] - d->static_bytes[i] <= room)
+        while (j < L && prefix[j + 1] - prefix[i] <= limit)
             j++;
         if (j - i > best)
             best = j - i;
     }
+    return best;
+}
+
+/* The longest stage whose static bytes alone fit. */
+static int ap_max_len(const ap_model *d)
+{
+    int best = ap_longest_range(d->static_bytes, d->L, d->cm->hbm_bytes - d->cm->workspace_bytes);
     int cap = d->L - d->p + 1;
     return best < cap ? best : cap;
 }
@@ -320,9 +327,7 @@ static int ap_model_init(ap_model *d, const cm_model *cm, const cl_cluster *c,
     }
     for (int s = 0; s < p; s++) {
         d->inflight[s] = mem_inflight(sched, p, s, m, 1, 0);
-        d->stash[s] = sched == SCHED_PIPEDREAM      ? d->inflight[s] - 1.0
-                      : sched == SCHED_PIPEDREAM_2BW ? 1.0
-                                                     : 0.0;
+        d->stash[s] = mem_stash_copies(sched, p, s, m);
     }
     d->max_len_cap = ap_max_len(d);
     return d->unit_layer ? ap_layer_frontier(d) : 0;
@@ -627,21 +632,6 @@ static int ap_search(ap_model *d, int max_len, plan *out, double *cost)
     return rc;
 }
 
-/* The longest range of layers whose work alone is at most limit_s. */
-static int ap_longest_within(const ap_model *d, double limit_s)
-{
-    int best = 0;
-    for (int i = 0, j = 0; i < d->L; i++) {
-        if (j < i)
-            j = i;
-        while (j < d->L && d->work_s[j + 1] - d->work_s[i] <= limit_s)
-            j++;
-        if (j - i > best)
-            best = j - i;
-    }
-    return best;
-}
-
 /* Every stage of an optimum costs T_s ≤ C_opt / m (C_opt = Σ T + (m−1)·max T ≥ m·T_s)
  * and at least its work, so once a search bounded to max_len layers per
  * stage finds a plan of cost C, no stage of the optimum is longer than the
@@ -662,7 +652,7 @@ static int ap_search_bounded(ap_model *d, plan *out, double *cost)
         int rc = ap_search(d, len, out, cost);
         if (rc)
             return rc;
-        int next = *cost < INFINITY ? ap_longest_within(d, *cost / d->m) : 2 * len;
+        int next = *cost < INFINITY ? ap_longest_range(d->work_s, d->L, *cost / d->m) : 2 * len;
         if (next > cap)
             next = cap;
         if (next <= len)
@@ -675,19 +665,14 @@ static int ap_plan(const cm_model *cm, const cl_cluster *c, const wl_workload *w
                    const planner_options *o, plan *out, np_error *err)
 {
     int p = w->parallel.pipeline_model_parallel_size;
-    if (o->schedule == SCHED_INTERLEAVED)
-        return np_error_set(err, NP_EXIT_INPUT, w->path, "schedule", 0,
-                            "adapipe plans one model chunk per stage; expected 1f1b, gpipe, "
-                            "zb-h1, zb-h2, pipedream or pipedream-2bw, got interleaved");
-    if (cm->num_layers < p)
-        return np_error_set(err, NP_EXIT_INPUT, w->path, "parallel.pipeline_model_parallel_size",
-                            0, "adapipe needs at least one layer per stage: %d stages, %d layers",
-                            p, cm->num_layers);
+    int rc = planner_require_one_chunk("adapipe", w, o, err);
+    if (rc || (rc = planner_require_layer_per_stage("adapipe", cm, w, err)))
+        return rc;
     if (plan_init(out, p, 1, cm->num_layers) || plan_use_recompute_units(out))
         return np_error_set(err, NP_EXIT_INTERNAL, "<adapipe>", "", 0, "out of memory");
     planner_plan_basics(out, w, o);
     ap_model d;
-    int rc = ap_model_init(&d, cm, c, out->schedule, p, out->num_micro_batches);
+    rc = ap_model_init(&d, cm, c, out->schedule, p, out->num_micro_batches);
     double cost = INFINITY;
     if (rc == 0)
         rc = ap_search_bounded(&d, out, &cost);
@@ -710,14 +695,8 @@ static int ap_plan(const cm_model *cm, const cl_cluster *c, const wl_workload *w
     return 0;
 }
 
-/* The plan is released on every error, so that a failed planner leaves
- * nothing to free (plan_free() on it stays harmless). */
 int planner_adapipe(const cm_model *cm, const cl_cluster *c, const wl_workload *w,
                     const planner_options *o, plan *out, np_error *err)
 {
-    memset(out, 0, sizeof *out);
-    int rc = ap_plan(cm, c, w, o, out, err);
-    if (rc)
-        plan_free(out);
-    return rc;
+    return planner_call_clean(ap_plan, cm, c, w, o, out, err);
 }

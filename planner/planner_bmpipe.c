@@ -124,13 +124,6 @@ static void problem_free(bmp_problem *pb)
     free(pb->allowed);
 }
 
-static double stash_copies(schedule_kind sched, int p, int s, int m)
-{
-    if (sched == SCHED_PIPEDREAM)
-        return mem_inflight(SCHED_1F1B, p, s, m, 1, 0) - 1;
-    return sched == SCHED_PIPEDREAM_2BW ? 1.0 : 0.0;
-}
-
 /* Option r of layer l is dominated when a lower-indexed option is no worse in
  * every term, or a higher-indexed one is no worse and better in one. */
 static bool option_dominated(const bmp_problem *pb, int l, int r)
@@ -166,7 +159,7 @@ static int problem_init(bmp_problem *pb, const cm_model *cm, const cl_cluster *c
         pb->inflight[k] = mem_inflight(sched, p, k % p, m, v, k / p);
     for (int s = 0; s < p; s++) {
         pb->budget_bytes[s] = cm->hbm_bytes - cm->workspace_bytes;
-        pb->stash_copies[s] = stash_copies(sched, p, s, m);
+        pb->stash_copies[s] = mem_stash_copies(sched, p, s, m);
     }
     for (int l = 0; l < L; l++) {
         const cm_layer *ly = &cm->layers[l];

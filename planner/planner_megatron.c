@@ -20,7 +20,7 @@
 #include "memory.h"
 #include "predict.h"
 
-static void uniform_partition(const cm_model *cm, plan *pl)
+void planner_uniform_partition(const cm_model *cm, plan *pl)
 {
     int chunks = pl->num_stages * pl->num_chunks;
     int first_decoder = 0, num_decoder = 0;
@@ -55,7 +55,7 @@ int planner_megatron(const cm_model *cm, const cl_cluster *c, const wl_workload 
     if (plan_init(out, p, v, cm->num_layers))
         return np_error_set(err, NP_EXIT_INTERNAL, "<megatron>", "", 0, "out of memory");
     planner_plan_basics(out, w, o);
-    uniform_partition(cm, out);
+    planner_uniform_partition(cm, out);
     if (o->recompute >= 0) {
         set_recompute(cm, out, (recompute_kind)o->recompute);
     } else {

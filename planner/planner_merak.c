@@ -49,7 +49,6 @@
 
 #include <math.h>
 #include <stdlib.h>
-#include <string.h>
 
 #include "memory.h"
 #include "predict.h"
@@ -67,26 +66,6 @@ double planner_merak_ratio(int p, int k, double r0)
 static bool mk_recomputable(const cm_layer *ly)
 {
     return ly->kind == CM_DECODER || ly->kind == CM_CUSTOM;
-}
-
-/* Megatron's uniform partition over p one-chunk stages. */
-static void mk_uniform_partition(const cm_model *cm, plan *pl)
-{
-    int p = pl->num_stages, first = 0, count = 0;
-    for (int l = 0; l < cm->num_layers; l++) {
-        if (mk_recomputable(&cm->layers[l])) {
-            if (!count)
-                first = l;
-            count++;
-        }
-    }
-    int base = count / p, extra = count % p, next = first;
-    pl->chunk_start[0] = 0;
-    for (int s = 0; s < p; s++) {
-        next += base + (s >= 1 && s <= extra ? 1 : 0);
-        pl->chunk_start[s + 1] = next;
-    }
-    pl->chunk_start[p] = cm->num_layers;
 }
 
 static int mk_stage_layers(const cm_model *cm, const plan *pl, int s)
@@ -148,14 +127,13 @@ static int mk_plan(const cm_model *cm, const cl_cluster *c, const wl_workload *w
                    const planner_options *o, plan *out, np_error *err)
 {
     int p = w->parallel.pipeline_model_parallel_size;
-    if (o->schedule == SCHED_INTERLEAVED)
-        return np_error_set(err, NP_EXIT_INPUT, w->path, "schedule", 0,
-                            "merak plans one model chunk per stage; expected 1f1b, gpipe, "
-                            "zb-h1, zb-h2, pipedream or pipedream-2bw, got interleaved");
+    int rc = planner_require_one_chunk("merak", w, o, err);
+    if (rc)
+        return rc;
     if (plan_init(out, p, 1, cm->num_layers))
         return np_error_set(err, NP_EXIT_INTERNAL, "<merak>", "", 0, "out of memory");
     planner_plan_basics(out, w, o);
-    mk_uniform_partition(cm, out);
+    planner_uniform_partition(cm, out);
     for (int s = 0; s < p; s++)
         if (out->chunk_start[s + 1] <= out->chunk_start[s])
             return np_error_set(err, NP_EXIT_INPUT, w->path,
@@ -194,14 +172,8 @@ static int mk_plan(const cm_model *cm, const cl_cluster *c, const wl_workload *w
     return 0;
 }
 
-/* The plan is released on every error, so that a failed planner leaves
- * nothing to free (plan_free() on it stays harmless). */
 int planner_merak(const cm_model *cm, const cl_cluster *c, const wl_workload *w,
                   const planner_options *o, plan *out, np_error *err)
 {
-    memset(out, 0, sizeof *out);
-    int rc = mk_plan(cm, c, w, o, out, err);
-    if (rc)
-        plan_free(out);
-    return rc;
+    return planner_call_clean(mk_plan, cm, c, w, o, out, err);
 }

@@ -98,15 +98,6 @@ static recompute_kind pd_option(const cm_layer *ly, recompute_kind r)
     return pd_recomputable(ly) ? r : RECOMPUTE_NONE;
 }
 
-static double pd_stash_copies(schedule_kind sched, double inflight)
-{
-    if (sched == SCHED_PIPEDREAM)
-        return inflight - 1.0;
-    if (sched == SCHED_PIPEDREAM_2BW)
-        return 1.0;
-    return 0.0;
-}
-
 static void pd_model_free(pd_model *d)
 {
     free(d->work_s);
@@ -154,7 +145,7 @@ static int pd_model_init(pd_model *d, const cm_model *cm, const cl_cluster *c,
     }
     for (int s = 0; s < p; s++) {
         d->inflight[s] = mem_inflight(sched, p, s, m, 1, 0);
-        d->stash[s] = pd_stash_copies(sched, d->inflight[s]);
+        d->stash[s] = mem_stash_copies(sched, p, s, m);
     }
     return 0;
 }
@@ -287,14 +278,9 @@ static int pd_plan(const cm_model *cm, const cl_cluster *c, const wl_workload *w
                    const planner_options *o, plan *out, np_error *err)
 {
     int p = w->parallel.pipeline_model_parallel_size;
-    if (o->schedule == SCHED_INTERLEAVED)
-        return np_error_set(err, NP_EXIT_INPUT, w->path, "schedule", 0,
-                            "pipedream plans one model chunk per stage; expected 1f1b, gpipe, "
-                            "zb-h1, zb-h2, pipedream or pipedream-2bw, got interleaved");
-    if (cm->num_layers < p)
-        return np_error_set(err, NP_EXIT_INPUT, w->path, "parallel.pipeline_model_parallel_size",
-                            0, "pipedream needs at least one layer per stage: %d stages, %d layers",
-                            p, cm->num_layers);
+    int rc = planner_require_one_chunk("pipedream", w, o, err);
+    if (rc || (rc = planner_require_layer_per_stage("pipedream", cm, w, err)))
+        return rc;
     if (plan_init(out, p, 1, cm->num_layers))
         return np_error_set(err, NP_EXIT_INTERNAL, "<pipedream>", "", 0, "out of memory");
     planner_plan_basics(out, w, o);
@@ -322,14 +308,8 @@ static int pd_plan(const cm_model *cm, const cl_cluster *c, const wl_workload *w
                         cm->num_layers, p, cm->hbm_bytes / 1e9);
 }
 
-/* The plan is released on every error, so that a failed planner leaves
- * nothing to free (plan_free() on it stays harmless). */
 int planner_pipedream(const cm_model *cm, const cl_cluster *c, const wl_workload *w,
                       const planner_options *o, plan *out, np_error *err)
 {
-    memset(out, 0, sizeof *out);
-    int rc = pd_plan(cm, c, w, o, out, err);
-    if (rc)
-        plan_free(out);
-    return rc;
+    return planner_call_clean(pd_plan, cm, c, w, o, out, err);
 }

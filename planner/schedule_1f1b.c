@@ -16,36 +16,22 @@
  */
 #include "schedule_internal.h"
 
-/* The k-th chunk-step of a stage: chunk (k / p) mod v, micro-batch
- * (k / (p·v))·p + k mod p for a forward; the chunks in reverse for a backward
- * (schedule_interleaved.c).  With v = 1: chunk 0, micro-batch k. */
-typedef struct chunk_step {
-    int chunk, micro_batch;
-} chunk_step;
-
-static chunk_step forward_of(const plan *pl, int k)
+sched_chunk_step sched_step_at(int p, int v, int k, bool forward)
 {
-    int p = pl->num_stages, v = pl->num_chunks;
-    chunk_step c = {(k / p) % v, (k / (p * v)) * p + k % p};
-    return c;
-}
-
-static chunk_step backward_of(const plan *pl, int k)
-{
-    chunk_step c = forward_of(pl, k);
-    c.chunk = pl->num_chunks - 1 - c.chunk;
+    int in_group = (k / p) % v;
+    sched_chunk_step c = {forward ? in_group : v - 1 - in_group, (k / (p * v)) * p + k % p};
     return c;
 }
 
 static int forward_step(sched_stage *st, const plan *pl, const cm_model *cm, int s, int k)
 {
-    chunk_step c = forward_of(pl, k);
+    sched_chunk_step c = sched_step_at(pl->num_stages, pl->num_chunks, k, true);
     return sched_emit_forward_step(st, pl, cm, s, c.chunk, c.micro_batch);
 }
 
 static int backward_step(sched_stage *st, const plan *pl, const cm_model *cm, int s, int k)
 {
-    chunk_step c = backward_of(pl, k);
+    sched_chunk_step c = sched_step_at(pl->num_stages, pl->num_chunks, k, false);
     return sched_emit_backward_step(st, pl, cm, s, c.chunk, c.micro_batch, false, true);
 }
 
