@@ -3,6 +3,14 @@
  *
  * Paths: tests run from the source root (CTest sets the working directory);
  * test_path() also makes them work from anywhere by prefixing the source dir.
+ *
+ * What a suite builds its cases from, so that each test shows only what it
+ * specifies: uniform models and plans with their op lists; seeded random
+ * models (test_random_model, one xorshift64* stream per suite, so every
+ * machine checks the same models); the 910B-class cluster of the platforms;
+ * planner_run() with default options; a synthetic plan simulated in a forked
+ * child (test_simulate_plan: SimGrid holds one platform per process); and
+ * simrun's path on a workload file (test_job_build).
  */
 #ifndef TESTUTIL_H
 #define TESTUTIL_H
