@@ -535,11 +535,17 @@ static void bound_reach(bound_ctx *bc)
 {
     int p = bc->x->p, L = bc->x->num_layers;
     bool *reach = bc->reach;
+    /* Stage k starts at layer k or later: the k stages before it hold one
+     * layer at least (and stage_lower_bound reads layer s − 1 when k > 0). */
     for (int s = 0; s <= L; s++)
-        reach[(p - 1) * (L + 1) + s] = s < L && stage_admissible(bc, p - 1, s, L);
+        reach[(p - 1) * (L + 1) + s] = s >= p - 1 && s < L && stage_admissible(bc, p - 1, s, L);
     for (int k = p - 2; k >= 0; k--)
         for (int s = 0; s <= L; s++) {
             bool ok = false;
+            if (s < k) {
+                reach[k * (L + 1) + s] = false;
+                continue;
+            }
             for (int e = s + 1; !ok && e <= L - (p - 1 - k); e++)
                 ok = reach[(k + 1) * (L + 1) + e] && stage_admissible(bc, k, s, e);
             reach[k * (L + 1) + s] = ok;

@@ -112,7 +112,9 @@ static double *mk_candidates(const cm_model *cm, const plan *pl, int *count)
     for (int s = 0; s < p && (s < p - 1 || p == 1); s++) {
         int layers = mk_stage_layers(cm, pl, s);
         double shrink = (s == 0) ? 1.0 : (p - 1.0 - s) / (p - 1.0);
-        for (int c = 1; c <= layers; c++) {
+        /* Stage s's count changes where r_s = c/n: c = 0 too for s ≥ 1
+         * (the r0 below which it recomputes nothing while stage 0 does). */
+        for (int c = s == 0 ? 1 : 0; c <= layers; c++) {
             double r0 = 1.0 - (1.0 - (double)c / layers) * shrink;
             if (r0 > 0.0 && r0 < 1.0)
                 v[k++] = r0;

@@ -254,10 +254,49 @@ static void test_planner_recomputes_just_enough_where_a_later_stage_binds(void)
     cm_free(&cm);
 }
 
+/* [embedding, d1, d2, d3, head] on p = 3 (one decoder per stage, the
+ * embedding with d1, the head with d3), m = 4, 1F1B: 3, 2 and 1 micro-batches
+ * in flight.  Every layer F = 1, B = 2, 10 B of activations, no state; a
+ * decoder under full recompute keeps 1 B and costs 1 s; 50 B of memory.
+ * Stage 0 needs d1 recomputed (3·(10 + 10) = 60 B; with d1: 3·11 + 9 = 42 B),
+ * the other stages fit as they are.  r1 = 1 − 2(1 − r0) is 0 for r0 = 1/2,
+ * where stage 0 recomputes ceil(r0·1) = 1 layer: stage times 7, 3, 6 s, so
+ * T = 16 + 3·7 = 37 s.  Recomputing d2 as well (r0 = 1) costs 38 s. */
+static void test_planner_lets_a_later_stage_recompute_nothing(void)
+{
+    cm_model cm;
+    test_uniform_model(&cm, 5);
+    const cm_layer_kind kinds[5] = {CM_EMBEDDING, CM_DECODER, CM_DECODER, CM_DECODER,
+                                    CM_LM_HEAD};
+    for (int l = 0; l < 5; l++) {
+        cm_layer *ly = &cm.layers[l];
+        ly->kind = kinds[l];
+        ly->state_bytes = 0;
+        if (ly->kind == CM_DECODER) {
+            ly->activation_bytes[RECOMPUTE_FULL] = 1;
+            ly->recompute_s[RECOMPUTE_FULL] = 1;
+        }
+    }
+    cm.hbm_bytes = 50;
+    wl_workload w;
+    test_pipeline_workload(&w, 3, 4, SCHED_1F1B);
+    plan pl;
+    CU_ASSERT_EQUAL_FATAL(test_run_planner("merak", &cm, NULL, &w, &pl, NULL), 0);
+    const recompute_kind expect[5] = {RECOMPUTE_NONE, RECOMPUTE_FULL, RECOMPUTE_NONE,
+                                      RECOMPUTE_NONE, RECOMPUTE_NONE};
+    for (int l = 0; l < 5; l++)
+        CU_ASSERT_EQUAL(pl.recompute[l], expect[l]);
+    ASSERT_REL(pl.predicted_iteration_s, 37.0, 1e-15);
+    plan_free(&pl);
+    cm_free(&cm);
+}
+
 void register_merak_tests(void)
 {
     TEST_SUITE("merak",
                {"ratio_p4_r0_half", test_ratio_p4_r0_half},
+               {"planner_lets_a_later_stage_recompute_nothing",
+                test_planner_lets_a_later_stage_recompute_nothing},
                {"ratio_p4_r0_0p8", test_ratio_p4_r0_0p8},
                {"ratio_r0_one_recomputes_all_stages_but_the_last",
                 test_ratio_r0_one_recomputes_all_stages_but_the_last},
