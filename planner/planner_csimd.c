@@ -311,7 +311,8 @@ static double stage_tail_s(const csimd_ctx *x, int first, int last)
 {
     double t = cm_optimizer_step_s(x->cm, first, last);
     if (x->dp > 1)
-        t += cm_ring_allreduce_s(x->c, x->dp, x->grad_prefix[last] - x->grad_prefix[first]);
+        t += predict_dp_allreduce_s(x->c, x->cm->tensor_parallel > 0 ? x->cm->tensor_parallel : 1,
+                                    x->dp, x->grad_prefix[last] - x->grad_prefix[first]);
     return t;
 }
 
