@@ -164,8 +164,12 @@ static int read_optional_arrays(reader *r, plan *pl)
             return np_error_set(r->err, NP_EXIT_INTERNAL, r->path, "", 0, "out of memory");
         }
         rc = get_int_array(r, "recompute_units", pl->num_layers, 0, units, 1);
-        for (int l = 0; rc == 0 && l < pl->num_layers; l++)
+        for (int l = 0; rc == 0 && l < pl->num_layers; l++) {
+            if (units[l] > UINT16_MAX)
+                rc = np_error_set(r->err, NP_EXIT_INPUT, r->path, "recompute_units", 0,
+                                  "element %d: a mask of at most 16 units, got %d", l, units[l]);
             pl->recompute_units[l] = (uint16_t)units[l];
+        }
         free(units);
         if (rc)
             return rc;

@@ -1319,11 +1319,20 @@ static bool tighten_budgets(bmp_problem *pb, const plan *pl)
     return any;
 }
 
+/* Interleaved plans are optimal only for the ILP's memory rows, which
+ * charge every chunk's in-flight activations plus the largest recompute
+ * working set at once: an upper bound of the replayed peak (chunk j's
+ * activations are freed before chunk 0 recomputes), so a cheaper plan that
+ * fits may be excluded.  The status says so instead of "optimal". */
 static void set_status(plan *pl, const solve_out *so, bool counts)
 {
     pl->solver_gap = so->gap;
+    bool interleaved = pl->num_chunks > 1;
     snprintf(pl->solver_status, sizeof pl->solver_status, "%s, %s form",
-             so->status == GLP_OPT ? "optimal" : "time limit", counts ? "count" : "binary");
+             so->status != GLP_OPT ? "time limit"
+             : interleaved         ? "opt. (safe memory)"
+                                   : "optimal",
+             counts ? "count" : "binary");
 }
 
 int planner_bmpipe_form(const cm_model *cm, const cl_cluster *c, const wl_workload *w,

@@ -48,6 +48,7 @@
 #include "planner.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "memory.h"
@@ -166,7 +167,11 @@ static int mk_plan(const cm_model *cm, const cl_cluster *c, const wl_workload *w
     if (best_s == INFINITY) { /* r0 = 1 does not fit either: say where */
         out->merak_shifted_recompute = false;
         mk_apply(cm, out, 1.0);
-        return mem_check_fits(cm, out, err);
+        snprintf(out->planner, sizeof out->planner, "merak");
+        rc = mem_check_fits(cm, out, err);
+        if (rc && err) /* Merak's rule, not the job, may be what does not fit */
+            snprintf(err->key, sizeof err->key, "its last stage never recomputes");
+        return rc;
     }
     out->merak_shifted_recompute = best_shift;
     mk_apply(cm, out, best_r0);

@@ -63,6 +63,7 @@ typedef struct engine {
     const engine_options *opt;
     int tp, dp, p;
     int fold;        /* replicas whose pipelines run: dp, or K when folded */
+    int finished;    /* actors that reached their end (a deadlock leaves fewer) */
     double t0;       /* simulated clock at the run's start */
     long activities;
     worker *workers; /* [p·dp], worker (s, d) at s·dp + d */

@@ -8,6 +8,7 @@
  * schedule, replays it on SimGrid and reports.  Every user error is one line
  * on stderr naming the file and key, with an exit code from np_exit_code.
  */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -121,7 +122,7 @@ static int usage_error(const char *fmt, const char *arg)
 {
     fprintf(stderr, "simrun: ");
     fprintf(stderr, fmt, arg);
-    fprintf(stderr, "\n(run simrun --help for usage)\n");
+    fprintf(stderr, " (simrun --help lists the options)\n");
     return NP_EXIT_USAGE;
 }
 
@@ -173,7 +174,7 @@ static int parse_collectives(cli *c)
     if (c->dp_bucket_bytes) {
         char *end;
         double v = strtod(c->dp_bucket_bytes, &end);
-        if (*c->dp_bucket_bytes == '\0' || *end != '\0' || !(v >= 1)) {
+        if (*c->dp_bucket_bytes == '\0' || *end != '\0' || !(v >= 1) || isinf(v)) {
             fprintf(stderr, "simrun: --dp-bucket-bytes expects a size in bytes >= 1, got '%s'\n",
                     c->dp_bucket_bytes);
             return NP_EXIT_USAGE;
@@ -441,6 +442,10 @@ static int run_all_planners(const cli *c, job *j, np_error *err)
             successes++;
             continue;
         }
+        if (rc == NP_EXIT_INTERNAL) { /* SimGrid's state is lost: stop here */
+            *err = one;
+            return rc;
+        }
         char buf[1400];
         fprintf(stderr, "simrun: planner %s: %s\n", all[i].name, np_error_format(&one, buf, sizeof buf));
         if (!first_rc) {
@@ -498,6 +503,40 @@ static int write_frontier(const cli *c, job *j, np_error *err)
     return rc;
 }
 
+/* A saved plan must train the workload's batch (tokens/s and the CSV come
+ * from it), name only recompute units its layers have, and fit in memory
+ * under its own cost model. */
+static int check_saved_plan(const cli *c, const job *j, plan *pl, np_error *err)
+{
+    long samples = (long)pl->num_micro_batches * pl->micro_batch_size;
+    if (pl->micro_batch_sizes) {
+        samples = 0;
+        for (int i = 0; i < pl->num_micro_batches; i++)
+            samples += pl->micro_batch_sizes[i];
+    }
+    if (samples * pl->data_parallel != j->w.training.global_batch_size)
+        return np_error_set(err, NP_EXIT_INPUT, c->plan_in, "num_micro_batches", 0,
+                            "the plan trains %ld samples per pipeline x %d replicas = %ld per "
+                            "iteration, the workload's global_batch_size is %ld",
+                            samples, pl->data_parallel, samples * pl->data_parallel,
+                            j->w.training.global_batch_size);
+    cm_model own;
+    const cm_model *cm;
+    int rc = planner_cost_model_for(&j->w, &j->pf.cluster, &j->cm, pl, &own, &cm, err);
+    for (int l = 0; !rc && pl->recompute_units && l < pl->num_layers; l++)
+        if (pl->recompute_units[l] >> cm->layers[l].num_units)
+            rc = np_error_set(err, NP_EXIT_INPUT, c->plan_in, "recompute_units", 0,
+                              "layer %d (%s) has %d recomputable units, the mask 0x%x names "
+                              "others",
+                              l, cm->layers[l].name, cm->layers[l].num_units,
+                              pl->recompute_units[l]);
+    if (!rc)
+        rc = mem_check_fits(cm, pl, err);
+    if (cm == &own)
+        cm_free(&own);
+    return rc;
+}
+
 static int run_job(cli *c, job *j, np_error *err)
 {
     int rc = load_inputs(c, j, err);
@@ -509,7 +548,8 @@ static int run_job(cli *c, job *j, np_error *err)
         plan pl;
         if ((rc = plan_read_json(c->plan_in, j->cm.num_layers, &pl, err)))
             return rc;
-        if (!(rc = mem_check_fits(&j->cm, &pl, err)))
+        if (!(rc = check_saved_plan(c, j, &pl, err)) &&
+            !(rc = c->shifted_recompute ? shift_recompute(j, &pl, err) : 0))
             rc = simulate_and_report(c, j, &pl, err);
         plan_free(&pl);
         return rc;

@@ -53,13 +53,19 @@ if tail -1 "$TMP/r.csv" | grep -q 'micro_batch_size=2'; then ok; else ko "--csv 
 if [ "$(awk -F, 'NR>1{print $14}' "$TMP/p.csv" | sort -u | wc -l)" -eq 1 ] &&
     [ "$(wc -l <"$TMP/p.csv")" -eq 3 ]; then ok; else ko "--plan replays a --plan-out plan"; fi
 expect_error "plan for another model" 2 "num_layers" --plan "$TMP/plan.json" --set num_layers=12 "$P8" "$W8"
+expect_error "plan for another batch" 2 "global_batch_size" --plan "$TMP/plan.json" --set global_batch_size=32 \
+    "$P8" "$W8"
 
 # options that change what is simulated run and say so
 "$SIMRUN" --shifted-recompute --set recompute_granularity=full "$P8" "$W8" >"$TMP/out" 2>"$TMP/err" &&
     grep -q "full+shift" "$TMP/out" && ok || ko "--shifted-recompute marks the plan"
-"$SIMRUN" --dp-overlap --dp-algorithm halving-doubling --fold-dp 2 platforms/test_64npu.xml "$W8" \
+"$SIMRUN" --dp-overlap --dp-algorithm halving-doubling platforms/test_64npu.xml "$W8" \
     --set data_parallel_size=16 >"$TMP/out" 2>"$TMP/err" && grep -q "megatron" "$TMP/out" &&
-    ok || ko "--dp-overlap with another algorithm and folding runs"
+    ok || ko "--dp-overlap with another algorithm runs"
+expect_error "fold with overlap" 1 "dp-overlap" --dp-overlap --fold-dp 2 platforms/test_64npu.xml \
+    "$W8" --set data_parallel_size=16
+expect_error "overlap with async PipeDream" 1 "PipeDream" --dp-overlap --schedule pipedream "$P8" "$W8"
+expect_error "infinite bucket" 1 "dp-bucket-bytes" --dp-overlap --dp-bucket-bytes inf "$P8" "$W8"
 
 # --- bad command line ---------------------------------------------------------
 expect_error "unknown option" 1 "unknown option" --frobnicate "$P8" "$W8"
