@@ -32,7 +32,18 @@ void engine_init_options(engine_options *o)
     o->dp_bucket_bytes = 0; /* Megatron's default for the run's DP size */
 }
 
-void engine_simgrid_init(int *argc, char **argv)
+typedef struct init_args {
+    int *argc;
+    char **argv;
+} init_args;
+
+static void init_simgrid(void *ctx)
+{
+    init_args *a = ctx;
+    simgrid_init(a->argc, a->argv);
+}
+
+int engine_simgrid_init(int *argc, char **argv, np_error *err)
 {
     /* DESIGN.md, "Recommended SimGrid configuration", given before the
      * user's own --cfg options so that those win. */
@@ -60,8 +71,15 @@ void engine_simgrid_init(int *argc, char **argv)
     for (int i = 1; i < *argc && n < (int)(sizeof args / sizeof args[0]) - 1; i++)
         args[n++] = argv[i];
     args[n] = NULL;
-    simgrid_init(&n, args);
+    /* SimGrid aborts on a bad --cfg or --log: catch it, say it on one line. */
+    init_args a = {&n, args};
+    char message[1024] = "";
+    if (platform_guarded(init_simgrid, &a, message, sizeof message))
+        return np_error_set(err, NP_EXIT_USAGE, "<command line>", "--cfg/--log", 0,
+                            "SimGrid rejected an option: %s",
+                            message[0] ? message : "(no message)");
     xbt_log_control_set("root.thresh:critical");
+    return 0;
 }
 
 /* ---- channels ---------------------------------------------------------- */

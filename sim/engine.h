@@ -123,7 +123,8 @@ void engine_result_free(engine_result *r);
 
 /* Starts SimGrid for this process with npusim's configuration (DESIGN.md:
  * CM02, no cross-traffic, no TCP window cap) and quiet logs.  Call once,
- * before platform_load(). */
-void engine_simgrid_init(int *argc, char **argv);
+ * before platform_load().  A --cfg or --log SimGrid rejects is an np_error
+ * (NP_EXIT_USAGE), not an abort. */
+int engine_simgrid_init(int *argc, char **argv, np_error *err);
 
 #endif

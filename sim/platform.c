@@ -53,6 +53,7 @@
 
 #include <simgrid/engine.h>
 #include <simgrid/host.h>
+#include <xbt/dynar.h>
 #include <xbt/log.h>
 
 /* ---------------------------------------------------------------- checks */
@@ -67,8 +68,8 @@ static int platform_check_file(const char *path, np_error *err)
     int is_regular = fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
     close(fd);
     if (!is_regular)
-        return np_error_set(err, NP_EXIT_INPUT, path, "", 0, "cannot open platform file: %s",
-                            strerror(EISDIR));
+        return np_error_set(err, NP_EXIT_INPUT, path, "", 0,
+                            "cannot read platform file: not a regular file");
     return 0;
 }
 
@@ -76,6 +77,7 @@ static int platform_check_file(const char *path, np_error *err)
 
 typedef struct abort_trap {
     struct sigaction old_action;
+    struct sigaction old_segv_action; /* SimGrid dereferences a missing route */
     int saved_stderr_fd; /* -1 when stderr is not redirected */
     FILE *capture;
 } abort_trap;
@@ -100,6 +102,7 @@ static void trap_end(abort_trap *t, int replay)
     trap_armed = 0;
     trap_active = NULL;
     sigaction(SIGABRT, &t->old_action, NULL);
+    sigaction(SIGSEGV, &t->old_segv_action, NULL);
     if (t->saved_stderr_fd < 0)
         return;
     fflush(stderr);
@@ -144,6 +147,7 @@ static void trap_begin(abort_trap *t)
     sa.sa_handler = trap_on_abort;
     sigemptyset(&sa.sa_mask);
     sigaction(SIGABRT, &sa, &t->old_action);
+    sigaction(SIGSEGV, &sa, &t->old_segv_action);
     trap_active = t;
 }
 
@@ -197,26 +201,35 @@ static int simgrid_message_to_error(const char *path, const char *message, np_er
     return np_error_set(err, NP_EXIT_INPUT, path, "", 0, "%s", message);
 }
 
+int platform_guarded(void (*fn)(void *ctx), void *ctx, char *message, size_t size)
+{
+    xbt_log_control_set("xbt_exception.thresh:error");
+    abort_trap trap;
+    trap_begin(&trap);
+    if (sigsetjmp(trap_jump, 1) == 0) {
+        trap_armed = 1;
+        fn(ctx);
+        trap_end(&trap, 1);
+        trap_close(&trap);
+        return 0;
+    }
+    trap_first_error(&trap, message, size);
+    trap_end(&trap, 0);
+    trap_close(&trap);
+    return 1;
+}
+
+static void load_platform(void *path) { simgrid_load_platform(path); }
+
 static int platform_load_into_simgrid(const char *path, np_error *err)
 {
     static int loads;
     if (loads++)
         return np_error_set(err, NP_EXIT_INTERNAL, path, "", 0,
                             "SimGrid holds one platform per process; one was already loaded");
-    xbt_log_control_set("xbt_exception.thresh:error");
-    abort_trap trap;
-    trap_begin(&trap);
-    if (sigsetjmp(trap_jump, 1) == 0) {
-        trap_armed = 1;
-        simgrid_load_platform(path);
-        trap_end(&trap, 1);
-        trap_close(&trap);
-        return 0;
-    }
     char message[1024];
-    trap_first_error(&trap, message, sizeof message);
-    trap_end(&trap, 0);
-    trap_close(&trap);
+    if (platform_guarded(load_platform, (void *)path, message, sizeof message) == 0)
+        return 0;
     return simgrid_message_to_error(path, message, err);
 }
 
@@ -388,6 +401,55 @@ static int platform_check_uniform(const char *path, const sim_platform *p, np_er
     return 0;
 }
 
+/* Every server must be reachable: routes from NPU 0 to the first NPU of
+ * every other server, and back, have links (a routing zone without them
+ * would crash SimGrid in a route query or stop it mid-run).  Looked up under
+ * the abort trap, at about a microsecond each. */
+typedef struct route_probe {
+    sim_platform *p;
+    int missing_from, missing_to; /* ranks of the first pair without links, or -1 */
+    int probing_from, probing_to; /* the pair being looked up */
+} route_probe;
+
+static void probe_routes(void *ctx)
+{
+    route_probe *r = ctx;
+    const sim_platform *p = r->p;
+    int per_node = p->cluster.npus_per_node;
+    xbt_dynar_t links = xbt_dynar_new(sizeof(sg_link_t), NULL);
+    for (int n = per_node; n < p->num_npus && r->missing_from < 0; n += per_node) {
+        for (int dir = 0; dir < 2 && r->missing_from < 0; dir++) {
+            int from = dir ? n : 0, to = dir ? 0 : n;
+            r->probing_from = from; /* survives an abort inside the query */
+            r->probing_to = to;
+            xbt_dynar_reset(links);
+            sg_host_get_route(p->host_of_rank[from], p->host_of_rank[to], links);
+            if (xbt_dynar_is_empty(links)) {
+                r->missing_from = from;
+                r->missing_to = to;
+            }
+        }
+    }
+    xbt_dynar_free(&links);
+}
+
+static int platform_check_routes(const char *path, sim_platform *p, np_error *err)
+{
+    route_probe r = {p, -1, -1, -1, -1};
+    char message[1024] = "";
+    if (platform_guarded(probe_routes, &r, message, sizeof message)) {
+        r.missing_from = r.probing_from; /* SimGrid failed on this route */
+        r.missing_to = r.probing_to;
+    }
+    if (r.missing_from >= 0)
+        return np_error_set(err, NP_EXIT_INPUT, path, "", 0,
+                            "no network route from '%s' to '%s': every server must reach the "
+                            "others",
+                            sg_host_get_name(p->host_of_rank[r.missing_from]),
+                            sg_host_get_name(p->host_of_rank[r.missing_to]));
+    return 0;
+}
+
 /* Scale-out figures: the route from rank 0 to the first NPU of node 1. */
 static int platform_read_scaleout(const char *path, sim_platform *p, np_error *err)
 {
@@ -397,6 +459,9 @@ static int platform_read_scaleout(const char *path, sim_platform *p, np_error *e
         c->scaleout_latency_s = c->scaleup_latency_s;
         return 0;
     }
+    int rc = platform_check_routes(path, p, err);
+    if (rc)
+        return rc;
     sg_host_t a = p->host_of_rank[0], b = p->host_of_rank[c->npus_per_node];
     c->scaleout_bandwidth_Bps = sg_host_get_route_bandwidth(a, b);
     c->scaleout_latency_s = sg_host_get_route_latency(a, b);
@@ -416,9 +481,9 @@ static int platform_read_cluster(const char *path, sim_platform *p, np_error *er
     snprintf(c->name, sizeof c->name, "%s", path);
     c->num_npus = p->num_npus;
     c->peak_flops = sg_host_get_speed(p->host_of_rank[0]);
-    if (!(c->peak_flops > 0))
+    if (!(c->peak_flops >= 1e6) || isinf(c->peak_flops))
         return np_error_set(err, NP_EXIT_INPUT, path, "speed", 0,
-                            "host '%s' has speed %g: expected the peak FLOP/s (> 0)",
+                            "host '%s' has speed %g: expected the peak FLOP/s (at least 1e6)",
                             sg_host_get_name(p->host_of_rank[0]), c->peak_flops);
     int rc = platform_read_props(path, p->host_of_rank[0], c, err);
     if (!rc)

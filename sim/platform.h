@@ -13,6 +13,7 @@
 #define SIM_PLATFORM_H
 
 #include <simgrid/forward.h>
+#include <stddef.h>
 
 #include "cluster.h"
 #include "np_error.h"
@@ -23,9 +24,16 @@ typedef struct sim_platform {
     sg_host_t *host_of_rank; /* [num_npus] */
 } sim_platform;
 
-/* Checks the file before SimGrid sees it (exists, readable, well-formed
- * enough for SimGrid's parser), then loads it.  Returns 0 or NP_EXIT_INPUT. */
+/* Checks the file before SimGrid sees it (exists, is a regular file), then
+ * loads it with SimGrid's aborts caught (platform_guarded) and checks that
+ * every server can reach the others.  Returns 0 or NP_EXIT_INPUT. */
 int platform_load(const char *path, sim_platform *out, np_error *err);
 void platform_free(sim_platform *p);
+
+/* Runs fn(ctx) with SimGrid's aborts caught (SimGrid reports bad input by
+ * aborting): 0 when fn returned, 1 when SimGrid aborted, with the first error
+ * it logged in message.  After an abort SimGrid's state cannot be trusted:
+ * the caller reports and exits. */
+int platform_guarded(void (*fn)(void *ctx), void *ctx, char *message, size_t size);
 
 #endif

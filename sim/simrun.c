@@ -484,7 +484,8 @@ static int load_inputs(cli *c, job *j, np_error *err)
                             c->planner ? "<command line>" : c->workload_path,
                             c->planner ? "--planner" : "planner", 0, "unknown planner '%s'",
                             name);
-    engine_simgrid_init(&c->simgrid_argc, c->simgrid_argv);
+    if ((rc = engine_simgrid_init(&c->simgrid_argc, c->simgrid_argv, err)))
+        return rc;
     if ((rc = platform_load(c->platform_path, &j->pf, err)))
         return rc;
     if ((rc = wl_check_cluster(&j->w, j->pf.num_npus, err)))

@@ -67,7 +67,9 @@ void test_simgrid_init(void)
     static char arg0[] = "npusim_tests";
     static char *argv[] = {arg0, NULL};
     int argc = 1;
-    engine_simgrid_init(&argc, argv);
+    np_error err;
+    if (engine_simgrid_init(&argc, argv, &err) != 0)
+        _exit(3); /* the child's failure shows in test_in_child's result */
 }
 
 int test_write_all(int fd, const void *data, size_t size)
