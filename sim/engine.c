@@ -427,8 +427,7 @@ static void run_op(worker *w, const sched_op *op)
     case OP_WEIGHT_GRAD:
     case OP_RECOMPUTE:
     case OP_OPTIMIZER:
-        run_compute(w, op, (int)(op - w->eng->sc->stages[w->stage].ops), 1);
-        break;
+        break; /* worker_main runs compute ops in blocks (run_compute) */
     case OP_SEND_FORWARD:
         w->p2p_exposed_s += timed_send(w, op, CH_FORWARD);
         break;
