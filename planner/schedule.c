@@ -332,17 +332,17 @@ bool sched_skips_recompute(const plan *pl, int stage, int micro_batch)
     return micro_batch >= m - (p - stage);
 }
 
-/* A FIFO per (receiving stage, direction) of micro_batch·p + sending stage. */
+/* A FIFO per (receiving stage, direction) of the messages sent to it. */
 typedef struct check_channel {
-    int *items;
+    long *items;
     int head, tail, capacity;
 } check_channel;
 
-static int channel_push(check_channel *ch, int item)
+static int channel_push(check_channel *ch, long item)
 {
     if (ch->tail == ch->capacity) {
         int cap = ch->capacity ? 2 * ch->capacity : 32;
-        int *items = realloc(ch->items, (size_t)cap * sizeof *items);
+        long *items = realloc(ch->items, (size_t)cap * sizeof *items);
         if (!items)
             return -1;
         ch->items = items;
@@ -355,6 +355,23 @@ static int channel_push(check_channel *ch, int item)
 static bool is_recv(int kind) { return kind == OP_RECV_FORWARD || kind == OP_RECV_BACKWARD; }
 static bool is_send(int kind) { return kind == OP_SEND_FORWARD || kind == OP_SEND_BACKWARD; }
 static int direction(int kind) { return kind == OP_SEND_FORWARD || kind == OP_RECV_FORWARD ? 0 : 1; }
+
+/* Channel items encode (micro-batch, sender's chunk, sender stage). */
+#define CHECK_MAX_CHUNKS 256
+
+/* The chunk whose output a receive on stage s expects: the same chunk of
+ * the neighbouring stage, except across the interleaved wrap-around, where
+ * the last stage's chunk j feeds the first stage's chunk j + 1 (and the
+ * first stage's gradient of chunk j goes to the last stage's chunk j − 1). */
+static int sender_chunk(const schedule *sc, int s, const sched_op *op)
+{
+    int p = sc->num_stages;
+    if (op->kind == OP_RECV_FORWARD && s == 0 && op->peer == p - 1)
+        return op->chunk - 1;
+    if (op->kind == OP_RECV_BACKWARD && s == p - 1 && op->peer == 0)
+        return op->chunk + 1;
+    return op->chunk;
+}
 
 /* Executes as many ops of stage s as it can; returns how many it ran,
  * or -1 with err set on a mismatch. */
@@ -369,19 +386,24 @@ static int check_advance(const schedule *sc, int s, int *pc, check_channel *chan
                 return np_error_set(err, NP_EXIT_INTERNAL, "<schedule>", "", 0,
                                     "stage %d op %d sends to stage %d", s, pc[s], op->peer), -1;
             check_channel *ch = &chans[op->peer * 2 + direction(op->kind)];
-            if (channel_push(ch, op->micro_batch * sc->num_stages + s) != 0)
+            long item = ((long)op->micro_batch * CHECK_MAX_CHUNKS + op->chunk) * sc->num_stages + s;
+            if (channel_push(ch, item) != 0)
                 return np_error_set(err, NP_EXIT_INTERNAL, "<schedule>", "", 0, "out of memory"), -1;
         } else if (is_recv(op->kind)) {
             check_channel *ch = &chans[s * 2 + direction(op->kind)];
             if (ch->head == ch->tail)
                 break; /* blocked */
-            int item = ch->items[ch->head++];
-            if (item / sc->num_stages != op->micro_batch || item % sc->num_stages != op->peer)
+            long item = ch->items[ch->head++];
+            int p = sc->num_stages;
+            int from = (int)(item % p), chunk = (int)(item / p % CHECK_MAX_CHUNKS);
+            int mb = (int)(item / p / CHECK_MAX_CHUNKS);
+            if (mb != op->micro_batch || from != op->peer || chunk != sender_chunk(sc, s, op))
                 return np_error_set(err, NP_EXIT_INTERNAL, "<schedule>", "", 0,
-                                    "stage %d op %d (%s) expects micro-batch %d from stage %d, "
-                                    "the channel delivers micro-batch %d from stage %d",
-                                    s, pc[s], sched_op_name(op->kind), op->micro_batch, op->peer,
-                                    item / sc->num_stages, item % sc->num_stages), -1;
+                                    "stage %d op %d (%s) expects micro-batch %d, chunk %d from "
+                                    "stage %d, the channel delivers micro-batch %d, chunk %d from "
+                                    "stage %d",
+                                    s, pc[s], sched_op_name(op->kind), op->micro_batch,
+                                    sender_chunk(sc, s, op), op->peer, mb, chunk, from), -1;
         }
         pc[s]++;
         ran++;
