@@ -119,6 +119,28 @@ static void test_check_rejects_a_deadlock(void)
     test_built_schedule_free(&b);
 }
 
+/* Interleaved, p = 2, v = 2: stage 1 sends its chunk-0 outputs to stage 0's
+ * chunk 1.  Relabelling one of those sends as chunk 1 (which would feed a
+ * chunk 2 that does not exist) must be caught. */
+static void test_check_rejects_a_transfer_of_the_wrong_chunk(void)
+{
+    test_built_schedule b;
+    test_build_schedule(&b, 2, 2, 2, 1, 0, SCHED_INTERLEAVED);
+    CU_ASSERT_EQUAL_FATAL(b.rc, 0);
+    np_error err;
+    CU_ASSERT_EQUAL(sched_check(&b.sc, &err), 0);
+    sched_stage *st = &b.sc.stages[1];
+    int send = -1;
+    for (int i = 0; i < st->num_ops && send < 0; i++)
+        if (st->ops[i].kind == OP_SEND_FORWARD && st->ops[i].chunk == 0)
+            send = i;
+    CU_ASSERT_FATAL(send >= 0);
+    st->ops[send].chunk = 1;
+    CU_ASSERT_NOT_EQUAL(sched_check(&b.sc, &err), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.text, "chunk"));
+    test_built_schedule_free(&b);
+}
+
 void register_schedule_tests(void)
 {
     TEST_SUITE("schedule",
@@ -127,5 +149,7 @@ void register_schedule_tests(void)
                {"1f1b_in_flight_is_min_p_minus_s_m", test_1f1b_in_flight_is_min_p_minus_s_m},
                {"forward_allocates_what_backward_frees", test_forward_allocates_what_backward_frees},
                {"check_rejects_receives_out_of_order", test_check_rejects_receives_out_of_order},
-               {"check_rejects_a_deadlock", test_check_rejects_a_deadlock});
+               {"check_rejects_a_deadlock", test_check_rejects_a_deadlock},
+               {"check_rejects_a_transfer_of_the_wrong_chunk",
+                test_check_rejects_a_transfer_of_the_wrong_chunk});
 }
