@@ -166,7 +166,7 @@ static void replay_backward(replay *r, int chunk, int mb)
  * then the drain, over total chunk-steps in the schedules' order
  * (sched_step_at()): GPipe (warm-up m), 1F1B and its variants (warm-up
  * k − 1), interleaved (Megatron's warm-up, v chunks). */
-static void replay_order(replay *r, int p, int v, int warmup, int total)
+static void replay_order(replay *r, int p, int v, int warmup, int total, bool reverse_backwards)
 {
     int f = 0, b = 0;
     for (; f < warmup; f++) {
@@ -180,7 +180,9 @@ static void replay_order(replay *r, int p, int v, int warmup, int total)
         replay_backward(r, c.chunk, c.micro_batch);
     }
     for (; b < total; b++) {
-        sched_chunk_step c = sched_step_at(p, v, b, false);
+        /* GPipe drains its backwards last micro-batch first
+         * (schedule_gpipe.c); it matters where they differ (Merak's shift). */
+        sched_chunk_step c = sched_step_at(p, v, reverse_backwards ? total - 1 - b : b, false);
         replay_backward(r, c.chunk, c.micro_batch);
     }
 }
@@ -219,9 +221,9 @@ void mem_stage_bytes(const cm_model *cm, const plan *pl, int s, mem_stage *out)
     out->static_bytes += mem_stash_copies(pl->schedule, p, s, m) * weights;
     replay r = {cm, pl, s, chunks, 0.0, 0.0, 0.0};
     if (pl->schedule == SCHED_INTERLEAVED && v > 1)
-        replay_order(&r, p, v, interleaved_warmup(p, s, m, v), m * v);
+        replay_order(&r, p, v, interleaved_warmup(p, s, m, v), m * v, false);
     else
-        replay_order(&r, p, 1, flat_warmup(pl->schedule, p, s, m), m);
+        replay_order(&r, p, 1, flat_warmup(pl->schedule, p, s, m), m, pl->schedule == SCHED_GPIPE);
     free(chunks);
     out->activation_bytes = r.peak_held;
     out->transient_bytes = r.peak_total - r.peak_held;
