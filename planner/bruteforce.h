@@ -33,7 +33,7 @@ typedef double (*bf_cost_fn)(const plan *candidate, void *ctx);
 
 /* Recompute options to try, one bit per recompute_kind. */
 #define BF_OPTION(r) (1u << (r))
-#define BF_ALL_OPTIONS                                                                \
+#define BF_ALL_OPTIONS                                                                             \
     (BF_OPTION(RECOMPUTE_NONE) | BF_OPTION(RECOMPUTE_SELECTIVE) | BF_OPTION(RECOMPUTE_FULL))
 
 #define BF_MAX_CANDIDATES 50000000L

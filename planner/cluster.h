@@ -20,17 +20,18 @@
 #define CLUSTER_H
 
 typedef struct cl_cluster {
-    char name[128];              /* platform file */
+    char name[128]; /* platform file */
     int num_npus;
     int npus_per_node;
-    double peak_flops;           /* per NPU, dense, training dtype */
-    double matmul_efficiency;    /* (0, 1] */
-    double hbm_bytes;            /* per NPU */
-    double hbm_bandwidth_Bps;    /* per NPU */
-    double scaleup_bandwidth_Bps;/* per NPU, one direction */
+    double peak_flops;            /* per NPU, dense, training dtype */
+    double matmul_efficiency;     /* (0, 1] */
+    double hbm_bytes;             /* per NPU */
+    double hbm_bandwidth_Bps;     /* per NPU */
+    double scaleup_bandwidth_Bps; /* per NPU, one direction */
     double scaleup_latency_s;
-    double scaleout_bandwidth_Bps; /* NIC bandwidth of one NPU (bottleneck of an inter-node route) */
-    double scaleout_latency_s;     /* latency of an inter-node route */
+    double
+        scaleout_bandwidth_Bps; /* NIC bandwidth of one NPU (bottleneck of an inter-node route) */
+    double scaleout_latency_s;  /* latency of an inter-node route */
     double kernel_launch_s;
 } cl_cluster;
 

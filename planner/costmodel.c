@@ -161,28 +161,28 @@ double cm_ring_allreduce_s(const cl_cluster *c, int ranks, double bytes)
 
 /* ---- bytes per parameter ---------------------------------------------- */
 
-static double dtype_bytes(wl_dtype d)
-{
-    return d == WL_FP32 ? 4.0 : 2.0;
-}
+static double dtype_bytes(wl_dtype d) { return d == WL_FP32 ? 4.0 : 2.0; }
 
 double cm_state_bytes_per_param(wl_dtype d, bool distributed_optimizer, int dp)
 {
     double replicated, sharded; /* Megatron docs' table: replicated + sharded/dp */
     switch (d) {
-    case WL_FP16: replicated = 4, sharded = 16; break;
-    case WL_FP32: replicated = 8, sharded = 8; break;
-    default: replicated = 6, sharded = 12; break;
+    case WL_FP16:
+        replicated = 4, sharded = 16;
+        break;
+    case WL_FP32:
+        replicated = 8, sharded = 8;
+        break;
+    default:
+        replicated = 6, sharded = 12;
+        break;
     }
     if (!distributed_optimizer)
         return replicated + sharded;
     return replicated + sharded / (dp > 0 ? dp : 1);
 }
 
-double cm_grad_bytes_per_param(wl_dtype d)
-{
-    return d == WL_FP16 ? 2.0 : 4.0;
-}
+double cm_grad_bytes_per_param(wl_dtype d) { return d == WL_FP16 ? 2.0 : 4.0; }
 
 /* ---- Korthikanti Table 2 ---------------------------------------------- */
 
@@ -210,8 +210,8 @@ typedef struct shape {
     double D;     /* activation / weight bytes */
     int t, pp, dp, ep;
     bool sp, swiglu;
-    double mlp_width;      /* columns of FC1 per token: f, 2f with SwiGLU */
-    double norm_params;    /* per norm: h (RMSNorm) or 2h (LayerNorm) */
+    double mlp_width;   /* columns of FC1 per token: f, 2f with SwiGLU */
+    double norm_params; /* per norm: h (RMSNorm) or 2h (LayerNorm) */
     double state_bpp, grad_bpp, expert_state_bpp;
 } shape;
 
@@ -227,7 +227,8 @@ static void shape_init(shape *x, const wl_workload *w, const cl_cluster *c, int 
     memset(x, 0, sizeof *x);
     x->c = c;
     x->t = w->parallel.tensor_model_parallel_size > 0 ? w->parallel.tensor_model_parallel_size : 1;
-    x->pp = w->parallel.pipeline_model_parallel_size > 0 ? w->parallel.pipeline_model_parallel_size : 1;
+    x->pp =
+        w->parallel.pipeline_model_parallel_size > 0 ? w->parallel.pipeline_model_parallel_size : 1;
     x->dp = w->parallel.data_parallel_size > 0 ? w->parallel.data_parallel_size : 1;
     x->ep = w->parallel.expert_model_parallel_size > 0 ? w->parallel.expert_model_parallel_size : 1;
     x->sp = w->training.sequence_parallel && x->t > 1;
@@ -265,10 +266,7 @@ static double gemm_s(const shape *x, double m, double k, double n, double count)
 }
 
 /* Elementwise operator that moves `bytes` through HBM. */
-static double memop_s(const shape *x, double bytes)
-{
-    return cm_roofline_s(x->c, 0.0, bytes, 1.0);
-}
+static double memop_s(const shape *x, double bytes) { return cm_roofline_s(x->c, 0.0, bytes, 1.0); }
 
 static void set_state(cm_layer *ly, const shape *x, double dense_params, double expert_params)
 {
@@ -317,8 +315,8 @@ static void decoder_forward_times(const shape *x, decoder_forward *o)
 static double decoder_forward_sum(const decoder_forward *o)
 {
     return o->norm1 + o->qkv + o->scores + o->softmax + o->attn_dropout + o->av + o->proj +
-           o->proj_dropout + o->residual1 + o->norm2 + o->fc1 + o->act + o->fc2 +
-           o->mlp_dropout + o->residual2;
+           o->proj_dropout + o->residual1 + o->norm2 + o->fc1 + o->act + o->fc2 + o->mlp_dropout +
+           o->residual2;
 }
 
 static double attention_core_s(const decoder_forward *o)
@@ -333,11 +331,11 @@ static double decoder_backward_s(const shape *x, const decoder_forward *o)
     double heads = x->a / x->t, scores_elems = x->b * heads * x->s * x->s;
     double hidden_l = x->nl * x->h;
     double gemms = o->qkv + 2.0 * o->scores + 2.0 * o->av + o->proj + o->fc1 + o->fc2;
-    double elementwise = 2.0 * memop_s(x, 3.0 * hidden_l * x->D)        /* norms */
-                         + memop_s(x, 3.0 * scores_elems * x->D)         /* softmax */
-                         + memop_s(x, scores_elems * (2.0 * x->D + 1.0)) /* attn dropout */
+    double elementwise = 2.0 * memop_s(x, 3.0 * hidden_l * x->D)           /* norms */
+                         + memop_s(x, 3.0 * scores_elems * x->D)           /* softmax */
+                         + memop_s(x, scores_elems * (2.0 * x->D + 1.0))   /* attn dropout */
                          + 2.0 * memop_s(x, hidden_l * (2.0 * x->D + 1.0)) /* dropouts */
-                         + 2.0 * memop_s(x, 3.0 * hidden_l * x->D)       /* residual grads */
+                         + 2.0 * memop_s(x, 3.0 * hidden_l * x->D)         /* residual grads */
                          + memop_s(x, x->n * x->f / x->t * x->D * (x->swiglu ? 5.0 : 3.0));
     return gemms + elementwise;
 }
@@ -357,8 +355,8 @@ static void decoder_params(const shape *x, const wl_model *md, double *dense, do
     double mats = x->swiglu ? 3.0 : 2.0;
     *dense = attention / x->t + 2.0 * x->norm_params;
     if (md->num_experts > 0) {
-        double e_ffn = (double)(md->moe_ffn_hidden_size > 0 ? md->moe_ffn_hidden_size
-                                                            : md->ffn_hidden_size);
+        double e_ffn =
+            (double)(md->moe_ffn_hidden_size > 0 ? md->moe_ffn_hidden_size : md->ffn_hidden_size);
         *expert = md->num_experts * mats * x->h * e_ffn / ((double)x->ep * x->t);
         *dense += x->h * md->num_experts; /* router, replicated */
     } else {
@@ -377,8 +375,7 @@ static void decoder_units(cm_layer *ly, const shape *x, const decoder_forward *o
              x->b * heads * x->s * x->s * (2.0 * x->D + 1.0));
     add_unit(ly, "proj_input", o->av, x->n * x->h / x->t * x->D);
     add_unit(ly, "attn_dropout_mask", o->proj_dropout, hidden_l);
-    add_unit(ly, "ln2_input", o->proj + reduce_s + o->proj_dropout + o->residual1,
-             hidden_l * x->D);
+    add_unit(ly, "ln2_input", o->proj + reduce_s + o->proj_dropout + o->residual1, hidden_l * x->D);
     add_unit(ly, "fc1_input", o->norm2, hidden_l * x->D);
     add_unit(ly, "fc1_output", o->fc1 + allgather_s, x->n * x->mlp_width / x->t * x->D);
     add_unit(ly, "fc2_input", o->act, x->n * x->f / x->t * x->D);
@@ -405,7 +402,8 @@ static void decoder_layer(cm_layer *ly, const shape *x, const wl_model *md, int 
         kept += ly->units[u].activation_bytes;
     double layer_input = x->nl * x->h * x->D;
     ly->activation_bytes[RECOMPUTE_NONE] = layer_input + kept;
-    ly->activation_bytes[RECOMPUTE_SELECTIVE] = layer_input + kept - ly->units[UNIT_CORE_ATTENTION].activation_bytes;
+    ly->activation_bytes[RECOMPUTE_SELECTIVE] =
+        layer_input + kept - ly->units[UNIT_CORE_ATTENTION].activation_bytes;
     ly->activation_bytes[RECOMPUTE_FULL] = layer_input;
     ly->recompute_s[RECOMPUTE_NONE] = 0.0;
     ly->recompute_s[RECOMPUTE_SELECTIVE] = attention_core_s(&o);
@@ -453,8 +451,8 @@ static void lm_head_layer(cm_layer *ly, const shape *x, bool untied)
     snprintf(ly->name, sizeof ly->name, "lm_head");
     ly->kind = CM_LM_HEAD;
     ly->forward_s = memop_s(x, 2.0 * hidden_l * x->D) + gemm + cross_entropy;
-    ly->backward_s = memop_s(x, x->n * vt * (FP32_BYTES + x->D)) + gemm +
-                     memop_s(x, 3.0 * hidden_l * x->D);
+    ly->backward_s =
+        memop_s(x, x->n * vt * (FP32_BYTES + x->D)) + gemm + memop_s(x, 3.0 * hidden_l * x->D);
     ly->weight_grad_s = gemm;
     ly->tp_bytes = input;
     double allreduce = cm_ring_allreduce_s(x->c, x->t, input);
@@ -492,20 +490,21 @@ double cm_interpolate(const double *xs, const double *ys, int count, double q)
     return fmax(0.0, ys[i] + slope * (q - xs[i]));
 }
 
-static void custom_layer(cm_layer *ly, const shape *x, const wl_layer_spec *sp,
-                         double input_bytes)
+static void custom_layer(cm_layer *ly, const shape *x, const wl_layer_spec *sp, double input_bytes)
 {
     snprintf(ly->name, sizeof ly->name, "%s", sp->name);
     ly->kind = CM_CUSTOM;
     bool weighted = sp->params > 0;
     if (sp->num_time_points > 0) {
-        ly->forward_s = cm_interpolate(sp->time_batch, sp->time_forward_s, sp->num_time_points, x->b);
+        ly->forward_s =
+            cm_interpolate(sp->time_batch, sp->time_forward_s, sp->num_time_points, x->b);
         double bwd = cm_interpolate(sp->time_batch, sp->time_backward_s, sp->num_time_points, x->b);
         ly->backward_s = weighted ? bwd / 2.0 : bwd;
         ly->weight_grad_s = weighted ? bwd / 2.0 : 0.0;
     } else {
         double bytes = sp->params * x->D + x->b * sp->activation_bytes;
-        ly->forward_s = cm_roofline_s(x->c, x->b * sp->forward_flops, bytes, x->c->matmul_efficiency);
+        ly->forward_s =
+            cm_roofline_s(x->c, x->b * sp->forward_flops, bytes, x->c->matmul_efficiency);
         ly->backward_s = ly->forward_s;
         ly->weight_grad_s = weighted ? ly->forward_s : 0.0;
     }
@@ -526,8 +525,8 @@ static int check_divisible(const wl_workload *w, const char *key, long value, lo
     if (by > 0 && value % by == 0)
         return 0;
     return np_error_set(err, NP_EXIT_INPUT, w->path, key, 0,
-                        "%ld is not divisible by %s (%ld), as Megatron-LM requires", value,
-                        by_name, by);
+                        "%ld is not divisible by %s (%ld), as Megatron-LM requires", value, by_name,
+                        by);
 }
 
 static int check_transformer(const wl_workload *w, const shape *x, np_error *err)
@@ -542,10 +541,11 @@ static int check_transformer(const wl_workload *w, const shape *x, np_error *err
     int rc = check_divisible(w, "model.hidden_size", md->hidden_size, md->num_attention_heads,
                              "model.num_attention_heads", err);
     if (!rc)
-        rc = check_divisible(w, "model.num_attention_heads", md->num_attention_heads,
-                             (long)x->g, "model.num_query_groups", err);
+        rc = check_divisible(w, "model.num_attention_heads", md->num_attention_heads, (long)x->g,
+                             "model.num_query_groups", err);
     if (!rc)
-        rc = check_divisible(w, "model.num_attention_heads", md->num_attention_heads, x->t, tp, err);
+        rc =
+            check_divisible(w, "model.num_attention_heads", md->num_attention_heads, x->t, tp, err);
     if (!rc)
         rc = check_divisible(w, "model.num_query_groups", (long)x->g, x->t, tp, err);
     if (!rc)
@@ -681,10 +681,7 @@ void cm_free(cm_model *m)
 
 /* ---- totals ------------------------------------------------------------- */
 
-double cm_forward_total_s(const cm_layer *l)
-{
-    return l->forward_s + l->tp_forward_s;
-}
+double cm_forward_total_s(const cm_layer *l) { return l->forward_s + l->tp_forward_s; }
 
 double cm_backward_total_s(const cm_layer *l, recompute_kind r)
 {

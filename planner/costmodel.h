@@ -29,12 +29,7 @@
 #include "np_error.h"
 #include "workload.h"
 
-typedef enum cm_layer_kind {
-    CM_EMBEDDING = 0,
-    CM_DECODER,
-    CM_LM_HEAD,
-    CM_CUSTOM
-} cm_layer_kind;
+typedef enum cm_layer_kind { CM_EMBEDDING = 0, CM_DECODER, CM_LM_HEAD, CM_CUSTOM } cm_layer_kind;
 
 /* A recomputable unit of a layer (AdaPipe's granularity): QKV projection,
  * core attention, output projection, LayerNorms, FC1, activation, FC2,
@@ -77,11 +72,11 @@ typedef struct cm_model {
     int data_parallel;
     bool sequence_parallel;
     bool distributed_optimizer;
-    double workspace_bytes;   /* reserved per NPU: framework, allocator slack, comm buffers */
-    double hbm_bytes;         /* capacity per NPU (copied from the cluster) */
-    double hbm_bandwidth_Bps; /* copied from the cluster, for cm_optimizer_step_s() */
-    double kernel_launch_s;   /* copied from the cluster, for cm_optimizer_step_s() */
-    double weight_bytes_per_param;    /* one weight copy (PipeDream's stashed versions) */
+    double workspace_bytes;        /* reserved per NPU: framework, allocator slack, comm buffers */
+    double hbm_bytes;              /* capacity per NPU (copied from the cluster) */
+    double hbm_bandwidth_Bps;      /* copied from the cluster, for cm_optimizer_step_s() */
+    double kernel_launch_s;        /* copied from the cluster, for cm_optimizer_step_s() */
+    double weight_bytes_per_param; /* one weight copy (PipeDream's stashed versions) */
     double optimizer_bytes_per_param; /* HBM traffic of one Adam update per parameter */
     /* What cm_layer_at_batch() re-prices a layer from: shallow copies of the
      * workload (its layer_specs stay the caller's and must outlive the model)
@@ -94,8 +89,8 @@ typedef struct cm_model {
 
 /* Builds the cost model for micro-batch size b (b <= 0: the workload's
  * training.micro_batch_size). Returns 0 or an np_exit_code. */
-int cm_build(const wl_workload *w, const cl_cluster *c, int micro_batch_size,
-             cm_model *out, np_error *err);
+int cm_build(const wl_workload *w, const cl_cluster *c, int micro_batch_size, cm_model *out,
+             np_error *err);
 void cm_free(cm_model *m);
 
 /* Forward time of layer l including its TP collectives. */

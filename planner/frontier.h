@@ -96,11 +96,11 @@ typedef struct frontier_entry {
     int devices;
     int tensor_parallel, pipeline_parallel, data_parallel;
     int micro_batch_size, num_micro_batches;
-    double iteration_s;  /* frontier_plan_time_s() of its plan */
-    double memory_bytes; /* max over stages of mem_stage_bytes() of its plan */
-    bool fits;           /* memory_bytes <= device HBM */
-    int num_layers;      /* of the cost model */
-    recompute_kind *recompute;           /* [num_layers] */
+    double iteration_s;                    /* frontier_plan_time_s() of its plan */
+    double memory_bytes;                   /* max over stages of mem_stage_bytes() of its plan */
+    bool fits;                             /* memory_bytes <= device HBM */
+    int num_layers;                        /* of the cost model */
+    recompute_kind *recompute;             /* [num_layers] */
     int recompute_layers[RECOMPUTE_COUNT]; /* decoder (or listed) layers per option */
 } frontier_entry;
 

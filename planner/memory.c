@@ -56,10 +56,7 @@
 
 #define BYTES_PER_GB 1e9
 
-static int min_int(int a, int b)
-{
-    return a < b ? a : b;
-}
+static int min_int(int a, int b) { return a < b ? a : b; }
 
 static int interleaved_warmup(int p, int s, int m, int v)
 {
@@ -71,10 +68,14 @@ static int interleaved_warmup(int p, int s, int m, int v)
 static int inflight_stage(schedule_kind sched, int p, int s, int m)
 {
     switch (sched) {
-    case SCHED_GPIPE: return m;
-    case SCHED_ZB_H1: return min_int(p, m);         /* held until W */
-    case SCHED_ZB_H2: return min_int(2 * p - 1, m); /* held until W */
-    default: return min_int(p - s, m);
+    case SCHED_GPIPE:
+        return m;
+    case SCHED_ZB_H1:
+        return min_int(p, m); /* held until W */
+    case SCHED_ZB_H2:
+        return min_int(2 * p - 1, m); /* held until W */
+    default:
+        return min_int(p - s, m);
     }
 }
 
@@ -138,7 +139,6 @@ static double mb_scale(const replay *r, int mb)
         return 1.0;
     return (double)pl->micro_batch_sizes[mb] / r->cm->micro_batch_size;
 }
-
 
 static double kept_bytes(const replay *r, int chunk, int mb)
 {
@@ -227,8 +227,8 @@ void mem_stage_bytes(const cm_model *cm, const plan *pl, int s, mem_stage *out)
     free(chunks);
     out->activation_bytes = r.peak_held;
     out->transient_bytes = r.peak_total - r.peak_held;
-    out->total_bytes = out->static_bytes + out->activation_bytes + out->transient_bytes +
-                       out->workspace_bytes;
+    out->total_bytes =
+        out->static_bytes + out->activation_bytes + out->transient_bytes + out->workspace_bytes;
 }
 
 /* ---- the fit check -------------------------------------------------------- */
@@ -266,6 +266,6 @@ int mem_check_fits(const cm_model *cm, const plan *pl, np_error *err)
     if (listed < failing)
         snprintf(text + used, sizeof text - used, "; and %d more stages do not fit",
                  failing - listed);
-    return np_error_set(err, NP_EXIT_NOFIT, pl->planner[0] ? pl->planner : "<plan>", "", 0,
-                        "%s", text);
+    return np_error_set(err, NP_EXIT_NOFIT, pl->planner[0] ? pl->planner : "<plan>", "", 0, "%s",
+                        text);
 }

@@ -10,8 +10,8 @@ void np_error_clear(np_error *err)
         memset(err, 0, sizeof *err);
 }
 
-int np_error_set(np_error *err, int code, const char *source, const char *key,
-                 int line, const char *fmt, ...)
+int np_error_set(np_error *err, int code, const char *source, const char *key, int line,
+                 const char *fmt, ...)
 {
     if (!err)
         return code;

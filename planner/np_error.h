@@ -26,11 +26,11 @@ enum np_exit_code {
 };
 
 typedef struct np_error {
-    int code;          /* an np_exit_code; NP_EXIT_OK when no error was set */
-    char source[256];  /* file name, or "<command line>" */
-    char key[128];     /* dotted JSON key, XML property name, or "" */
-    int line;          /* 1-based line in source, or 0 when unknown */
-    char text[768];    /* what is wrong and what was expected */
+    int code;         /* an np_exit_code; NP_EXIT_OK when no error was set */
+    char source[256]; /* file name, or "<command line>" */
+    char key[128];    /* dotted JSON key, XML property name, or "" */
+    int line;         /* 1-based line in source, or 0 when unknown */
+    char text[768];   /* what is wrong and what was expected */
 } np_error;
 
 void np_error_clear(np_error *err);
@@ -38,9 +38,8 @@ void np_error_clear(np_error *err);
 /* Sets err (when err != NULL) and returns code, so callers can write
  *   return np_error_set(err, NP_EXIT_INPUT, path, "model.hidden_size", 0, "...");
  */
-int np_error_set(np_error *err, int code, const char *source, const char *key,
-                 int line, const char *fmt, ...)
-    __attribute__((format(printf, 6, 7)));
+int np_error_set(np_error *err, int code, const char *source, const char *key, int line,
+                 const char *fmt, ...) __attribute__((format(printf, 6, 7)));
 
 /* "source:line: key: text" with the parts that are unknown left out. */
 const char *np_error_format(const np_error *err, char *buf, int size);

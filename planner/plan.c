@@ -50,7 +50,8 @@ int plan_copy(plan *dst, const plan *src)
     dst->recompute = rc;
     dst->micro_batch_sizes = NULL;
     dst->recompute_units = NULL;
-    memcpy(starts, src->chunk_start, ((size_t)src->num_stages * src->num_chunks + 1) * sizeof *starts);
+    memcpy(starts, src->chunk_start,
+           ((size_t)src->num_stages * src->num_chunks + 1) * sizeof *starts);
     memcpy(rc, src->recompute, (size_t)src->num_layers * sizeof *rc);
     if (src->micro_batch_sizes) {
         dst->micro_batch_sizes = malloc((size_t)src->num_micro_batches * sizeof(int));
@@ -119,25 +120,27 @@ int plan_check(const plan *pl, const char *source, np_error *err)
     int p = pl->num_stages, v = pl->num_chunks, chunks = p * v;
     if (p < 1 || v < 1)
         return np_error_set(err, NP_EXIT_INPUT, source, "num_stages", 0,
-                            "expected at least one stage and one chunk, got %d stages, %d chunks", p, v);
+                            "expected at least one stage and one chunk, got %d stages, %d chunks",
+                            p, v);
     if (pl->chunk_start[0] != 0 || pl->chunk_start[chunks] != pl->num_layers)
         return np_error_set(err, NP_EXIT_INPUT, source, "chunk_start", 0,
-                            "chunks must cover layers 0..%d, they cover %d..%d",
-                            pl->num_layers - 1, pl->chunk_start[0], pl->chunk_start[chunks] - 1);
+                            "chunks must cover layers 0..%d, they cover %d..%d", pl->num_layers - 1,
+                            pl->chunk_start[0], pl->chunk_start[chunks] - 1);
     for (int k = 0; k < chunks; k++)
         if (pl->chunk_start[k + 1] <= pl->chunk_start[k])
             return np_error_set(err, NP_EXIT_INPUT, source, "chunk_start", 0,
-                                "model chunk %d (stage %d, virtual chunk %d) is empty",
-                                k, k % p, k / p);
+                                "model chunk %d (stage %d, virtual chunk %d) is empty", k, k % p,
+                                k / p);
     for (int l = 0; l < pl->num_layers; l++)
         if ((int)pl->recompute[l] < 0 || pl->recompute[l] >= RECOMPUTE_COUNT)
             return np_error_set(err, NP_EXIT_INPUT, source, "recompute", 0,
-                                "layer %d has recompute option %d, expected none/selective/full",
-                                l, (int)pl->recompute[l]);
+                                "layer %d has recompute option %d, expected none/selective/full", l,
+                                (int)pl->recompute[l]);
     if (pl->num_micro_batches < 1 || pl->micro_batch_size < 1)
-        return np_error_set(err, NP_EXIT_INPUT, source, "num_micro_batches", 0,
-                            "expected at least one micro-batch of at least one sample, got %d of %d",
-                            pl->num_micro_batches, pl->micro_batch_size);
+        return np_error_set(
+            err, NP_EXIT_INPUT, source, "num_micro_batches", 0,
+            "expected at least one micro-batch of at least one sample, got %d of %d",
+            pl->num_micro_batches, pl->micro_batch_size);
     if (pl->micro_batch_sizes)
         for (int i = 0; i < pl->num_micro_batches; i++)
             if (pl->micro_batch_sizes[i] < 1)

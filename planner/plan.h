@@ -20,18 +20,18 @@
 typedef struct plan {
     char planner[32];
     schedule_kind schedule;
-    int num_stages;        /* p */
-    int num_chunks;        /* v: virtual chunks per stage */
-    int num_layers;        /* length of the cost model's layer array */
-    int *chunk_start;      /* [p·v + 1], chunk_start[0] = 0, [p·v] = num_layers */
+    int num_stages;            /* p */
+    int num_chunks;            /* v: virtual chunks per stage */
+    int num_layers;            /* length of the cost model's layer array */
+    int *chunk_start;          /* [p·v + 1], chunk_start[0] = 0, [p·v] = num_layers */
     recompute_kind *recompute; /* [num_layers] */
     /* Per-unit recompute (AdaPipe): when non-NULL, layer l recomputes the
      * units of cm_layer.units whose bit is set in recompute_units[l], and
      * recompute[l] is ignored for it.  NULL for every other planner. */
     uint16_t *recompute_units;
     int micro_batch_size;
-    int num_micro_batches; /* m, per pipeline per iteration */
-    int *micro_batch_sizes;/* [m] when micro-batches differ (CSIMD), else NULL */
+    int num_micro_batches;  /* m, per pipeline per iteration */
+    int *micro_batch_sizes; /* [m] when micro-batches differ (CSIMD), else NULL */
     int tensor_parallel;
     int data_parallel;
     bool merak_shifted_recompute; /* last p−s micro-batches of stage s skip recompute */

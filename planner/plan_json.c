@@ -70,10 +70,24 @@ typedef struct reader {
 } reader;
 
 static const char *const known_keys[] = {
-    "planner", "workload", "schedule", "num_stages", "num_chunks", "num_layers",
-    "chunk_start", "recompute", "recompute_units", "micro_batch_size", "num_micro_batches",
-    "micro_batch_sizes", "tensor_parallel", "data_parallel", "merak_shifted_recompute",
-    "predicted_iteration_s", "solver_gap", "solver_status",
+    "planner",
+    "workload",
+    "schedule",
+    "num_stages",
+    "num_chunks",
+    "num_layers",
+    "chunk_start",
+    "recompute",
+    "recompute_units",
+    "micro_batch_size",
+    "num_micro_batches",
+    "micro_batch_sizes",
+    "tensor_parallel",
+    "data_parallel",
+    "merak_shifted_recompute",
+    "predicted_iteration_s",
+    "solver_gap",
+    "solver_status",
 };
 
 static int bad(reader *r, const char *key, const char *fmt, const char *detail)
@@ -85,7 +99,8 @@ static int check_known_keys(reader *r)
 {
     const char *key;
     json_t *value;
-    json_object_foreach(r->root, key, value) {
+    json_object_foreach(r->root, key, value)
+    {
         int found = 0;
         for (size_t i = 0; i < sizeof known_keys / sizeof known_keys[0]; i++)
             found |= strcmp(key, known_keys[i]) == 0;
@@ -101,8 +116,8 @@ static int get_int(reader *r, const char *key, int min, int *out)
     if (!v)
         return bad(r, key, "missing required key%s", "");
     if (!json_is_integer(v) || json_integer_value(v) < min || json_integer_value(v) > 1 << 30)
-        return np_error_set(r->err, NP_EXIT_INPUT, r->path, key, 0,
-                            "expected an integer >= %d", min);
+        return np_error_set(r->err, NP_EXIT_INPUT, r->path, key, 0, "expected an integer >= %d",
+                            min);
     *out = (int)json_integer_value(v);
     return 0;
 }
@@ -128,8 +143,7 @@ static int get_int_array(reader *r, const char *key, int count, int min, int *ou
                             "expected an array of %d integers", count);
     for (int i = 0; i < count; i++) {
         json_t *v = json_array_get(a, i);
-        if (!json_is_integer(v) || json_integer_value(v) < min ||
-            json_integer_value(v) > 1 << 30)
+        if (!json_is_integer(v) || json_integer_value(v) < min || json_integer_value(v) > 1 << 30)
             return np_error_set(r->err, NP_EXIT_INPUT, r->path, key, 0,
                                 "element %d: expected an integer >= %d", i, min);
         out[i] = (int)json_integer_value(v);
@@ -212,7 +226,8 @@ static int read_plan(reader *r, int num_layers, plan *pl)
         return bad(r, "schedule", "unknown schedule '%s'", s);
     pl->schedule = (schedule_kind)sched;
     if ((rc = get_int_array(r, "chunk_start", p * v + 1, 0, pl->chunk_start, 0)) ||
-        (rc = read_recompute(r, pl)) || (rc = get_int(r, "micro_batch_size", 1, &pl->micro_batch_size)) ||
+        (rc = read_recompute(r, pl)) ||
+        (rc = get_int(r, "micro_batch_size", 1, &pl->micro_batch_size)) ||
         (rc = get_int(r, "num_micro_batches", 1, &pl->num_micro_batches)) ||
         (rc = get_int(r, "tensor_parallel", 1, &pl->tensor_parallel)) ||
         (rc = get_int(r, "data_parallel", 1, &pl->data_parallel)) ||

@@ -10,14 +10,22 @@
 #include "memory.h"
 
 static const planner_desc planners[] = {
-    {"megatron", "uniform layers per stage, one recompute option for every layer", planner_megatron},
-    {"pipedream", "PipeDream's DP over p stages: min-max stage time, lightest recompute that fits", planner_pipedream},
-    {"adapipe", "AdaPipe: per-unit recompute knapsack per stage, partition by bottleneck search", planner_adapipe},
-    {"merak", "Merak: uniform stages, stage-aware full recompute r_k, shifted critical path", planner_merak},
-    {"ft", "TensorOpt frontier: fastest tp/pp/dp, micro-batch, per-layer recompute that fits", planner_frontier},
-    {"bmpipe", "ILP (GLPK) over partition and per-layer recompute under each stage's memory", planner_bmpipe},
-    {"csimd", "CSIMD cross search: GPipe cuts (IMD) and micro-batch sizes under nonlinear t(b)", planner_csimd},
-    {"mbpp-r", "GPipe baseline: random cuts and micro-batch sizes (median of seeded draws)", planner_mbpp_random},
+    {"megatron", "uniform layers per stage, one recompute option for every layer",
+     planner_megatron},
+    {"pipedream", "PipeDream's DP over p stages: min-max stage time, lightest recompute that fits",
+     planner_pipedream},
+    {"adapipe", "AdaPipe: per-unit recompute knapsack per stage, partition by bottleneck search",
+     planner_adapipe},
+    {"merak", "Merak: uniform stages, stage-aware full recompute r_k, shifted critical path",
+     planner_merak},
+    {"ft", "TensorOpt frontier: fastest tp/pp/dp, micro-batch, per-layer recompute that fits",
+     planner_frontier},
+    {"bmpipe", "ILP (GLPK) over partition and per-layer recompute under each stage's memory",
+     planner_bmpipe},
+    {"csimd", "CSIMD cross search: GPipe cuts (IMD) and micro-batch sizes under nonlinear t(b)",
+     planner_csimd},
+    {"mbpp-r", "GPipe baseline: random cuts and micro-batch sizes (median of seeded draws)",
+     planner_mbpp_random},
     {"mbpp-e", "GPipe baseline: even layers per stage, even micro-batch sizes", planner_mbpp_even},
 };
 

@@ -17,10 +17,10 @@
 #include "workload.h"
 
 typedef struct planner_options {
-    schedule_kind schedule;  /* schedule the plan must use */
-    int num_chunks;          /* v, for interleaved */
-    int recompute;           /* a recompute_kind for every layer, or -1: the planner chooses */
-    double time_limit_s;     /* for search-based planners (the ILP) */
+    schedule_kind schedule; /* schedule the plan must use */
+    int num_chunks;         /* v, for interleaved */
+    int recompute;          /* a recompute_kind for every layer, or -1: the planner chooses */
+    double time_limit_s;    /* for search-based planners (the ILP) */
 } planner_options;
 
 /* Defaults taken from the workload: its schedule, virtual chunks and
@@ -55,7 +55,11 @@ int planner_bmpipe(const cm_model *cm, const cl_cluster *c, const wl_workload *w
 /* BMPipe's ILP in a chosen form (planner_bmpipe.c): AUTO takes the
  * integer-count form when the layers between the first and the last are
  * identical, else the binary form; COUNTS on other layers is an error. */
-typedef enum bmpipe_form { BMPIPE_FORM_AUTO = 0, BMPIPE_FORM_BINARY, BMPIPE_FORM_COUNTS } bmpipe_form;
+typedef enum bmpipe_form {
+    BMPIPE_FORM_AUTO = 0,
+    BMPIPE_FORM_BINARY,
+    BMPIPE_FORM_COUNTS
+} bmpipe_form;
 int planner_bmpipe_form(const cm_model *cm, const cl_cluster *c, const wl_workload *w,
                         const planner_options *o, bmpipe_form form, plan *out, np_error *err);
 
@@ -76,8 +80,8 @@ int planner_merak(const cm_model *cm, const cl_cluster *c, const wl_workload *w,
 typedef struct pipedream_stage {
     int first, last, replicas;
 } pipedream_stage;
-int planner_pipedream_dp(const cm_model *cm, const cl_cluster *c, schedule_kind sched, int p,
-                         int m, recompute_kind r, int max_replicas, pipedream_stage *stages,
+int planner_pipedream_dp(const cm_model *cm, const cl_cluster *c, schedule_kind sched, int p, int m,
+                         recompute_kind r, int max_replicas, pipedream_stage *stages,
                          int *num_stages, double *bottleneck_s);
 /* Merak's fraction of recomputed layers on stage k of p (TPDS'23):
  * 1 − (1−r0)(p−1)/(p−1−k) clamped to [0, 1] for k < p−1, 0 on the last. */

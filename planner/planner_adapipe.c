@@ -101,10 +101,10 @@ typedef struct ap_model {
 
 /* Every candidate stage: (s, i, len) at index (s·L + i)·max_len + len−1. */
 typedef struct ap_table {
-    double *stage_s;   /* T(s, i, i+len): INFINITY when it cannot be a stage */
-    int *designated;   /* x of its best masks, -1 when it has no unit layer */
-    int *rest;         /* index of the other layers' point in H_x[n−1] */
-    double *best;      /* D[s][j], [(p+1)·(L+1)] */
+    double *stage_s; /* T(s, i, i+len): INFINITY when it cannot be a stage */
+    int *designated; /* x of its best masks, -1 when it has no unit layer */
+    int *rest;       /* index of the other layers' point in H_x[n−1] */
+    double *best;    /* D[s][j], [(p+1)·(L+1)] */
     int *from;
 } ap_table;
 
@@ -294,16 +294,16 @@ static int ap_model_alloc(ap_model *d)
     d->cut_s = calloc(n, sizeof(double));
     d->inflight = calloc((size_t)d->p, sizeof(double));
     d->stash = calloc((size_t)d->p, sizeof(double));
-    return d->work_s && d->static_bytes && d->weight_bytes && d->other_kept &&
-                   d->unit_layers && d->cut_s && d->inflight && d->stash
+    return d->work_s && d->static_bytes && d->weight_bytes && d->other_kept && d->unit_layers &&
+                   d->cut_s && d->inflight && d->stash
                ? 0
                : -1;
 }
 
 /* Returns 0, -1 when out of memory, or -(l + 2) when the units of layer l
  * differ from those of the first layer with units. */
-static int ap_model_init(ap_model *d, const cm_model *cm, const cl_cluster *c,
-                         schedule_kind sched, int p, int m)
+static int ap_model_init(ap_model *d, const cm_model *cm, const cl_cluster *c, schedule_kind sched,
+                         int p, int m)
 {
     memset(d, 0, sizeof *d);
     *d = (ap_model){.cm = cm, .c = c, .L = cm->num_layers, .p = p, .m = m, .sched = sched};
@@ -316,11 +316,12 @@ static int ap_model_init(ap_model *d, const cm_model *cm, const cl_cluster *c,
             d->unit_layer = ly;
         if (units && !ap_same_units(d->unit_layer, ly))
             return -(l + 2);
-        d->work_s[l + 1] = d->work_s[l] + cm_forward_total_s(ly) +
-                           cm_backward_total_s(ly, RECOMPUTE_NONE);
+        d->work_s[l + 1] =
+            d->work_s[l] + cm_forward_total_s(ly) + cm_backward_total_s(ly, RECOMPUTE_NONE);
         d->static_bytes[l + 1] = d->static_bytes[l] + ly->state_bytes;
         d->weight_bytes[l + 1] = d->weight_bytes[l] + ly->params * cm->weight_bytes_per_param;
-        d->other_kept[l + 1] = d->other_kept[l] + (units ? 0.0 : ly->activation_bytes[RECOMPUTE_NONE]);
+        d->other_kept[l + 1] =
+            d->other_kept[l] + (units ? 0.0 : ly->activation_bytes[RECOMPUTE_NONE]);
         d->unit_layers[l + 1] = d->unit_layers[l] + (units ? 1 : 0);
         if (l + 1 < d->L && c)
             d->cut_s[l + 1] = 2.0 * cl_p2p_time(c, ly->output_bytes, 0);

@@ -119,15 +119,15 @@ typedef struct csimd_ctx {
     const cl_cluster *c;
     int p, m, num_layers, samples, dp;
     recompute_kind recompute;
-    bool *same_node;         /* [p - 1]: boundary k stays in a server */
-    double *state_prefix;    /* [L + 1] static bytes */
-    double *kept_prefix;     /* [L + 1] activation bytes kept per sample */
-    double *transient;       /* [L] recompute working set per sample */
-    double *grad_prefix;     /* [L + 1] gradient bytes */
-    csimd_row **rows;        /* [samples + 1], filled on first use */
+    bool *same_node;          /* [p - 1]: boundary k stays in a server */
+    double *state_prefix;     /* [L + 1] static bytes */
+    double *kept_prefix;      /* [L + 1] activation bytes kept per sample */
+    double *transient;        /* [L] recompute working set per sample */
+    double *grad_prefix;      /* [L + 1] gradient bytes */
+    csimd_row **rows;         /* [samples + 1], filled on first use */
     double *fwd, *bwd, *comm; /* [p * m] scratch of one evaluation */
-    double *tail;            /* [p] */
-    bool failed;             /* out of memory while filling a row */
+    double *tail;             /* [p] */
+    bool failed;              /* out of memory while filling a row */
 } csimd_ctx;
 
 /* ---- the makespan recurrence ------------------------------------------- */
@@ -205,8 +205,8 @@ static void context_fill_layers(csimd_ctx *x)
 
 /* A planning context for p stages of the cost model, the workload's batch
  * and micro-batch count, every layer under recompute option r. */
-int csimd_context_new(const cm_model *cm, const cl_cluster *c, int p, int dp, int samples,
-                      int m, recompute_kind r, csimd_ctx **out)
+int csimd_context_new(const cm_model *cm, const cl_cluster *c, int p, int dp, int samples, int m,
+                      recompute_kind r, csimd_ctx **out)
 {
     *out = NULL;
     if (p < 1 || m < 1 || samples < m || samples > CSIMD_MAX_SAMPLES || cm->num_layers < p ||
@@ -215,8 +215,14 @@ int csimd_context_new(const cm_model *cm, const cl_cluster *c, int p, int dp, in
     csimd_ctx *x = calloc(1, sizeof *x);
     if (!x)
         return -1;
-    *x = (csimd_ctx){.cm = cm, .c = c, .p = p, .m = m, .num_layers = cm->num_layers,
-                     .samples = samples, .dp = dp > 0 ? dp : 1, .recompute = r};
+    *x = (csimd_ctx){.cm = cm,
+                     .c = c,
+                     .p = p,
+                     .m = m,
+                     .num_layers = cm->num_layers,
+                     .samples = samples,
+                     .dp = dp > 0 ? dp : 1,
+                     .recompute = r};
     int L = cm->num_layers;
     x->same_node = calloc((size_t)p, sizeof *x->same_node);
     x->state_prefix = calloc((size_t)L + 1, sizeof(double));
@@ -228,8 +234,8 @@ int csimd_context_new(const cm_model *cm, const cl_cluster *c, int p, int dp, in
     x->bwd = calloc((size_t)p * m, sizeof(double));
     x->comm = calloc((size_t)p * m, sizeof(double));
     x->tail = calloc((size_t)p, sizeof(double));
-    if (!x->same_node || !x->state_prefix || !x->kept_prefix || !x->grad_prefix ||
-        !x->transient || !x->rows || !x->fwd || !x->bwd || !x->comm || !x->tail) {
+    if (!x->same_node || !x->state_prefix || !x->kept_prefix || !x->grad_prefix || !x->transient ||
+        !x->rows || !x->fwd || !x->bwd || !x->comm || !x->tail) {
         csimd_context_free(x);
         return -1;
     }
@@ -283,8 +289,8 @@ static bool stage_fits(const csimd_ctx *x, int first, int last, int max_b)
     for (int l = first; l < last; l++)
         transient = fmax(transient, x->transient[l]);
     double bytes = x->state_prefix[last] - x->state_prefix[first] +
-                   x->samples * (x->kept_prefix[last] - x->kept_prefix[first]) +
-                   max_b * transient + x->cm->workspace_bytes;
+                   x->samples * (x->kept_prefix[last] - x->kept_prefix[first]) + max_b * transient +
+                   x->cm->workspace_bytes;
     return bytes <= x->cm->hbm_bytes;
 }
 
@@ -387,8 +393,8 @@ static void pad_stages(const csimd_ctx *x, const double *busy, int used, int *st
         int heavy = -1;
         for (int k = 0; k < used; k++)
             if (start[k + 1] - start[k] >= 2 &&
-                (heavy < 0 || busy[start[k + 1]] - busy[start[k]] >
-                                  busy[start[heavy + 1]] - busy[start[heavy]]))
+                (heavy < 0 ||
+                 busy[start[k + 1]] - busy[start[k]] > busy[start[heavy + 1]] - busy[start[heavy]]))
                 heavy = k;
         int a = start[heavy], b = start[heavy + 1], cut = a + 1;
         for (int c = a + 1; c < b; c++)
@@ -475,7 +481,7 @@ typedef struct bound_ctx {
     int max_b;
     double best;
     int *best_start, *start;
-    bool *reach; /* [p * (L + 1)]: layers [s, L) can fill stages k..p-1 */
+    bool *reach;   /* [p * (L + 1)]: layers [s, L) can fill stages k..p-1 */
     double *sends; /* [p * L] */
     long nodes;
 } bound_ctx;
@@ -527,8 +533,7 @@ static int bound_sends(bound_ctx *bc)
 
 static bool stage_admissible(const bound_ctx *bc, int k, int s, int e)
 {
-    return stage_fits(bc->x, s, e, bc->max_b) &&
-           IMPROVES(stage_lower_bound(bc, k, s, e), bc->best);
+    return stage_fits(bc->x, s, e, bc->max_b) && IMPROVES(stage_lower_bound(bc, k, s, e), bc->best);
 }
 
 /* reach[k][s], from the last stage back: O(p L^2) bounds. */
@@ -557,8 +562,7 @@ static void bound_search(bound_ctx *bc, int k)
 {
     csimd_ctx *x = bc->x;
     int p = x->p, L = x->num_layers, s = bc->start[k];
-    for (int e = k == p - 1 ? L : s + 1; e <= L - (p - 1 - k) && bc->nodes < MAX_BOUND_NODES;
-         e++) {
+    for (int e = k == p - 1 ? L : s + 1; e <= L - (p - 1 - k) && bc->nodes < MAX_BOUND_NODES; e++) {
         bc->nodes++;
         if ((k + 1 < p && !bc->reach[(k + 1) * (L + 1) + e]) || !stage_admissible(bc, k, s, e))
             continue;
@@ -581,8 +585,12 @@ static void bound_cuts(csimd_ctx *x, const int *sizes, const double *busy, int *
 {
     int p = x->p, m = x->m, L = x->num_layers, work[p + 1];
     int f = BACKWARD_REVERSED ? m - 1 : 0, z = BACKWARD_REVERSED ? 0 : m - 1;
-    bound_ctx bc = {.x = x, .sizes = sizes, .busy = busy, .max_b = max_size(sizes, m),
-                    .best = csimd_predict_s(x, start, sizes), .best_start = start,
+    bound_ctx bc = {.x = x,
+                    .sizes = sizes,
+                    .busy = busy,
+                    .max_b = max_size(sizes, m),
+                    .best = csimd_predict_s(x, start, sizes),
+                    .best_start = start,
                     .start = work};
     bc.first = context_row(x, sizes[0]);
     bc.last = context_row(x, sizes[m - 1]);
@@ -770,8 +778,9 @@ static double random_search(csimd_ctx *x, int *start, int *sizes)
     random_draw draws[RANDOM_DRAWS];
     int n = 0;
     uint64_t rng = RANDOM_SEED;
-    for (int attempt = 0; starts && all_sizes && n < RANDOM_DRAWS &&
-                          attempt < RANDOM_ATTEMPTS * RANDOM_DRAWS; attempt++) {
+    for (int attempt = 0;
+         starts && all_sizes && n < RANDOM_DRAWS && attempt < RANDOM_ATTEMPTS * RANDOM_DRAWS;
+         attempt++) {
         int *s = starts + (size_t)n * (p + 1), *b = all_sizes + (size_t)n * m;
         if (random_plan(x, &rng, s, b))
             break;
@@ -801,9 +810,12 @@ static const char *const method_names[] = {"csimd", "mbpp-r", "mbpp-e"};
 static double run_method(csimd_ctx *x, csimd_method method, int *start, int *sizes)
 {
     switch (method) {
-    case METHOD_CSIMD: return cross_search(x, start, sizes);
-    case METHOD_RANDOM: return random_search(x, start, sizes);
-    case METHOD_EVEN: break;
+    case METHOD_CSIMD:
+        return cross_search(x, start, sizes);
+    case METHOD_RANDOM:
+        return random_search(x, start, sizes);
+    case METHOD_EVEN:
+        break;
     }
     even_cuts(x->num_layers, x->p, start);
     even_sizes(x->samples, x->m, sizes);
@@ -827,9 +839,9 @@ static int check_job(const cm_model *cm, const wl_workload *w, const planner_opt
                             "(global_batch_size / data_parallel_size), got %ld",
                             name, CSIMD_MAX_SAMPLES, samples);
     if (cm->num_layers < w->parallel.pipeline_model_parallel_size)
-        return np_error_set(err, NP_EXIT_INPUT, w->path, "parallel.pipeline_model_parallel_size",
-                            0, "expected at most %d stages (one layer each), got %d",
-                            cm->num_layers, w->parallel.pipeline_model_parallel_size);
+        return np_error_set(err, NP_EXIT_INPUT, w->path, "parallel.pipeline_model_parallel_size", 0,
+                            "expected at most %d stages (one layer each), got %d", cm->num_layers,
+                            w->parallel.pipeline_model_parallel_size);
     return 0;
 }
 

@@ -93,10 +93,7 @@
 /* 1. Pareto sets                                                            */
 /* ======================================================================== */
 
-void frontier_set_init(frontier_set *f)
-{
-    memset(f, 0, sizeof *f);
-}
+void frontier_set_init(frontier_set *f) { memset(f, 0, sizeof *f); }
 
 void frontier_set_free(frontier_set *f)
 {
@@ -123,10 +120,7 @@ static bool near_equal(double a, double b)
     return fabs(a - b) <= FRONTIER_TOLERANCE * fmax(fabs(a), fabs(b));
 }
 
-static bool no_greater(double a, double b)
-{
-    return a <= b || near_equal(a, b);
-}
+static bool no_greater(double a, double b) { return a <= b || near_equal(a, b); }
 
 bool frontier_dominates(const frontier_point *q, const frontier_point *p)
 {
@@ -220,8 +214,8 @@ int frontier_sum(const frontier_set *a, const frontier_set *b, frontier_set *out
     for (int i = 0; i < a->count; i++)
         for (int j = 0; j < b->count; j++) {
             const frontier_point *p = &a->points[i], *q = &b->points[j];
-            if (frontier_set_add(&tmp, p->time_s + q->time_s, p->memory_bytes + q->memory_bytes,
-                                 i, j)) {
+            if (frontier_set_add(&tmp, p->time_s + q->time_s, p->memory_bytes + q->memory_bytes, i,
+                                 j)) {
                 frontier_set_free(&tmp);
                 return -1;
             }
@@ -431,8 +425,8 @@ void frontier_workload_for_plan(const wl_workload *w, const plan *pl, wl_workloa
 
 /* Megatron's uniform 1F1B partition of cm for the workload wc, every layer
  * without recompute (the caller sets the options). */
-static int uniform_plan(const cm_model *cm, const cl_cluster *c, const wl_workload *wc,
-                        plan *out, np_error *err)
+static int uniform_plan(const cm_model *cm, const cl_cluster *c, const wl_workload *wc, plan *out,
+                        np_error *err)
 {
     planner_options o;
     planner_init_options(&o, wc);
@@ -582,8 +576,8 @@ static int level_solve(tuple_eval *te, stage_eval *se, stage_level *lv)
                 continue;
             int cfg = ops[i].num_configs++;
             lv->options[i * RECOMPUTE_COUNT + cfg] = ch[j];
-            rc = frontier_set_add(&nodes[i * RECOMPUTE_COUNT + cfg], oc.time_s,
-                                  oc.activation_bytes, 0, 0);
+            rc = frontier_set_add(&nodes[i * RECOMPUTE_COUNT + cfg], oc.time_s, oc.activation_bytes,
+                                  0, 0);
         }
     }
     if (!rc)
@@ -676,8 +670,8 @@ static int tuple_sweep(const tuple_eval *te, double **mus_out, frontier_set *out
             max = fmax(max, q->time_s);
             mem = fmax(mem, q->memory_bytes);
         }
-        if (feasible &&
-            frontier_set_add(out, predict_critical_path_s(sum, max, te->m, te->tail_s), mem, i, 0)) {
+        if (feasible && frontier_set_add(out, predict_critical_path_s(sum, max, te->m, te->tail_s),
+                                         mem, i, 0)) {
             free(mus);
             return -1;
         }
@@ -806,8 +800,10 @@ static int tuple_evaluate(const wl_workload *w, const cl_cluster *c, const tuple
                           np_error *err)
 {
     wl_workload wc;
-    frontier_entry shape = {.tensor_parallel = t->tp, .pipeline_parallel = t->pp,
-                            .data_parallel = t->dp, .micro_batch_size = t->b};
+    frontier_entry shape = {.tensor_parallel = t->tp,
+                            .pipeline_parallel = t->pp,
+                            .data_parallel = t->dp,
+                            .micro_batch_size = t->b};
     frontier_workload_for_entry(w, &shape, &wc);
     cm_model cm;
     int rc = cm_build(&wc, c, t->b, &cm, NULL);
@@ -853,8 +849,7 @@ static bool tp_valid(const wl_workload *w, const cl_cluster *c, int tp)
     if (md->num_layer_specs > 0)
         return tp == 1; /* listed layers are priced as one NPU runs them */
     int groups = md->num_query_groups > 0 ? md->num_query_groups : md->num_attention_heads;
-    return md->num_attention_heads % tp == 0 && groups % tp == 0 &&
-           md->ffn_hidden_size % tp == 0;
+    return md->num_attention_heads % tp == 0 && groups % tp == 0 && md->ffn_hidden_size % tp == 0;
 }
 
 static int pipeline_layers(const wl_workload *w)
@@ -868,7 +863,8 @@ static int device_count_evaluate(const wl_workload *w, const cl_cluster *c, int 
 {
     long long G = w->training.global_batch_size;
     int ep = w->model.num_experts > 0 && w->parallel.expert_model_parallel_size > 0
-                 ? w->parallel.expert_model_parallel_size : 1;
+                 ? w->parallel.expert_model_parallel_size
+                 : 1;
     int valid = 0;
     for (int tp = 1; tp <= n; tp++) {
         if (n % tp || !tp_valid(w, c, tp))
@@ -1030,8 +1026,8 @@ int frontier_write_csv(const char *path, const frontier *f, np_error *err)
         char label[64];
         recompute_label(e, label, (int)sizeof label);
         fprintf(out, "%d,%d,%d,%d,%d,%s,%.9g,%.0f,%s,%.0f\n", e->devices, e->tensor_parallel,
-                e->pipeline_parallel, e->data_parallel, e->micro_batch_size, label,
-                e->iteration_s, e->memory_bytes, e->fits ? "true" : "false", f->capacity_bytes);
+                e->pipeline_parallel, e->data_parallel, e->micro_batch_size, label, e->iteration_s,
+                e->memory_bytes, e->fits ? "true" : "false", f->capacity_bytes);
     }
     if (fclose(out) != 0)
         return np_error_set(err, NP_EXIT_INTERNAL, path, "", 0, "error writing the frontier CSV");

@@ -111,8 +111,8 @@ static void pd_model_free(pd_model *d)
     free(d->stash);
 }
 
-static int pd_model_init(pd_model *d, const cm_model *cm, const cl_cluster *c,
-                         schedule_kind sched, int p, int m, recompute_kind r)
+static int pd_model_init(pd_model *d, const cm_model *cm, const cl_cluster *c, schedule_kind sched,
+                         int p, int m, recompute_kind r)
 {
     int L = cm->num_layers;
     memset(d, 0, sizeof *d);
@@ -126,8 +126,8 @@ static int pd_model_init(pd_model *d, const cm_model *cm, const cl_cluster *c,
     d->cut_s = calloc((size_t)L, sizeof(double));
     d->inflight = calloc((size_t)p, sizeof(double));
     d->stash = calloc((size_t)p, sizeof(double));
-    if (!d->work_s || !d->grad_bytes || !d->static_bytes || !d->weight_bytes ||
-        !d->kept_bytes || !d->transient || !d->cut_s || !d->inflight || !d->stash) {
+    if (!d->work_s || !d->grad_bytes || !d->static_bytes || !d->weight_bytes || !d->kept_bytes ||
+        !d->transient || !d->cut_s || !d->inflight || !d->stash) {
         pd_model_free(d);
         return -1;
     }
@@ -180,10 +180,7 @@ typedef struct pd_table {
     int *from, *reps;
 } pd_table;
 
-static int pd_index(const pd_table *t, int n, int j)
-{
-    return n * (t->L + 1) + j;
-}
+static int pd_index(const pd_table *t, int n, int j) { return n * (t->L + 1) + j; }
 
 static void pd_fill(const pd_model *d, int max_replicas, pd_table *t)
 {
@@ -218,8 +215,8 @@ static void pd_fill(const pd_model *d, int max_replicas, pd_table *t)
     }
 }
 
-int planner_pipedream_dp(const cm_model *cm, const cl_cluster *c, schedule_kind sched, int p,
-                         int m, recompute_kind r, int max_replicas, pipedream_stage *stages,
+int planner_pipedream_dp(const cm_model *cm, const cl_cluster *c, schedule_kind sched, int p, int m,
+                         recompute_kind r, int max_replicas, pipedream_stage *stages,
                          int *num_stages, double *bottleneck_s)
 {
     int L = cm->num_layers;
@@ -290,8 +287,8 @@ static int pd_plan(const cm_model *cm, const cl_cluster *c, const wl_workload *w
     for (int r = RECOMPUTE_NONE; r < RECOMPUTE_COUNT; r++) {
         int count;
         double bottleneck;
-        if (planner_pipedream_dp(cm, c, out->schedule, p, out->num_micro_batches,
-                                 (recompute_kind)r, 1, stages, &count, &bottleneck)) {
+        if (planner_pipedream_dp(cm, c, out->schedule, p, out->num_micro_batches, (recompute_kind)r,
+                                 1, stages, &count, &bottleneck)) {
             free(stages);
             return np_error_set(err, NP_EXIT_INTERNAL, "<pipedream>", "", 0, "out of memory");
         }

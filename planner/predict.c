@@ -33,8 +33,8 @@ double predict_boundary_s(const cm_model *cm, const cl_cluster *c, const plan *p
         return cl_p2p_time(c, bytes, 0);
     if (bytes <= 0)
         return 0.0;
-    return cl_p2p_time(c, bytes, predict_boundary_same_node(c, pl->tensor_parallel,
-                                                            pl->data_parallel, s));
+    return cl_p2p_time(c, bytes,
+                       predict_boundary_same_node(c, pl->tensor_parallel, pl->data_parallel, s));
 }
 
 double predict_layer_s(const cm_model *cm, const plan *pl, int l, bool skip_recompute)

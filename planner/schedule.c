@@ -18,14 +18,12 @@
 #include "schedule_internal.h"
 
 static const char *const op_names[OP_KIND_COUNT] = {
-    "F", "B", "W", "recompute", "send-fwd", "recv-fwd", "send-bwd", "recv-bwd",
-    "dp-allreduce", "optimizer", "all-to-all",
+    "F",          "B",        "W",        "recompute",    "send-fwd",
+    "recv-fwd",   "send-bwd", "recv-bwd", "dp-allreduce", "optimizer",
+    "all-to-all",
 };
 
-const char *sched_op_name(op_kind k)
-{
-    return (unsigned)k < OP_KIND_COUNT ? op_names[k] : "?";
-}
+const char *sched_op_name(op_kind k) { return (unsigned)k < OP_KIND_COUNT ? op_names[k] : "?"; }
 
 sched_op *sched_push(sched_stage *st, op_kind kind, int micro_batch, int chunk)
 {
@@ -73,8 +71,7 @@ static double micro_batch_scale(const plan *pl, const cm_model *cm, int i)
  * left to apply to its times (1 once re-priced).  Recompute times scale as
  * the layer's forward does: exact for full recompute, which re-runs it. */
 static const cm_layer *micro_batch_layer(const plan *pl, const cm_model *cm, int l, int i,
-                                         cm_layer *at, double *time_scale,
-                                         double *recompute_scale)
+                                         cm_layer *at, double *time_scale, double *recompute_scale)
 {
     const cm_layer *ly = &cm->layers[l];
     *time_scale = *recompute_scale = micro_batch_scale(pl, cm, i);
@@ -88,8 +85,8 @@ static const cm_layer *micro_batch_layer(const plan *pl, const cm_model *cm, int
     return at;
 }
 
-void sched_chunk_cost(const plan *pl, const cm_model *cm, int stage, int chunk,
-                      int micro_batch, bool skip_recompute, sched_chunk *out)
+void sched_chunk_cost(const plan *pl, const cm_model *cm, int stage, int chunk, int micro_batch,
+                      bool skip_recompute, sched_chunk *out)
 {
     memset(out, 0, sizeof *out);
     int k = chunk * pl->num_stages + stage;
@@ -119,8 +116,8 @@ void sched_chunk_cost(const plan *pl, const cm_model *cm, int stage, int chunk,
     out->output_bytes *= scale;
 }
 
-int sched_emit_forward(sched_stage *st, const plan *pl, const cm_model *cm, int s,
-                       int chunk, int i, bool skip_recompute)
+int sched_emit_forward(sched_stage *st, const plan *pl, const cm_model *cm, int s, int chunk, int i,
+                       bool skip_recompute)
 {
     sched_chunk c;
     sched_chunk_cost(pl, cm, s, chunk, i, skip_recompute, &c);
@@ -133,8 +130,8 @@ int sched_emit_forward(sched_stage *st, const plan *pl, const cm_model *cm, int 
     return 0;
 }
 
-int sched_emit_backward(sched_stage *st, const plan *pl, const cm_model *cm, int s,
-                        int chunk, int i, bool skip_recompute, bool split_weight_grad)
+int sched_emit_backward(sched_stage *st, const plan *pl, const cm_model *cm, int s, int chunk,
+                        int i, bool skip_recompute, bool split_weight_grad)
 {
     sched_chunk c;
     sched_chunk_cost(pl, cm, s, chunk, i, skip_recompute, &c);
@@ -157,8 +154,8 @@ int sched_emit_backward(sched_stage *st, const plan *pl, const cm_model *cm, int
     return 0;
 }
 
-int sched_emit_weight_grad(sched_stage *st, const plan *pl, const cm_model *cm, int s,
-                           int chunk, int i)
+int sched_emit_weight_grad(sched_stage *st, const plan *pl, const cm_model *cm, int s, int chunk,
+                           int i)
 {
     sched_chunk c;
     sched_chunk_cost(pl, cm, s, chunk, i, sched_skips_recompute(pl, s, i), &c);
@@ -170,8 +167,8 @@ int sched_emit_weight_grad(sched_stage *st, const plan *pl, const cm_model *cm, 
     return 0;
 }
 
-int sched_emit_p2p(sched_stage *st, const plan *pl, const cm_model *cm, op_kind kind,
-                   int s, int chunk, int i, int peer)
+int sched_emit_p2p(sched_stage *st, const plan *pl, const cm_model *cm, op_kind kind, int s,
+                   int chunk, int i, int peer)
 {
     /* The tensor crossing a boundary is the output of the sending chunk's last
      * layer; its gradient has the same size.  Forward sends and backward
@@ -192,20 +189,11 @@ int sched_emit_p2p(sched_stage *st, const plan *pl, const cm_model *cm, op_kind 
 /* Stage holding the model chunk before / after one of stage s: the
  * neighbouring stage, except that chunk j of stage p−1 feeds chunk j+1 of
  * stage 0 (interleaved; schedule_interleaved.c). */
-static int previous_stage(const plan *pl, int s)
-{
-    return s > 0 ? s - 1 : pl->num_stages - 1;
-}
+static int previous_stage(const plan *pl, int s) { return s > 0 ? s - 1 : pl->num_stages - 1; }
 
-static int next_stage(const plan *pl, int s)
-{
-    return s < pl->num_stages - 1 ? s + 1 : 0;
-}
+static int next_stage(const plan *pl, int s) { return s < pl->num_stages - 1 ? s + 1 : 0; }
 
-static bool is_first_chunk(int s, int chunk)
-{
-    return s == 0 && chunk == 0;
-}
+static bool is_first_chunk(int s, int chunk) { return s == 0 && chunk == 0; }
 
 static bool is_last_chunk(const plan *pl, int s, int chunk)
 {
@@ -222,8 +210,8 @@ static int step_p2p(sched_stage *st, const plan *pl, const cm_model *cm, op_kind
     return sched_emit_p2p(st, pl, cm, kind, s, chunk, i, peer);
 }
 
-int sched_emit_forward_step(sched_stage *st, const plan *pl, const cm_model *cm, int s,
-                            int chunk, int i)
+int sched_emit_forward_step(sched_stage *st, const plan *pl, const cm_model *cm, int s, int chunk,
+                            int i)
 {
     if (!is_first_chunk(s, chunk) &&
         step_p2p(st, pl, cm, OP_RECV_FORWARD, s, chunk, i, previous_stage(pl, s)))
@@ -236,8 +224,8 @@ int sched_emit_forward_step(sched_stage *st, const plan *pl, const cm_model *cm,
     return 0;
 }
 
-int sched_emit_backward_step(sched_stage *st, const plan *pl, const cm_model *cm, int s,
-                             int chunk, int i, bool split_weight_grad, bool send_input_grad)
+int sched_emit_backward_step(sched_stage *st, const plan *pl, const cm_model *cm, int s, int chunk,
+                             int i, bool split_weight_grad, bool send_input_grad)
 {
     if (!is_last_chunk(pl, s, chunk) &&
         step_p2p(st, pl, cm, OP_RECV_BACKWARD, s, chunk, i, next_stage(pl, s)))
@@ -298,14 +286,27 @@ int sched_build(const plan *pl, const cm_model *cm, schedule *out, np_error *err
         return np_error_set(err, NP_EXIT_INTERNAL, "<schedule>", "", 0, "out of memory");
     sched_generator gen = NULL;
     switch (pl->schedule) {
-    case SCHED_GPIPE: gen = sched_gen_gpipe; break;
-    case SCHED_1F1B: gen = sched_gen_1f1b; break;
-    case SCHED_INTERLEAVED: gen = sched_gen_interleaved; break;
-    case SCHED_ZB_H1: gen = sched_gen_zb_h1; break;
-    case SCHED_ZB_H2: gen = sched_gen_zb_h2; break;
+    case SCHED_GPIPE:
+        gen = sched_gen_gpipe;
+        break;
+    case SCHED_1F1B:
+        gen = sched_gen_1f1b;
+        break;
+    case SCHED_INTERLEAVED:
+        gen = sched_gen_interleaved;
+        break;
+    case SCHED_ZB_H1:
+        gen = sched_gen_zb_h1;
+        break;
+    case SCHED_ZB_H2:
+        gen = sched_gen_zb_h2;
+        break;
     case SCHED_PIPEDREAM:
-    case SCHED_PIPEDREAM_2BW: gen = sched_gen_pipedream; break;
-    default: break;
+    case SCHED_PIPEDREAM_2BW:
+        gen = sched_gen_pipedream;
+        break;
+    default:
+        break;
     }
     if (!gen) {
         sched_free(out);
@@ -354,7 +355,10 @@ static int channel_push(check_channel *ch, long item)
 
 static bool is_recv(int kind) { return kind == OP_RECV_FORWARD || kind == OP_RECV_BACKWARD; }
 static bool is_send(int kind) { return kind == OP_SEND_FORWARD || kind == OP_SEND_BACKWARD; }
-static int direction(int kind) { return kind == OP_SEND_FORWARD || kind == OP_RECV_FORWARD ? 0 : 1; }
+static int direction(int kind)
+{
+    return kind == OP_SEND_FORWARD || kind == OP_RECV_FORWARD ? 0 : 1;
+}
 
 /* Channel items encode (micro-batch, sender's chunk, sender stage). */
 #define CHECK_MAX_CHUNKS 256
@@ -384,11 +388,13 @@ static int check_advance(const schedule *sc, int s, int *pc, check_channel *chan
         if (is_send(op->kind)) {
             if (op->peer < 0 || op->peer >= sc->num_stages)
                 return np_error_set(err, NP_EXIT_INTERNAL, "<schedule>", "", 0,
-                                    "stage %d op %d sends to stage %d", s, pc[s], op->peer), -1;
+                                    "stage %d op %d sends to stage %d", s, pc[s], op->peer),
+                       -1;
             check_channel *ch = &chans[op->peer * 2 + direction(op->kind)];
             long item = ((long)op->micro_batch * CHECK_MAX_CHUNKS + op->chunk) * sc->num_stages + s;
             if (channel_push(ch, item) != 0)
-                return np_error_set(err, NP_EXIT_INTERNAL, "<schedule>", "", 0, "out of memory"), -1;
+                return np_error_set(err, NP_EXIT_INTERNAL, "<schedule>", "", 0, "out of memory"),
+                       -1;
         } else if (is_recv(op->kind)) {
             check_channel *ch = &chans[s * 2 + direction(op->kind)];
             if (ch->head == ch->tail)
@@ -403,7 +409,8 @@ static int check_advance(const schedule *sc, int s, int *pc, check_channel *chan
                                     "stage %d, the channel delivers micro-batch %d, chunk %d from "
                                     "stage %d",
                                     s, pc[s], sched_op_name(op->kind), op->micro_batch,
-                                    sender_chunk(sc, s, op), op->peer, mb, chunk, from), -1;
+                                    sender_chunk(sc, s, op), op->peer, mb, chunk, from),
+                       -1;
         }
         pc[s]++;
         ran++;
@@ -448,8 +455,8 @@ int sched_check(const schedule *sc, np_error *err)
     for (int c = 0; c < 2 * p; c++)
         if (chans[c].head != chans[c].tail) {
             rc = np_error_set(err, NP_EXIT_INTERNAL, "<schedule>", "", 0,
-                              "stage %d never receives %d message(s) sent to it",
-                              c / 2, chans[c].tail - chans[c].head);
+                              "stage %d never receives %d message(s) sent to it", c / 2,
+                              chans[c].tail - chans[c].head);
             goto out;
         }
 out:

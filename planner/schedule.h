@@ -28,9 +28,9 @@
 
 typedef enum op_kind {
     OP_FORWARD = 0,
-    OP_BACKWARD,    /* input gradient (B); includes W when the schedule does not split it */
-    OP_WEIGHT_GRAD, /* weight gradient (W), zero-bubble schedules */
-    OP_RECOMPUTE,   /* re-run of the forward before the backward */
+    OP_BACKWARD,      /* input gradient (B); includes W when the schedule does not split it */
+    OP_WEIGHT_GRAD,   /* weight gradient (W), zero-bubble schedules */
+    OP_RECOMPUTE,     /* re-run of the forward before the backward */
     OP_SEND_FORWARD,  /* activation to the next stage */
     OP_RECV_FORWARD,  /* activation from the previous stage */
     OP_SEND_BACKWARD, /* gradient to the previous stage */
@@ -57,7 +57,7 @@ typedef struct sched_stage {
     int num_ops;
     int capacity;
     sched_op *ops;
-    double static_bytes;    /* weights + grads + optimizer state (+ stashes) */
+    double static_bytes; /* weights + grads + optimizer state (+ stashes) */
     double workspace_bytes;
 } sched_stage;
 

@@ -54,22 +54,22 @@ int sched_gen_zb_h2(sched_stage *st, const plan *pl, const cm_model *cm, int sta
 /* PipeDream and PipeDream-2BW: one steady-state period (schedule_pipedream.c). */
 int sched_gen_pipedream(sched_stage *st, const plan *pl, const cm_model *cm, int stage);
 
-void sched_chunk_cost(const plan *pl, const cm_model *cm, int stage, int chunk,
-                      int micro_batch, bool skip_recompute, sched_chunk *out);
+void sched_chunk_cost(const plan *pl, const cm_model *cm, int stage, int chunk, int micro_batch,
+                      bool skip_recompute, sched_chunk *out);
 
 /* Forward of (chunk, micro-batch i): allocates its activations. */
-int sched_emit_forward(sched_stage *st, const plan *pl, const cm_model *cm, int s,
-                       int chunk, int i, bool skip_recompute);
+int sched_emit_forward(sched_stage *st, const plan *pl, const cm_model *cm, int s, int chunk, int i,
+                       bool skip_recompute);
 /* Recompute (when the chunk recomputes) then backward; frees the activations.
  * split_weight_grad leaves W to a later sched_emit_weight_grad(), which then
  * frees them. */
-int sched_emit_backward(sched_stage *st, const plan *pl, const cm_model *cm, int s,
-                        int chunk, int i, bool skip_recompute, bool split_weight_grad);
-int sched_emit_weight_grad(sched_stage *st, const plan *pl, const cm_model *cm, int s,
-                           int chunk, int i);
+int sched_emit_backward(sched_stage *st, const plan *pl, const cm_model *cm, int s, int chunk,
+                        int i, bool skip_recompute, bool split_weight_grad);
+int sched_emit_weight_grad(sched_stage *st, const plan *pl, const cm_model *cm, int s, int chunk,
+                           int i);
 /* A send or receive of the boundary tensor of (chunk, micro-batch i). */
-int sched_emit_p2p(sched_stage *st, const plan *pl, const cm_model *cm, op_kind kind,
-                   int s, int chunk, int i, int peer);
+int sched_emit_p2p(sched_stage *st, const plan *pl, const cm_model *cm, op_kind kind, int s,
+                   int chunk, int i, int peer);
 /* Steps: an op with the transfers around it, placed as Megatron places them
  * (schedule_1f1b.c): receive the input just before the forward of (chunk,
  * micro-batch i), send the output right after; receive the output gradient
@@ -79,10 +79,10 @@ int sched_emit_p2p(sched_stage *st, const plan *pl, const cm_model *cm, op_kind 
  * is skipped where sched_skips_recompute() says.  send_input_grad false
  * leaves the gradient to a later sched_emit_p2p() (PipeDream carries it to
  * the next period); split_weight_grad as for sched_emit_backward(). */
-int sched_emit_forward_step(sched_stage *st, const plan *pl, const cm_model *cm, int s,
-                            int chunk, int i);
-int sched_emit_backward_step(sched_stage *st, const plan *pl, const cm_model *cm, int s,
-                             int chunk, int i, bool split_weight_grad, bool send_input_grad);
+int sched_emit_forward_step(sched_stage *st, const plan *pl, const cm_model *cm, int s, int chunk,
+                            int i);
+int sched_emit_backward_step(sched_stage *st, const plan *pl, const cm_model *cm, int s, int chunk,
+                             int i, bool split_weight_grad, bool send_input_grad);
 /* Data-parallel gradient all-reduce and optimizer step. */
 int sched_emit_iteration_end(sched_stage *st, const plan *pl, const cm_model *cm, int s);
 

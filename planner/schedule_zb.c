@@ -58,8 +58,7 @@ typedef struct zb_state {
     int holding_limit;                  /* forwarded and W not yet done */
 } zb_state;
 
-static int weight_grad_step(sched_stage *st, const plan *pl, const cm_model *cm, int s,
-                            zb_state *z)
+static int weight_grad_step(sched_stage *st, const plan *pl, const cm_model *cm, int s, zb_state *z)
 {
     return sched_emit_weight_grad(st, pl, cm, s, 0, z->next_weight_grad++);
 }

@@ -101,10 +101,7 @@ const char *wl_schedule_name(schedule_kind s)
     return (s >= 0 && s < SCHED_COUNT) ? schedule_names[s] : "unknown";
 }
 
-int wl_schedule_by_name(const char *name)
-{
-    return name_index(schedule_names, SCHED_COUNT, name);
-}
+int wl_schedule_by_name(const char *name) { return name_index(schedule_names, SCHED_COUNT, name); }
 
 const char *wl_recompute_name(recompute_kind r)
 {
@@ -192,12 +189,14 @@ typedef struct key_spec {
 #define L_SIZE(f) sizeof(((wl_layer_spec *)0)->f)
 
 /* Table entries: a scalar, a string of capacity sz, an enum, a nested object. */
+// clang-format off
 #define SCALAR(n, t, nd, off) {.name = n, .type = t, .need = nd, .offset = off}
 #define STRING(n, t, nd, off, sz) {.name = n, .type = t, .need = nd, .offset = off, .size = sz}
 #define ENUM(n, nd, off, list, count)                                              \
     {.name = n, .type = KEY_ENUM, .need = nd, .offset = off, .names = list, .num_names = count}
 #define NESTED(n, t, nd, table) {.name = n, .type = t, .need = nd, .children = table}
 #define END {.name = NULL}
+// clang-format on
 
 static const key_spec time_table_keys[] = {
     SCALAR("batch", KEY_NUMBER_LIST, REQUIRED, L_OFF(time_batch)), /* first: see below */
@@ -246,8 +245,8 @@ static const key_spec training_keys[] = {
     SCALAR("use_distributed_optimizer", KEY_BOOL, OPTIONAL,
            W_OFF(training.use_distributed_optimizer)),
     SCALAR("sequence_parallel", KEY_BOOL, OPTIONAL, W_OFF(training.sequence_parallel)),
-    ENUM("recompute_granularity", OPTIONAL, W_OFF(training.recompute_granularity),
-         recompute_names, RECOMPUTE_COUNT),
+    ENUM("recompute_granularity", OPTIONAL, W_OFF(training.recompute_granularity), recompute_names,
+         RECOMPUTE_COUNT),
     END,
 };
 
@@ -338,7 +337,7 @@ static void spec_expected(const key_spec *k, char *buf, size_t size)
 typedef struct load_ctx {
     const char *path;
     np_error *err;
-    bool has_layers;              /* model.layers is present */
+    bool has_layers;                  /* model.layers is present */
     char (*overridden)[KEY_CAPACITY]; /* canonical keys set by overrides */
     int num_overridden;
 } load_ctx;
@@ -451,8 +450,8 @@ static int read_integer(const load_ctx *c, const key_spec *k, const json_t *v, v
     if (x < low)
         return fail_type(c, k, v, key);
     if (x > high)
-        return fail(c, key, "expected an integer no larger than %lld, got %lld",
-                    (long long)high, (long long)x);
+        return fail(c, key, "expected an integer no larger than %lld, got %lld", (long long)high,
+                    (long long)x);
     if (k->type == KEY_POSITIVE_LONG)
         *(long *)field = (long)x;
     else
@@ -514,8 +513,8 @@ static int read_object(load_ctx *c, const json_t *obj, const key_spec *table, vo
                        const char *prefix);
 static int read_layers(load_ctx *c, const key_spec *k, const json_t *v, wl_workload *w,
                        const char *key);
-static int read_time_table(load_ctx *c, const key_spec *k, const json_t *v,
-                           wl_layer_spec *layer, const char *key);
+static int read_time_table(load_ctx *c, const key_spec *k, const json_t *v, wl_layer_spec *layer,
+                           const char *key);
 
 static int read_value(load_ctx *c, const key_spec *k, const json_t *v, void *record,
                       const char *key)
@@ -562,7 +561,8 @@ static int read_object(load_ctx *c, const json_t *obj, const key_spec *table, vo
     char key[KEY_CAPACITY];
     const char *name;
     const json_t *v;
-    json_object_foreach((json_t *)obj, name, v) {
+    json_object_foreach((json_t *)obj, name, v)
+    {
         if (!spec_find(table, name)) {
             char known[512];
             spec_list_names(table, known, sizeof known);
@@ -615,8 +615,8 @@ static int read_layers(load_ctx *c, const key_spec *k, const json_t *v, wl_workl
     return 0;
 }
 
-static int read_time_table(load_ctx *c, const key_spec *k, const json_t *v,
-                           wl_layer_spec *layer, const char *key)
+static int read_time_table(load_ctx *c, const key_spec *k, const json_t *v, wl_layer_spec *layer,
+                           const char *key)
 {
     if (!json_is_object(v))
         return fail_type(c, k, v, key);
@@ -630,8 +630,8 @@ static int read_time_table(load_ctx *c, const key_spec *k, const json_t *v,
         size_t length = json_array_size(json_object_get(v, column->name));
         key_join(column_key, key, column->name);
         if (length != n)
-            return fail(c, column_key, "expected %zu values, one per entry of %s.batch, got %zu",
-                        n, key, length);
+            return fail(c, column_key, "expected %zu values, one per entry of %s.batch, got %zu", n,
+                        key, length);
     }
     key_join(column_key, key, "batch");
     for (size_t i = 0; i < n; i++) {
@@ -739,8 +739,10 @@ static int check_pipeline(const load_ctx *c, const wl_workload *w)
                     "expected at most model.num_layers (%d) stages, got %d", layers, pp);
     if (w->schedule != SCHED_INTERLEAVED) {
         if (vpp > 1)
-            return fail(c, vpp_key, "expected 1 unless schedule is \"interleaved\" "
-                        "(schedule is \"%s\"), got %d", wl_schedule_name(w->schedule), vpp);
+            return fail(c, vpp_key,
+                        "expected 1 unless schedule is \"interleaved\" "
+                        "(schedule is \"%s\"), got %d",
+                        wl_schedule_name(w->schedule), vpp);
         return 0;
     }
     if (vpp < 2)
@@ -772,12 +774,11 @@ static int check_experts(const load_ctx *c, const wl_workload *w)
         return fail(c, "model.num_experts", "expected a multiple of %s (%d), got %d", ep_key, ep,
                     m->num_experts);
     if (dp % ep != 0)
-        return fail(c, ep_key, "expected a divisor of parallel.data_parallel_size (%d), got %d",
-                    dp, ep);
+        return fail(c, ep_key, "expected a divisor of parallel.data_parallel_size (%d), got %d", dp,
+                    ep);
     if (m->moe_router_topk > m->num_experts)
-        return fail(c, "model.moe_router_topk",
-                    "expected at most model.num_experts (%d), got %d", m->num_experts,
-                    m->moe_router_topk);
+        return fail(c, "model.moe_router_topk", "expected at most model.num_experts (%d), got %d",
+                    m->num_experts, m->moe_router_topk);
     return 0;
 }
 
@@ -924,8 +925,8 @@ static int path_check_schema(const load_ctx *c, const override_path *p, const ch
             continue;
         }
         if (spec && spec->type == KEY_LAYERS)
-            return fail_cmdline(c, key, "unknown key: %s is an array; write %s[N].%s", where,
-                                where, s->name);
+            return fail_cmdline(c, key, "unknown key: %s is an array; write %s[N].%s", where, where,
+                                s->name);
         if (!table)
             return fail_cmdline(c, key, "unknown key: %s has no keys", where);
         spec = spec_find(table, s->name);
@@ -968,7 +969,8 @@ static json_t *tree_child(const load_ctx *c, json_t *cur, const override_path *p
         char where[KEY_CAPACITY];
         path_format(p, i + 1, where, sizeof where);
         fail_cmdline(c, key, "cannot set: %s is %s in the file, expected %s", where,
-                     child ? "of another type" : "missing", next_is_index ? "an array" : "an object");
+                     child ? "of another type" : "missing",
+                     next_is_index ? "an array" : "an object");
         return NULL;
     }
     return child;
@@ -1006,7 +1008,8 @@ static int apply_override(load_ctx *c, json_t *root, const char *text)
     snprintf(key, sizeof key, "%.*s", (int)(equals - text), text);
     override_path p;
     if (path_parse(key, &p))
-        return fail_cmdline(c, key, "malformed key; expected a dotted key such as "
+        return fail_cmdline(c, key,
+                            "malformed key; expected a dotted key such as "
                             "parallel.data_parallel_size or model.layers[0].params");
     int rc = p.num_steps == 1 && p.steps[0].index < 0 ? path_resolve_bare(c, &p, key) : 0;
     if (!rc)
@@ -1066,8 +1069,8 @@ static bool tree_has_layers(const json_t *root)
     return json_object_get(json_object_get(root, "model"), "layers") != NULL;
 }
 
-int wl_load(const char *path, const char *const *overrides, int num_overrides,
-            wl_workload *out, np_error *err)
+int wl_load(const char *path, const char *const *overrides, int num_overrides, wl_workload *out,
+            np_error *err)
 {
     np_error_clear(err);
     if (!out)
@@ -1109,8 +1112,7 @@ int wl_check_cluster(const wl_workload *w, int num_npus, np_error *err)
     long long tp = p->tensor_model_parallel_size, pp = p->pipeline_model_parallel_size;
     long long dp = p->data_parallel_size, needed = tp * pp * dp;
     if (needed != num_npus)
-        return np_error_set(err, NP_EXIT_INPUT, w->path, "parallel",
-                            0,
+        return np_error_set(err, NP_EXIT_INPUT, w->path, "parallel", 0,
                             "tensor_model_parallel_size x pipeline_model_parallel_size x "
                             "data_parallel_size = %lld x %lld x %lld = %lld NPUs, but the "
                             "platform has %d",

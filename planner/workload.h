@@ -104,8 +104,8 @@ typedef struct wl_workload {
 
 /* Loads and checks path, applying num_overrides "key=value" strings first.
  * Returns 0, or an np_exit_code with err filled.  wl_free() releases it. */
-int wl_load(const char *path, const char *const *overrides, int num_overrides,
-            wl_workload *out, np_error *err);
+int wl_load(const char *path, const char *const *overrides, int num_overrides, wl_workload *out,
+            np_error *err);
 void wl_free(wl_workload *w);
 
 /* Checks the job against a cluster of num_npus devices:

@@ -31,8 +31,8 @@ static const struct {
 #undef RS_AG
 };
 
-static const char *const kind_names[COLL_KIND_COUNT] = {
-    "all-reduce", "reduce-scatter", "all-gather", "all-to-all"};
+static const char *const kind_names[COLL_KIND_COUNT] = {"all-reduce", "reduce-scatter",
+                                                        "all-gather", "all-to-all"};
 
 const char *coll_algorithm_name(coll_algorithm a)
 {

@@ -47,10 +47,7 @@ void coll_ring_reduce_scatter(coll_ctx *c, const coll_view *v, double bytes)
     ring_steps(c, v, bytes);
 }
 
-void coll_ring_allgather(coll_ctx *c, const coll_view *v, double bytes)
-{
-    ring_steps(c, v, bytes);
-}
+void coll_ring_allgather(coll_ctx *c, const coll_view *v, double bytes) { ring_steps(c, v, bytes); }
 
 void coll_ring_allreduce(coll_ctx *c, const coll_view *v, double bytes)
 {

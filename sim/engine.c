@@ -733,8 +733,8 @@ static int collect(engine *e, const wl_workload *w, const cm_model *cm, engine_r
     double npus = (double)e->tp * e->p * e->dp;
     out->mfu = model_flops_per_iteration(cm, e->pl) /
                (out->iteration_s * npus * e->pf->cluster.peak_flops);
-    double tokens = (double)w->training.global_batch_size *
-                    (w->model.seq_length > 0 ? w->model.seq_length : 1);
+    double tokens =
+        (double)w->training.global_batch_size * (w->model.seq_length > 0 ? w->model.seq_length : 1);
     out->tokens_per_s = tokens / out->iteration_s;
     out->activities = e->activities;
     if (e->opt->record_spans) {
@@ -753,13 +753,17 @@ static int collect(engine *e, const wl_workload *w, const cm_model *cm, engine_r
     return 0;
 }
 
-int engine_run(const sim_platform *pf, const wl_workload *w, const cm_model *cm,
-               const plan *pl, const schedule *sc, const engine_options *o,
-               engine_result *out, np_error *err)
+int engine_run(const sim_platform *pf, const wl_workload *w, const cm_model *cm, const plan *pl,
+               const schedule *sc, const engine_options *o, engine_result *out, np_error *err)
 {
     memset(out, 0, sizeof *out);
-    engine e = {.pf = pf, .pl = pl, .sc = sc, .opt = o, .tp = pl->tensor_parallel,
-                .dp = pl->data_parallel, .p = pl->num_stages};
+    engine e = {.pf = pf,
+                .pl = pl,
+                .sc = sc,
+                .opt = o,
+                .tp = pl->tensor_parallel,
+                .dp = pl->data_parallel,
+                .p = pl->num_stages};
     int rc = engine_check_fold(w, pl, o->fold_dp, err);
     if (rc || (rc = coll_check_options(o, err)) || (rc = engine_check_overlap(pl, o, err)))
         return rc;

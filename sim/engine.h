@@ -32,7 +32,7 @@
 
 /* Collective algorithms (collective.h: names, which collective each serves). */
 typedef enum coll_algorithm {
-    COLL_RING_FLOW = 0, /* one flow per ring edge carrying 2(N−1)/N·S (DESIGN.md) */
+    COLL_RING_FLOW = 0,    /* one flow per ring edge carrying 2(N−1)/N·S (DESIGN.md) */
     COLL_RING,             /* step-by-step ring: a flow per step to the successor */
     COLL_HIERARCHICAL,     /* intra-server RS, inter-server all-reduce, intra-server AG */
     COLL_HALVING_DOUBLING, /* recursive halving / doubling: the radix-2 butterfly */
@@ -44,10 +44,10 @@ typedef enum coll_algorithm {
 
 typedef struct engine_options {
     coll_algorithm dp_algorithm;
-    int dp_radix;                      /* R of COLL_BUTTERFLY; < 2 means 4 */
-    coll_algorithm dp_inter_algorithm; /* inter-server all-reduce of COLL_HIERARCHICAL */
+    int dp_radix;                         /* R of COLL_BUTTERFLY; < 2 means 4 */
+    coll_algorithm dp_inter_algorithm;    /* inter-server all-reduce of COLL_HIERARCHICAL */
     coll_algorithm ep_alltoall_algorithm; /* expert-parallel all-to-all */
-    bool record_spans; /* keep per-op spans for a timeline (--trace) */
+    bool record_spans;                    /* keep per-op spans for a timeline (--trace) */
     /* Symmetry folding (--fold-dp K): simulate the pipelines of K data-parallel
      * replicas only; replica d is represented by replica d mod K, and every
      * other replica joins each collective through a light actor that starts its
@@ -86,27 +86,27 @@ typedef struct engine_span {
 } engine_span;
 
 typedef struct engine_stage_metrics {
-    double busy_s;          /* compute + TP collectives of F/B/W/recompute (slowest replica) */
-    double recompute_s;     /* of which recompute */
-    double tp_comm_s;       /* of which TP collectives */
-    double bubble_ratio;    /* (pipeline time − busy) / busy */
-    double p2p_exposed_s;   /* time blocked on data in flight between stages */
-    double dp_comm_s;       /* data-parallel all-reduce, exposed */
-    double peak_bytes;      /* device memory peak (largest over replicas) */
+    double busy_s;        /* compute + TP collectives of F/B/W/recompute (slowest replica) */
+    double recompute_s;   /* of which recompute */
+    double tp_comm_s;     /* of which TP collectives */
+    double bubble_ratio;  /* (pipeline time − busy) / busy */
+    double p2p_exposed_s; /* time blocked on data in flight between stages */
+    double dp_comm_s;     /* data-parallel all-reduce, exposed */
+    double peak_bytes;    /* device memory peak (largest over replicas) */
     double capacity_bytes;
 } engine_stage_metrics;
 
 typedef struct engine_result {
-    double iteration_s;     /* first op start to last op end, all workers */
-    double pipeline_s;      /* to the end of the last F/B/W: the flush */
-    double bubble_ratio;    /* Σ_s (pipeline − busy_s) / Σ_s busy_s */
-    double exposed_comm_s;  /* mean over stages of TP + exposed p2p + DP time */
-    double peak_bytes;      /* largest device peak */
-    double peak_fraction;   /* peak_bytes / capacity */
-    double mfu;             /* model FLOPs / (iteration · NPUs · peak) */
+    double iteration_s;    /* first op start to last op end, all workers */
+    double pipeline_s;     /* to the end of the last F/B/W: the flush */
+    double bubble_ratio;   /* Σ_s (pipeline − busy_s) / Σ_s busy_s */
+    double exposed_comm_s; /* mean over stages of TP + exposed p2p + DP time */
+    double peak_bytes;     /* largest device peak */
+    double peak_fraction;  /* peak_bytes / capacity */
+    double mfu;            /* model FLOPs / (iteration · NPUs · peak) */
     double tokens_per_s;
-    double wall_s;          /* host seconds spent in the simulation */
-    long activities;        /* SimGrid executions and flows started */
+    double wall_s;   /* host seconds spent in the simulation */
+    long activities; /* SimGrid executions and flows started */
     int num_stages;
     engine_stage_metrics *stages; /* [num_stages] */
     /* Timeline, when options.record_spans: spans of worker (s, d) are
@@ -116,9 +116,8 @@ typedef struct engine_result {
     int *num_spans;
 } engine_result;
 
-int engine_run(const sim_platform *pf, const wl_workload *w, const cm_model *cm,
-               const plan *pl, const schedule *sc, const engine_options *o,
-               engine_result *out, np_error *err);
+int engine_run(const sim_platform *pf, const wl_workload *w, const cm_model *cm, const plan *pl,
+               const schedule *sc, const engine_options *o, engine_result *out, np_error *err);
 void engine_result_free(engine_result *r);
 
 /* Starts SimGrid for this process with npusim's configuration (DESIGN.md:

@@ -22,10 +22,10 @@
 #include "engine.h"
 
 typedef struct transfer {
-    sg_exec_t *flows;  /* SimGrid flows still to wait for, [num_flows] */
+    sg_exec_t *flows; /* SimGrid flows still to wait for, [num_flows] */
     int num_flows;
-    double arrive_s;   /* scale-up part: when its data is there */
-    double sent_s;     /* when the sender posted it */
+    double arrive_s; /* scale-up part: when its data is there */
+    double sent_s;   /* when the sender posted it */
 } transfer;
 
 typedef struct channel {
@@ -62,12 +62,12 @@ typedef struct engine {
     const schedule *sc;
     const engine_options *opt;
     int tp, dp, p;
-    int fold;        /* replicas whose pipelines run: dp, or K when folded */
-    int finished;    /* actors that reached their end (a deadlock leaves fewer) */
-    double t0;       /* simulated clock at the run's start */
+    int fold;     /* replicas whose pipelines run: dp, or K when folded */
+    int finished; /* actors that reached their end (a deadlock leaves fewer) */
+    double t0;    /* simulated clock at the run's start */
     long activities;
-    worker *workers; /* [p·dp], worker (s, d) at s·dp + d */
-    sg_bar_t finish; /* every worker waits here before it ends (worker_linger) */
+    worker *workers;              /* [p·dp], worker (s, d) at s·dp + d */
+    sg_bar_t finish;              /* every worker waits here before it ends (worker_linger) */
     struct overlap_plan *overlap; /* [p] with --dp-overlap, else NULL */
 } engine;
 
@@ -123,10 +123,7 @@ void coll_ctx_leave(coll_ctx *c);
 /* Reserves `count` consecutive message tags; returns the first. */
 int coll_tags(coll_ctx *c, int count);
 /* Group index of view position i. */
-static inline int coll_view_member(const coll_view *v, int i)
-{
-    return v->index ? v->index[i] : i;
-}
+static inline int coll_view_member(const coll_view *v, int i) { return v->index ? v->index[i] : i; }
 /* Starts `bytes` from every TP rank of the caller to the same rank of view
  * member `to` (a flow, or a scale-up delay inside a server); returns at once. */
 void coll_send(coll_ctx *c, const coll_view *v, int to, int tag, double bytes);

@@ -78,7 +78,7 @@ static int platform_check_file(const char *path, np_error *err)
 typedef struct abort_trap {
     struct sigaction old_action;
     struct sigaction old_segv_action; /* SimGrid dereferences a missing route */
-    int saved_stderr_fd; /* -1 when stderr is not redirected */
+    int saved_stderr_fd;              /* -1 when stderr is not redirected */
     FILE *capture;
 } abort_trap;
 
@@ -252,14 +252,16 @@ static int platform_number_hosts(const char *path, sg_host_t *hosts, int count, 
 {
     out->host_of_rank = calloc((size_t)count, sizeof *out->host_of_rank);
     if (!out->host_of_rank)
-        return np_error_set(err, NP_EXIT_INTERNAL, path, "", 0, "out of memory for %d hosts", count);
+        return np_error_set(err, NP_EXIT_INTERNAL, path, "", 0, "out of memory for %d hosts",
+                            count);
     for (int i = 0; i < count; i++) {
         const char *name = sg_host_get_name(hosts[i]);
         long rank = rank_of_name(name);
         if (rank < 0)
             return np_error_set(err, NP_EXIT_INPUT, path, "", 0,
                                 "host '%s' has no rank number at the end of its name "
-                                "(expected names like npu-0 .. npu-%d)", name, count - 1);
+                                "(expected names like npu-0 .. npu-%d)",
+                                name, count - 1);
         if (rank >= count)
             return np_error_set(err, NP_EXIT_INPUT, path, "", 0,
                                 "host '%s' has rank %ld, but the %d hosts must be numbered 0..%d",
@@ -317,10 +319,14 @@ static int prop_line(const char *path, const char *name)
 static const char *prop_expectation(prop_range range)
 {
     switch (range) {
-    case PROP_POSITIVE: return "a positive number";
-    case PROP_NON_NEGATIVE: return "a number >= 0";
-    case PROP_FRACTION: return "a number in (0, 1]";
-    case PROP_COUNT: return "a positive integer";
+    case PROP_POSITIVE:
+        return "a positive number";
+    case PROP_NON_NEGATIVE:
+        return "a number >= 0";
+    case PROP_FRACTION:
+        return "a number in (0, 1]";
+    case PROP_COUNT:
+        return "a positive integer";
     }
     return "a number";
 }
@@ -328,16 +334,20 @@ static const char *prop_expectation(prop_range range)
 static int prop_in_range(double v, prop_range range)
 {
     switch (range) {
-    case PROP_POSITIVE: return v > 0;
-    case PROP_NON_NEGATIVE: return v >= 0;
-    case PROP_FRACTION: return v > 0 && v <= 1;
-    case PROP_COUNT: return v >= 1 && v <= 1e9 && v == floor(v);
+    case PROP_POSITIVE:
+        return v > 0;
+    case PROP_NON_NEGATIVE:
+        return v >= 0;
+    case PROP_FRACTION:
+        return v > 0 && v <= 1;
+    case PROP_COUNT:
+        return v >= 1 && v <= 1e9 && v == floor(v);
     }
     return 0;
 }
 
-static int platform_read_prop(const char *path, sg_host_t host, const prop_spec *spec, double *value,
-                              np_error *err)
+static int platform_read_prop(const char *path, sg_host_t host, const prop_spec *spec,
+                              double *value, np_error *err)
 {
     const char *text = sg_host_get_property_value(host, spec->name);
     if (!text)
@@ -489,8 +499,9 @@ static int platform_read_cluster(const char *path, sim_platform *p, np_error *er
     if (!rc)
         rc = platform_check_uniform(path, p, err);
     if (!rc && p->num_npus % c->npus_per_node)
-        rc = np_error_set(err, NP_EXIT_INPUT, path, "npus_per_node", prop_line(path, "npus_per_node"),
-                          "%d NPUs do not fill whole nodes of %d", p->num_npus, c->npus_per_node);
+        rc = np_error_set(err, NP_EXIT_INPUT, path, "npus_per_node",
+                          prop_line(path, "npus_per_node"), "%d NPUs do not fill whole nodes of %d",
+                          p->num_npus, c->npus_per_node);
     if (!rc)
         rc = platform_read_scaleout(path, p, err);
     return rc;

@@ -59,8 +59,8 @@ void report_print_table_head(FILE *out)
 {
     fprintf(out, "\n%-10s %-13s %-14s %-13s %10s %10s %8s %11s %6s %7s %9s %15s %7s %9s %9s %8s\n",
             "planner", "schedule", "TPxPPxDP m", "recompute", "iter (s)", "pred (s)", "speedup",
-            "tokens/s", "MFU", "bubble", "recomp(s)", "peak mem (GB)", "mem", "comm (s)", "plan (s)",
-            "sim (s)");
+            "tokens/s", "MFU", "bubble", "recomp(s)", "peak mem (GB)", "mem", "comm (s)",
+            "plan (s)", "sim (s)");
 }
 
 void report_print_table_row(FILE *out, const report_row *row, double baseline_iteration_s)
@@ -130,8 +130,8 @@ int report_csv_append(const char *path, const report_row *row, np_error *err)
     int is_new = stat(path, &st) != 0 || st.st_size == 0;
     FILE *f = fopen(path, "a");
     if (!f)
-        return np_error_set(err, NP_EXIT_INTERNAL, path, "", 0, "cannot open CSV file for append: %s",
-                            strerror(errno));
+        return np_error_set(err, NP_EXIT_INTERNAL, path, "", 0,
+                            "cannot open CSV file for append: %s", strerror(errno));
     if (is_new)
         fprintf(f, "%s\n", report_csv_header);
     const engine_result *r = row->r;

@@ -141,7 +141,8 @@ static int parse_count(const char *text, const char *option, int *out)
 }
 
 /* An algorithm name for option `option`, or a usage error. */
-static int parse_algorithm(const char *name, const char *option, coll_kind kind, coll_algorithm *out)
+static int parse_algorithm(const char *name, const char *option, coll_kind kind,
+                           coll_algorithm *out)
 {
     int a = coll_algorithm_by_name(name);
     if (a < 0 || !coll_algorithm_supports((coll_algorithm)a, kind)) {
@@ -161,9 +162,8 @@ static int parse_collectives(cli *c)
     if (c->dp_algorithm &&
         parse_algorithm(c->dp_algorithm, "--dp-algorithm", COLL_ALLREDUCE, &c->engine.dp_algorithm))
         return NP_EXIT_USAGE;
-    if (c->dp_inter_algorithm &&
-        parse_algorithm(c->dp_inter_algorithm, "--dp-inter-algorithm", COLL_ALLREDUCE,
-                        &c->engine.dp_inter_algorithm))
+    if (c->dp_inter_algorithm && parse_algorithm(c->dp_inter_algorithm, "--dp-inter-algorithm",
+                                                 COLL_ALLREDUCE, &c->engine.dp_inter_algorithm))
         return NP_EXIT_USAGE;
     if (c->ep_alltoall_algorithm &&
         parse_algorithm(c->ep_alltoall_algorithm, "--ep-alltoall-algorithm", COLL_ALLTOALL,
@@ -356,13 +356,19 @@ static int simulate_and_report(const cli *c, job *j, plan *pl, np_error *err)
         to.max_replicas = c->trace_max_replicas;
         if (c->fold_dp_replicas && (to.max_replicas == 0 || to.max_replicas > c->fold_dp_replicas))
             to.max_replicas = c->fold_dp_replicas; /* folded-away replicas have no timeline */
-        rc = trace_write_chrome(output_path(c->trace_path, pl->planner, j->several, path, sizeof path),
-                                &res, pl, &sc, &to, err);
+        rc = trace_write_chrome(
+            output_path(c->trace_path, pl->planner, j->several, path, sizeof path), &res, pl, &sc,
+            &to, err);
     }
     if (!rc) {
-        report_row row = {.platform = c->platform_path, .workload = c->workload_path, .w = &j->w,
-                          .pl = pl, .r = &res, .capacity_bytes = j->pf.cluster.hbm_bytes,
-                          .num_npus = j->pf.num_npus, .overrides = j->overrides};
+        report_row row = {.platform = c->platform_path,
+                          .workload = c->workload_path,
+                          .w = &j->w,
+                          .pl = pl,
+                          .r = &res,
+                          .capacity_bytes = j->pf.cluster.hbm_bytes,
+                          .num_npus = j->pf.num_npus,
+                          .overrides = j->overrides};
         if (c->csv_path)
             rc = report_csv_append(c->csv_path, &row, err);
         if (!j->baseline_iteration_s)
@@ -448,7 +454,8 @@ static int run_all_planners(const cli *c, job *j, np_error *err)
             return rc;
         }
         char buf[1400];
-        fprintf(stderr, "simrun: planner %s: %s\n", all[i].name, np_error_format(&one, buf, sizeof buf));
+        fprintf(stderr, "simrun: planner %s: %s\n", all[i].name,
+                np_error_format(&one, buf, sizeof buf));
         if (!first_rc) {
             first_rc = rc;
             *err = one;
@@ -483,8 +490,7 @@ static int load_inputs(cli *c, job *j, np_error *err)
     if (!c->plan_in && strcmp(name, "all") != 0 && !planner_find(name))
         return np_error_set(err, c->planner ? NP_EXIT_USAGE : NP_EXIT_INPUT,
                             c->planner ? "<command line>" : c->workload_path,
-                            c->planner ? "--planner" : "planner", 0, "unknown planner '%s'",
-                            name);
+                            c->planner ? "--planner" : "planner", 0, "unknown planner '%s'", name);
     if ((rc = engine_simgrid_init(&c->simgrid_argc, c->simgrid_argv, err)))
         return rc;
     if ((rc = platform_load(c->platform_path, &j->pf, err)))

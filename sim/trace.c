@@ -56,11 +56,21 @@ static void trace_string(FILE *f, const char *s)
     fputc('"', f);
     for (const unsigned char *c = (const unsigned char *)s; *c; c++) {
         switch (*c) {
-        case '"': fputs("\\\"", f); break;
-        case '\\': fputs("\\\\", f); break;
-        case '\n': fputs("\\n", f); break;
-        case '\r': fputs("\\r", f); break;
-        case '\t': fputs("\\t", f); break;
+        case '"':
+            fputs("\\\"", f);
+            break;
+        case '\\':
+            fputs("\\\\", f);
+            break;
+        case '\n':
+            fputs("\\n", f);
+            break;
+        case '\r':
+            fputs("\\r", f);
+            break;
+        case '\t':
+            fputs("\\t", f);
+            break;
         default:
             if (*c < 0x20)
                 fprintf(f, "\\u%04x", *c);
@@ -72,15 +82,9 @@ static void trace_string(FILE *f, const char *s)
 }
 
 /* Seconds as microseconds with three decimals, from integer nanoseconds. */
-static long long trace_ns(double t_s)
-{
-    return t_s > 0 ? llround(t_s * 1e9) : 0;
-}
+static long long trace_ns(double t_s) { return t_s > 0 ? llround(t_s * 1e9) : 0; }
 
-static void trace_us(FILE *f, long long ns)
-{
-    fprintf(f, "%lld.%03lld", ns / 1000, ns % 1000);
-}
+static void trace_us(FILE *f, long long ns) { fprintf(f, "%lld.%03lld", ns / 1000, ns % 1000); }
 
 static const char *trace_category(op_kind k)
 {
@@ -132,8 +136,9 @@ static void trace_event_open(trace_writer *t)
 static void trace_metadata(trace_writer *t, int pid, const char *name)
 {
     trace_event_open(t);
-    fprintf(t->f, "{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":%d,\"tid\":0,\"args\":{\"name\":",
-            pid);
+    fprintf(
+        t->f,
+        "{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":%d,\"tid\":0,\"args\":{\"name\":", pid);
     trace_string(t->f, name);
     fputs("}}", t->f);
     trace_event_open(t);
@@ -142,8 +147,8 @@ static void trace_metadata(trace_writer *t, int pid, const char *name)
             "\"args\":{\"sort_index\":%d}}",
             pid, pid);
     trace_event_open(t);
-    fprintf(t->f, "{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":%d,\"tid\":1,\"args\":{\"name\":",
-            pid);
+    fprintf(t->f,
+            "{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":%d,\"tid\":1,\"args\":{\"name\":", pid);
     trace_string(t->f, name);
     fputs("}}", t->f);
 }
@@ -227,8 +232,8 @@ static void trace_worker(trace_writer *t, const engine_result *r, const plan *pl
 }
 
 /* The timeline must be there and match the plan's shape. */
-static int trace_check(const char *path, const engine_result *r, const plan *pl,
-                       const schedule *sc, np_error *err)
+static int trace_check(const char *path, const engine_result *r, const plan *pl, const schedule *sc,
+                       np_error *err)
 {
     int p = pl->num_stages, dp = pl->data_parallel;
     if (!r->spans || !r->num_spans)
@@ -243,8 +248,8 @@ static int trace_check(const char *path, const engine_result *r, const plan *pl,
     return 0;
 }
 
-int trace_write_chrome(const char *path, const engine_result *r, const plan *pl,
-                       const schedule *sc, const trace_options *o, np_error *err)
+int trace_write_chrome(const char *path, const engine_result *r, const plan *pl, const schedule *sc,
+                       const trace_options *o, np_error *err)
 {
     int dp = pl->data_parallel;
     int replicas = o->max_replicas <= 0 || o->max_replicas > dp ? dp : o->max_replicas;
@@ -262,7 +267,8 @@ int trace_write_chrome(const char *path, const engine_result *r, const plan *pl,
     for (int s = 0; s < pl->num_stages; s++)
         for (int d = 0; d < replicas; d++)
             trace_worker(&t, r, pl, &sc->stages[s], s, d);
-    fputs("\n],\n\"displayTimeUnit\":\"ms\",\"otherData\":{\"generator\":\"npusim\",\"planner\":", f);
+    fputs("\n],\n\"displayTimeUnit\":\"ms\",\"otherData\":{\"generator\":\"npusim\",\"planner\":",
+          f);
     trace_string(f, pl->planner);
     fputs(",\"schedule\":", f);
     trace_string(f, wl_schedule_name(pl->schedule));

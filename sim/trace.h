@@ -35,7 +35,7 @@ void trace_init_options(trace_options *o);
 /* Writes the timeline of r (a run of plan pl with schedule sc, recorded with
  * record_spans) to path.  Returns 0, or an np_exit_code with err naming path
  * (cannot open or write it) or saying what is missing (no spans recorded). */
-int trace_write_chrome(const char *path, const engine_result *r, const plan *pl,
-                       const schedule *sc, const trace_options *o, np_error *err);
+int trace_write_chrome(const char *path, const engine_result *r, const plan *pl, const schedule *sc,
+                       const trace_options *o, np_error *err);
 
 #endif

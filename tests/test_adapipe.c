@@ -190,7 +190,8 @@ static void check_against_search(int units, int max_unit_layers, uint64_t first_
     int planned = 0, refused = 0;
     for (uint64_t seed = first_seed; seed < first_seed + 24; seed++) {
         int p = 1 + (int)(seed % 4);
-        int L = 2 + p + (int)(seed % (uint64_t)(max_unit_layers - p + 1)); /* ≤ max_unit_layers + 2 */
+        int L =
+            2 + p + (int)(seed % (uint64_t)(max_unit_layers - p + 1)); /* ≤ max_unit_layers + 2 */
         int m = 1 + (int)((seed * 5) % 7);
         schedule_kind sched = seed % 3 == 0 ? SCHED_GPIPE : SCHED_1F1B;
         cm_model cm;
@@ -217,20 +218,11 @@ static void check_against_search(int units, int max_unit_layers, uint64_t first_
     CU_ASSERT(refused >= 1);
 }
 
-static void test_equals_exhaustive_search_one_unit(void)
-{
-    check_against_search(1, 8, 1);
-}
+static void test_equals_exhaustive_search_one_unit(void) { check_against_search(1, 8, 1); }
 
-static void test_equals_exhaustive_search_two_units(void)
-{
-    check_against_search(2, 8, 101);
-}
+static void test_equals_exhaustive_search_two_units(void) { check_against_search(2, 8, 101); }
 
-static void test_equals_exhaustive_search_three_units(void)
-{
-    check_against_search(3, 6, 201);
-}
+static void test_equals_exhaustive_search_three_units(void) { check_against_search(3, 6, 201); }
 
 /* One decoder layer, units u0 (1 s, 10 B), u1 (3 s, 10 B), u2 (2 s, 25 B),
  * input 5 B: 50 B kept without recompute.  GPipe, p = 1, m = 2 holds 2

@@ -66,7 +66,7 @@ static void test_count_is_partitions_times_options(void)
     CU_ASSERT_EQUAL(bf_count(5, 3, BF_ALL_OPTIONS), 6 * 243);
     CU_ASSERT_EQUAL(bf_count(5, 3, BF_OPTION(RECOMPUTE_FULL)), 6);
     CU_ASSERT_EQUAL(bf_count(4, 4, BF_ALL_OPTIONS), 81);
-    CU_ASSERT_EQUAL(bf_count(3, 4, BF_ALL_OPTIONS), -1); /* more chunks than layers */
+    CU_ASSERT_EQUAL(bf_count(3, 4, BF_ALL_OPTIONS), -1);  /* more chunks than layers */
     CU_ASSERT_EQUAL(bf_count(40, 4, BF_ALL_OPTIONS), -1); /* 3^40 is too many */
 }
 
@@ -98,8 +98,8 @@ static void test_search_splits_into_stages_times_chunks(void)
     recorder *rec = calloc(1, sizeof *rec);
     bf_result res;
     shape_init(&shape, 2, 2, 6, 2, SCHED_INTERLEAVED);
-    CU_ASSERT_EQUAL(bf_search(&shape, BF_OPTION(RECOMPUTE_NONE), record_candidate, rec, &best,
-                              &res), 0);
+    CU_ASSERT_EQUAL(
+        bf_search(&shape, BF_OPTION(RECOMPUTE_NONE), record_candidate, rec, &best, &res), 0);
     CU_ASSERT_EQUAL(res.evaluated, 10);
     CU_ASSERT_EQUAL(rec->invalid, 0);
     plan_free(&best);
@@ -129,8 +129,8 @@ static void test_search_returns_first_minimum(void)
     plan shape, best;
     bf_result res;
     shape_init(&shape, 3, 1, 7, 2, SCHED_1F1B);
-    CU_ASSERT_EQUAL(bf_search(&shape, BF_ALL_OPTIONS, largest_chunk_plus_mismatch, NULL, &best,
-                              &res), 0);
+    CU_ASSERT_EQUAL(
+        bf_search(&shape, BF_ALL_OPTIONS, largest_chunk_plus_mismatch, NULL, &best, &res), 0);
     CU_ASSERT_EQUAL(res.best_cost, 3.0);
     CU_ASSERT_EQUAL(best.chunk_start[0], 0);
     CU_ASSERT_EQUAL(best.chunk_start[1], 1);
@@ -187,8 +187,8 @@ static void test_bmpipe_cost_is_sum_plus_m_minus_1_bottlenecks(void)
     test_uniform_model(&cm, 3);
     shape_init(&shape, 2, 1, 3, 4, SCHED_1F1B);
     bf_bmpipe_ctx ctx = {&cm, NULL};
-    CU_ASSERT_EQUAL(bf_search(&shape, BF_OPTION(RECOMPUTE_NONE), bf_cost_bmpipe, &ctx, &best,
-                              &res), 0);
+    CU_ASSERT_EQUAL(bf_search(&shape, BF_OPTION(RECOMPUTE_NONE), bf_cost_bmpipe, &ctx, &best, &res),
+                    0);
     ASSERT_REL(res.best_cost, 27.0, 1e-12);
     CU_ASSERT_EQUAL(res.evaluated, 2);
     plan_free(&best);
@@ -211,8 +211,8 @@ static void test_bmpipe_cost_rejects_plans_that_do_not_fit(void)
     cm.hbm_bytes = 230;
     shape_init(&shape, 2, 1, 3, 4, SCHED_1F1B);
     bf_bmpipe_ctx ctx = {&cm, &cluster};
-    CU_ASSERT_EQUAL(bf_search(&shape, BF_OPTION(RECOMPUTE_NONE), bf_cost_bmpipe, &ctx, &best,
-                              &res), 0);
+    CU_ASSERT_EQUAL(bf_search(&shape, BF_OPTION(RECOMPUTE_NONE), bf_cost_bmpipe, &ctx, &best, &res),
+                    0);
     ASSERT_REL(res.best_cost, 30.0, 1e-12);
     CU_ASSERT_EQUAL(best.chunk_start[1], 1);
     plan_free(&best);
@@ -276,21 +276,20 @@ static void test_bmpipe_cost_interleaved_matches_megatron_formula(void)
 
 void register_bruteforce_tests(void)
 {
-    TEST_SUITE("bruteforce",
-               {"count_is_partitions_times_options", test_count_is_partitions_times_options},
-               {"search_visits_every_candidate_once", test_search_visits_every_candidate_once},
-               {"search_splits_into_stages_times_chunks",
-                test_search_splits_into_stages_times_chunks},
-               {"search_returns_first_minimum", test_search_returns_first_minimum},
-               {"search_reports_infinity_when_all_rejected",
-                test_search_reports_infinity_when_all_rejected},
-               {"search_refuses_too_large_a_space", test_search_refuses_too_large_a_space},
-               {"bmpipe_cost_is_sum_plus_m_minus_1_bottlenecks",
-                test_bmpipe_cost_is_sum_plus_m_minus_1_bottlenecks},
-               {"bmpipe_cost_rejects_plans_that_do_not_fit",
-                test_bmpipe_cost_rejects_plans_that_do_not_fit},
-               {"bmpipe_cost_charges_recompute_time_and_bytes",
-                test_bmpipe_cost_charges_recompute_time_and_bytes},
-               {"bmpipe_cost_interleaved_matches_megatron_formula",
-                test_bmpipe_cost_interleaved_matches_megatron_formula});
+    TEST_SUITE(
+        "bruteforce", {"count_is_partitions_times_options", test_count_is_partitions_times_options},
+        {"search_visits_every_candidate_once", test_search_visits_every_candidate_once},
+        {"search_splits_into_stages_times_chunks", test_search_splits_into_stages_times_chunks},
+        {"search_returns_first_minimum", test_search_returns_first_minimum},
+        {"search_reports_infinity_when_all_rejected",
+         test_search_reports_infinity_when_all_rejected},
+        {"search_refuses_too_large_a_space", test_search_refuses_too_large_a_space},
+        {"bmpipe_cost_is_sum_plus_m_minus_1_bottlenecks",
+         test_bmpipe_cost_is_sum_plus_m_minus_1_bottlenecks},
+        {"bmpipe_cost_rejects_plans_that_do_not_fit",
+         test_bmpipe_cost_rejects_plans_that_do_not_fit},
+        {"bmpipe_cost_charges_recompute_time_and_bytes",
+         test_bmpipe_cost_charges_recompute_time_and_bytes},
+        {"bmpipe_cost_interleaved_matches_megatron_formula",
+         test_bmpipe_cost_interleaved_matches_megatron_formula});
 }

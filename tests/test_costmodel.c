@@ -115,14 +115,14 @@ static void test_korthikanti_table2_gpt3_175b(void)
 {
     double s = 2048, h = 12288, a = 96;
     /* no parallelism: sbh(34 + 80) */
-    ASSERT_REL(cm_korthikanti_activation_bytes(s, 1, h, a, 1, false, RECOMPUTE_NONE),
-               2868903936.0, 1e-12);
+    ASSERT_REL(cm_korthikanti_activation_bytes(s, 1, h, a, 1, false, RECOMPUTE_NONE), 2868903936.0,
+               1e-12);
     /* TP: sbh(10 + 24/8 + 80/8) = 23 sbh */
-    ASSERT_REL(cm_korthikanti_activation_bytes(s, 1, h, a, 8, false, RECOMPUTE_NONE),
-               578813952.0, 1e-12);
+    ASSERT_REL(cm_korthikanti_activation_bytes(s, 1, h, a, 8, false, RECOMPUTE_NONE), 578813952.0,
+               1e-12);
     /* TP + SP: sbh/8 (34 + 80) = 14.25 sbh */
-    ASSERT_REL(cm_korthikanti_activation_bytes(s, 1, h, a, 8, true, RECOMPUTE_NONE),
-               358612992.0, 1e-12);
+    ASSERT_REL(cm_korthikanti_activation_bytes(s, 1, h, a, 8, true, RECOMPUTE_NONE), 358612992.0,
+               1e-12);
     /* TP + selective: sbh(10 + 3) */
     ASSERT_REL(cm_korthikanti_activation_bytes(s, 1, h, a, 8, false, RECOMPUTE_SELECTIVE),
                327155712.0, 1e-12);
@@ -130,10 +130,10 @@ static void test_korthikanti_table2_gpt3_175b(void)
     ASSERT_REL(cm_korthikanti_activation_bytes(s, 1, h, a, 8, true, RECOMPUTE_SELECTIVE),
                106954752.0, 1e-12);
     /* full recompute: 2 sbh, the layer input (sharded by 8 with SP) */
-    ASSERT_REL(cm_korthikanti_activation_bytes(s, 1, h, a, 8, false, RECOMPUTE_FULL),
-               50331648.0, 1e-12);
-    ASSERT_REL(cm_korthikanti_activation_bytes(s, 1, h, a, 8, true, RECOMPUTE_FULL),
-               6291456.0, 1e-12);
+    ASSERT_REL(cm_korthikanti_activation_bytes(s, 1, h, a, 8, false, RECOMPUTE_FULL), 50331648.0,
+               1e-12);
+    ASSERT_REL(cm_korthikanti_activation_bytes(s, 1, h, a, 8, true, RECOMPUTE_FULL), 6291456.0,
+               1e-12);
     /* linear in b */
     ASSERT_REL(cm_korthikanti_activation_bytes(s, 4, h, a, 8, false, RECOMPUTE_NONE),
                4 * 578813952.0, 1e-12);
@@ -170,7 +170,10 @@ static double unit_sum(const cm_layer *ly)
  * to the no-recompute total. */
 static void test_units_reduce_to_korthikanti_for_gpt(void)
 {
-    const struct { int t; bool sp; } cases[] = {{1, false}, {8, false}, {8, true}};
+    const struct {
+        int t;
+        bool sp;
+    } cases[] = {{1, false}, {8, false}, {8, true}};
     for (unsigned c = 0; c < sizeof cases / sizeof cases[0]; c++) {
         wl_workload w = gpt3_175b(cases[c].t, cases[c].sp);
         cm_model cm;
@@ -179,8 +182,8 @@ static void test_units_reduce_to_korthikanti_for_gpt(void)
         CU_ASSERT_EQUAL(ly->kind, CM_DECODER);
         for (int r = 0; r < RECOMPUTE_COUNT; r++)
             ASSERT_REL(ly->activation_bytes[r],
-                       cm_korthikanti_activation_bytes(2048, 2, 12288, 96, cases[c].t,
-                                                       cases[c].sp, (recompute_kind)r),
+                       cm_korthikanti_activation_bytes(2048, 2, 12288, 96, cases[c].t, cases[c].sp,
+                                                       (recompute_kind)r),
                        1e-12);
         ASSERT_REL(unit_sum(ly) + ly->activation_bytes[RECOMPUTE_FULL],
                    ly->activation_bytes[RECOMPUTE_NONE], 1e-12);
@@ -373,7 +376,8 @@ static void test_large_decoder_layer_is_compute_bound_and_backward_twice(void)
     cm_model cm;
     build_ok(&w, 1, &cm);
     const cm_layer *ly = &cm.layers[1];
-    double compute_s = (24.0 * 2048 * 12288.0 * 12288 + 4.0 * 2048 * 2048 * 12288) / 8 / (PEAK * EFF);
+    double compute_s =
+        (24.0 * 2048 * 12288.0 * 12288 + 4.0 * 2048 * 2048 * 12288) / 8 / (PEAK * EFF);
     CU_ASSERT(ly->forward_s >= compute_s);
     CU_ASSERT(ly->forward_s <= 1.25 * compute_s);
     double ratio = (ly->backward_s + ly->weight_grad_s) / ly->forward_s;
@@ -486,30 +490,28 @@ static void test_build_rejects_heads_not_divisible_by_tp(void)
 
 void register_costmodel_tests(void)
 {
-    TEST_SUITE("costmodel",
-               {"korthikanti_table2_gpt3_175b", test_korthikanti_table2_gpt3_175b},
-               {"korthikanti_published_savings", test_korthikanti_published_savings},
-               {"units_reduce_to_korthikanti_for_gpt", test_units_reduce_to_korthikanti_for_gpt},
-               {"units_generalise_to_gqa_and_swiglu", test_units_generalise_to_gqa_and_swiglu},
-               {"decoder_flops_are_24bsh2_plus_4bs2h", test_decoder_flops_are_24bsh2_plus_4bs2h},
-               {"model_flops_match_72bslh2_and_6_params_tokens",
-                test_model_flops_match_72bslh2_and_6_params_tokens},
-               {"llama3_405b_has_405b_parameters", test_llama3_405b_has_405b_parameters},
-               {"state_bytes_follow_megatron_table", test_state_bytes_follow_megatron_table},
-               {"tied_lm_head_holds_copy_only_with_pipeline",
-                test_tied_lm_head_holds_copy_only_with_pipeline},
-               {"optimizer_step_is_memory_bound_and_sharded",
-                test_optimizer_step_is_memory_bound_and_sharded},
-               {"roofline_picks_memory_bound_for_small_ops",
-                test_roofline_picks_memory_bound_for_small_ops},
-               {"tiny_decoder_layer_is_memory_bound", test_tiny_decoder_layer_is_memory_bound},
-               {"large_decoder_layer_is_compute_bound_and_backward_twice",
-                test_large_decoder_layer_is_compute_bound_and_backward_twice},
-               {"tp_collectives_are_two_ring_allreduces",
-                test_tp_collectives_are_two_ring_allreduces},
-               {"recompute_costs_attention_core_or_whole_forward",
-                test_recompute_costs_attention_core_or_whole_forward},
-               {"custom_layers_interpolate_time_tables", test_custom_layers_interpolate_time_tables},
-               {"build_rejects_heads_not_divisible_by_tp",
-                test_build_rejects_heads_not_divisible_by_tp});
+    TEST_SUITE(
+        "costmodel", {"korthikanti_table2_gpt3_175b", test_korthikanti_table2_gpt3_175b},
+        {"korthikanti_published_savings", test_korthikanti_published_savings},
+        {"units_reduce_to_korthikanti_for_gpt", test_units_reduce_to_korthikanti_for_gpt},
+        {"units_generalise_to_gqa_and_swiglu", test_units_generalise_to_gqa_and_swiglu},
+        {"decoder_flops_are_24bsh2_plus_4bs2h", test_decoder_flops_are_24bsh2_plus_4bs2h},
+        {"model_flops_match_72bslh2_and_6_params_tokens",
+         test_model_flops_match_72bslh2_and_6_params_tokens},
+        {"llama3_405b_has_405b_parameters", test_llama3_405b_has_405b_parameters},
+        {"state_bytes_follow_megatron_table", test_state_bytes_follow_megatron_table},
+        {"tied_lm_head_holds_copy_only_with_pipeline",
+         test_tied_lm_head_holds_copy_only_with_pipeline},
+        {"optimizer_step_is_memory_bound_and_sharded",
+         test_optimizer_step_is_memory_bound_and_sharded},
+        {"roofline_picks_memory_bound_for_small_ops",
+         test_roofline_picks_memory_bound_for_small_ops},
+        {"tiny_decoder_layer_is_memory_bound", test_tiny_decoder_layer_is_memory_bound},
+        {"large_decoder_layer_is_compute_bound_and_backward_twice",
+         test_large_decoder_layer_is_compute_bound_and_backward_twice},
+        {"tp_collectives_are_two_ring_allreduces", test_tp_collectives_are_two_ring_allreduces},
+        {"recompute_costs_attention_core_or_whole_forward",
+         test_recompute_costs_attention_core_or_whole_forward},
+        {"custom_layers_interpolate_time_tables", test_custom_layers_interpolate_time_tables},
+        {"build_rejects_heads_not_divisible_by_tp", test_build_rejects_heads_not_divisible_by_tp});
 }

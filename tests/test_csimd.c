@@ -24,17 +24,14 @@
 typedef struct csimd_ctx csimd_ctx;
 double csimd_gpipe_makespan_s(int p, int m, const double *forward_s, const double *backward_s,
                               const double *comm_s, const double *tail_s);
-int csimd_context_new(const cm_model *cm, const cl_cluster *c, int p, int dp, int samples,
-                      int m, recompute_kind r, csimd_ctx **out);
+int csimd_context_new(const cm_model *cm, const cl_cluster *c, int p, int dp, int samples, int m,
+                      recompute_kind r, csimd_ctx **out);
 void csimd_context_free(csimd_ctx *x);
 double csimd_predict_s(csimd_ctx *x, const int *start, const int *sizes);
 int csimd_imd_cuts(csimd_ctx *x, const int *sizes, int *start);
 
 /* The 910B-class NPUs of platforms/test_8npu.xml: 4 per server. */
-static cl_cluster npu_cluster(void)
-{
-    return test_npu_cluster(8, 4);
-}
+static cl_cluster npu_cluster(void) { return test_npu_cluster(8, 4); }
 
 /* Transfers that cost nothing. */
 static cl_cluster free_comm_cluster(void)
@@ -86,7 +83,8 @@ static void synthetic_workload(wl_workload *w, int L, int p, int dp, long batch,
     w->training.micro_batch_size = mbs;
     w->training.params_dtype = WL_BF16;
     w->parallel = (wl_parallel){.tensor_model_parallel_size = 1,
-                                .pipeline_model_parallel_size = p, .data_parallel_size = dp,
+                                .pipeline_model_parallel_size = p,
+                                .data_parallel_size = dp,
                                 .virtual_pipeline_model_parallel_size = 1,
                                 .expert_model_parallel_size = 1};
     w->schedule = SCHED_GPIPE;
@@ -192,7 +190,7 @@ static int run_planner(const char *name, const cm_model *cm, const cl_cluster *c
 }
 
 static const char *const workload_files[] = {"workloads/vgg19.json", "workloads/resnet152.json",
-                                              "workloads/swin_b.json", "workloads/vgg16.json"};
+                                             "workloads/swin_b.json", "workloads/vgg16.json"};
 static const char *const planner_names[] = {"csimd", "mbpp-r", "mbpp-e"};
 #define NUM_WORKLOADS (int)(sizeof workload_files / sizeof workload_files[0])
 
@@ -600,31 +598,31 @@ static void test_workloads_match_published_parameter_and_flop_counts(void)
 
 void register_csimd_tests(void)
 {
-    TEST_SUITE("csimd",
-               {"makespan_matches_hand_computed_two_stages_three_micro_batches",
-                test_makespan_matches_hand_computed_two_stages_three_micro_batches},
-               {"imd_cuts_equal_brute_force_on_small_models",
-                test_imd_cuts_equal_brute_force_on_small_models},
-               {"cross_search_never_worse_than_mbpp_e", test_cross_search_never_worse_than_mbpp_e},
-               {"micro_batch_sizes_sum_to_the_pipeline_batch",
-                test_micro_batch_sizes_sum_to_the_pipeline_batch},
-               {"every_plan_fits_memory", test_every_plan_fits_memory},
-               {"csimd_moves_cuts_rather_than_recompute_when_memory_is_tight",
-                test_csimd_moves_cuts_rather_than_recompute_when_memory_is_tight},
-               {"no_division_fits_is_a_nofit_error", test_no_division_fits_is_a_nofit_error},
-               {"non_gpipe_schedule_is_rejected", test_non_gpipe_schedule_is_rejected},
-               {"equal_split_is_optimal_for_linear_times_without_communication",
-                test_equal_split_is_optimal_for_linear_times_without_communication},
-               {"layer_at_built_batch_equals_built_layer",
-                test_layer_at_built_batch_equals_built_layer},
-               {"layer_at_batch_follows_the_roofline_not_a_line",
-                test_layer_at_batch_follows_the_roofline_not_a_line},
-               {"layer_at_batch_interpolates_the_time_table",
-                test_layer_at_batch_interpolates_the_time_table},
-               {"schedule_prices_each_micro_batch_at_its_size",
-                test_schedule_prices_each_micro_batch_at_its_size},
-               {"simulated_gpipe_iteration_matches_the_prediction",
-                test_simulated_gpipe_iteration_matches_the_prediction},
-               {"workloads_match_published_parameter_and_flop_counts",
-                test_workloads_match_published_parameter_and_flop_counts});
+    TEST_SUITE(
+        "csimd",
+        {"makespan_matches_hand_computed_two_stages_three_micro_batches",
+         test_makespan_matches_hand_computed_two_stages_three_micro_batches},
+        {"imd_cuts_equal_brute_force_on_small_models",
+         test_imd_cuts_equal_brute_force_on_small_models},
+        {"cross_search_never_worse_than_mbpp_e", test_cross_search_never_worse_than_mbpp_e},
+        {"micro_batch_sizes_sum_to_the_pipeline_batch",
+         test_micro_batch_sizes_sum_to_the_pipeline_batch},
+        {"every_plan_fits_memory", test_every_plan_fits_memory},
+        {"csimd_moves_cuts_rather_than_recompute_when_memory_is_tight",
+         test_csimd_moves_cuts_rather_than_recompute_when_memory_is_tight},
+        {"no_division_fits_is_a_nofit_error", test_no_division_fits_is_a_nofit_error},
+        {"non_gpipe_schedule_is_rejected", test_non_gpipe_schedule_is_rejected},
+        {"equal_split_is_optimal_for_linear_times_without_communication",
+         test_equal_split_is_optimal_for_linear_times_without_communication},
+        {"layer_at_built_batch_equals_built_layer", test_layer_at_built_batch_equals_built_layer},
+        {"layer_at_batch_follows_the_roofline_not_a_line",
+         test_layer_at_batch_follows_the_roofline_not_a_line},
+        {"layer_at_batch_interpolates_the_time_table",
+         test_layer_at_batch_interpolates_the_time_table},
+        {"schedule_prices_each_micro_batch_at_its_size",
+         test_schedule_prices_each_micro_batch_at_its_size},
+        {"simulated_gpipe_iteration_matches_the_prediction",
+         test_simulated_gpipe_iteration_matches_the_prediction},
+        {"workloads_match_published_parameter_and_flop_counts",
+         test_workloads_match_published_parameter_and_flop_counts});
 }

@@ -87,8 +87,7 @@ static void test_1f1b_peak_memory_is_weights_plus_in_flight(void)
 
 void register_engine_tests(void)
 {
-    TEST_SUITE("engine",
-               {"1f1b_bubble_is_p_minus_1_over_m", test_1f1b_bubble_is_p_minus_1_over_m},
+    TEST_SUITE("engine", {"1f1b_bubble_is_p_minus_1_over_m", test_1f1b_bubble_is_p_minus_1_over_m},
                {"1f1b_peak_memory_is_weights_plus_in_flight",
                 test_1f1b_peak_memory_is_weights_plus_in_flight});
 }

@@ -30,9 +30,9 @@
 #include "planner.h"
 #include "testutil.h"
 
-#define STATE_BYTES 100.0      /* per layer: weights, gradients, optimizer */
-#define ACTIVATION_BYTES 10.0  /* per layer and micro-batch */
-#define PARAMS 25.0            /* per layer, 2 bytes each: 50 bytes a version */
+#define STATE_BYTES 100.0     /* per layer: weights, gradients, optimizer */
+#define ACTIVATION_BYTES 10.0 /* per layer and micro-batch */
+#define PARAMS 25.0           /* per layer, 2 bytes each: 50 bytes a version */
 
 typedef struct sched_case {
     const char *platform;
@@ -41,10 +41,7 @@ typedef struct sched_case {
     double forward_s, input_grad_s, weight_grad_s; /* per layer */
 } sched_case;
 
-static int layers_per_stage(const sched_case *c)
-{
-    return c->v * c->layers_per_chunk;
-}
+static int layers_per_stage(const sched_case *c) { return c->v * c->layers_per_chunk; }
 
 static void model_build(const sched_case *c, cm_model *cm, plan *pl)
 {
@@ -190,14 +187,18 @@ static double published_chunks_held(const sched_case *c, int s)
     int p = c->p, m = c->m, v = c->v;
     int one_f_one_b = p - s < m ? p - s : m;
     switch (c->schedule) {
-    case SCHED_GPIPE: return m;
+    case SCHED_GPIPE:
+        return m;
     case SCHED_INTERLEAVED: { /* Megatron: warm-up + 1 chunk-forwards */
         int held = 2 * (p - s - 1) + (v - 1) * p + 1;
         return held < m * v ? held : m * v;
     }
-    case SCHED_ZB_H1: return p < m ? p : m;                   /* held until W */
-    case SCHED_ZB_H2: return 2 * p - 1 < m ? 2 * p - 1 : m;   /* held until W */
-    default: return one_f_one_b;
+    case SCHED_ZB_H1:
+        return p < m ? p : m; /* held until W */
+    case SCHED_ZB_H2:
+        return 2 * p - 1 < m ? 2 * p - 1 : m; /* held until W */
+    default:
+        return one_f_one_b;
     }
 }
 
@@ -231,9 +232,9 @@ static void test_peak_memory_is_static_plus_published_in_flight(void)
         plan pl;
         model_build(c, &cm, &pl);
         for (int s = 0; s < c->p; s++) {
-            double expected = layers_per_stage(c) *
-                                  (STATE_BYTES + extra_weight_versions(c, s) * 2 * PARAMS) +
-                              published_chunks_held(c, s) * c->layers_per_chunk * ACTIVATION_BYTES;
+            double expected =
+                layers_per_stage(c) * (STATE_BYTES + extra_weight_versions(c, s) * 2 * PARAMS) +
+                published_chunks_held(c, s) * c->layers_per_chunk * ACTIVATION_BYTES;
             mem_stage planned;
             mem_stage_bytes(&cm, &pl, s, &planned);
             ASSERT_REL(out.stage_peak_bytes[s], expected, 1e-12);
@@ -311,16 +312,16 @@ static void test_every_schedule_runs_a_workload_end_to_end(void)
 
 void register_engine_schedules_tests(void)
 {
-    TEST_SUITE("engine_schedules",
-               {"gpipe_bubble_is_p_minus_1_over_m", test_gpipe_bubble_is_p_minus_1_over_m},
-               {"interleaved_bubble_is_p_minus_1_over_v_m",
-                test_interleaved_bubble_is_p_minus_1_over_v_m},
-               {"zb_h1_bubble_is_published", test_zb_h1_bubble_is_published},
-               {"zb_h2_has_no_bubble_inside_any_stage", test_zb_h2_has_no_bubble_inside_any_stage},
-               {"pipedream_period_holds_one_forward_latency",
-                test_pipedream_period_holds_one_forward_latency},
-               {"peak_memory_is_static_plus_published_in_flight",
-                test_peak_memory_is_static_plus_published_in_flight},
-               {"every_schedule_runs_a_workload_end_to_end",
-                test_every_schedule_runs_a_workload_end_to_end});
+    TEST_SUITE(
+        "engine_schedules",
+        {"gpipe_bubble_is_p_minus_1_over_m", test_gpipe_bubble_is_p_minus_1_over_m},
+        {"interleaved_bubble_is_p_minus_1_over_v_m", test_interleaved_bubble_is_p_minus_1_over_v_m},
+        {"zb_h1_bubble_is_published", test_zb_h1_bubble_is_published},
+        {"zb_h2_has_no_bubble_inside_any_stage", test_zb_h2_has_no_bubble_inside_any_stage},
+        {"pipedream_period_holds_one_forward_latency",
+         test_pipedream_period_holds_one_forward_latency},
+        {"peak_memory_is_static_plus_published_in_flight",
+         test_peak_memory_is_static_plus_published_in_flight},
+        {"every_schedule_runs_a_workload_end_to_end",
+         test_every_schedule_runs_a_workload_end_to_end});
 }

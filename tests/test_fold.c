@@ -130,11 +130,10 @@ static void test_fold_with_expert_parallelism_is_refused(void)
 
 void register_fold_tests(void)
 {
-    TEST_SUITE("fold",
-               {"folded_runs_agree_with_full_run_for_every_schedule",
-                test_folded_runs_agree_with_full_run_for_every_schedule},
-               {"fold_that_does_not_divide_dp_is_refused",
-                test_fold_that_does_not_divide_dp_is_refused},
-               {"fold_with_expert_parallelism_is_refused",
-                test_fold_with_expert_parallelism_is_refused});
+    TEST_SUITE(
+        "fold",
+        {"folded_runs_agree_with_full_run_for_every_schedule",
+         test_folded_runs_agree_with_full_run_for_every_schedule},
+        {"fold_that_does_not_divide_dp_is_refused", test_fold_that_does_not_divide_dp_is_refused},
+        {"fold_with_expert_parallelism_is_refused", test_fold_with_expert_parallelism_is_refused});
 }

@@ -44,15 +44,9 @@ static void list_add(point_list *l, double t, double m)
     l->p[l->count++] = (point2){t, m};
 }
 
-static bool close_to(double a, double b)
-{
-    return fabs(a - b) <= TOL * fmax(fabs(a), fabs(b));
-}
+static bool close_to(double a, double b) { return fabs(a - b) <= TOL * fmax(fabs(a), fabs(b)); }
 
-static bool at_most(double a, double b)
-{
-    return a <= b || close_to(a, b);
-}
+static bool at_most(double a, double b) { return a <= b || close_to(a, b); }
 
 /* The definition: q dominates p when q is no worse in both coordinates and
  * not the same point. */
@@ -386,8 +380,8 @@ static void brute_tuple(const wl_workload *w, const cl_cluster *c, int tp, int p
             out->capacity = out->capacity ? 2 * out->capacity : 1024;
             out->p = realloc(out->p, (size_t)out->capacity * sizeof *out->p);
         }
-        out->p[out->count++] = (brute_point){tp, pp, dp, b, frontier_plan_time_s(&cm, c, &pl),
-                                             test_largest_stage_bytes(&cm, &pl)};
+        out->p[out->count++] = (brute_point){
+            tp, pp, dp, b, frontier_plan_time_s(&cm, c, &pl), test_largest_stage_bytes(&cm, &pl)};
     }
     plan_free(&pl);
     cm_free(&cm);
@@ -656,30 +650,27 @@ static void test_write_csv_to_missing_directory_is_an_error(void)
 
 void register_frontier_tests(void)
 {
-    TEST_SUITE("frontier",
-               {"prune_keeps_strictly_decreasing_memory",
-                test_prune_keeps_strictly_decreasing_memory},
-               {"prune_treats_rounding_noise_as_equal", test_prune_treats_rounding_noise_as_equal},
-               {"sum_is_pareto_of_pairwise_sums", test_sum_is_pareto_of_pairwise_sums},
-               {"union_is_pareto_of_both_sets", test_union_is_pareto_of_both_sets},
-               {"chain_with_resharding_edges_matches_enumeration",
-                test_chain_with_resharding_edges_matches_enumeration},
-               {"plan_time_is_1f1b_critical_path_on_uniform_stages",
-                test_plan_time_is_1f1b_critical_path_on_uniform_stages},
-               {"plan_time_adds_boundary_sends_and_dp_allreduce",
-                test_plan_time_adds_boundary_sends_and_dp_allreduce},
-               {"small_gpt_frontier_equals_brute_force",
-                test_small_gpt_frontier_equals_brute_force},
-               {"small_llama_frontier_equals_brute_force",
-                test_small_llama_frontier_equals_brute_force},
-               {"fastest_fitting_equals_brute_force", test_fastest_fitting_equals_brute_force},
-               {"entry_plans_fit_when_marked_fits", test_entry_plans_fit_when_marked_fits},
-               {"planner_ft_returns_fastest_fitting_plan",
-                test_planner_ft_returns_fastest_fitting_plan},
-               {"planner_ft_rejects_other_schedules", test_planner_ft_rejects_other_schedules},
-               {"sweep_starts_at_smallest_fitting_device_count",
-                test_sweep_starts_at_smallest_fitting_device_count},
-               {"csv_has_header_and_one_row_per_entry", test_csv_has_header_and_one_row_per_entry},
-               {"write_csv_to_missing_directory_is_an_error",
-                test_write_csv_to_missing_directory_is_an_error});
+    TEST_SUITE(
+        "frontier",
+        {"prune_keeps_strictly_decreasing_memory", test_prune_keeps_strictly_decreasing_memory},
+        {"prune_treats_rounding_noise_as_equal", test_prune_treats_rounding_noise_as_equal},
+        {"sum_is_pareto_of_pairwise_sums", test_sum_is_pareto_of_pairwise_sums},
+        {"union_is_pareto_of_both_sets", test_union_is_pareto_of_both_sets},
+        {"chain_with_resharding_edges_matches_enumeration",
+         test_chain_with_resharding_edges_matches_enumeration},
+        {"plan_time_is_1f1b_critical_path_on_uniform_stages",
+         test_plan_time_is_1f1b_critical_path_on_uniform_stages},
+        {"plan_time_adds_boundary_sends_and_dp_allreduce",
+         test_plan_time_adds_boundary_sends_and_dp_allreduce},
+        {"small_gpt_frontier_equals_brute_force", test_small_gpt_frontier_equals_brute_force},
+        {"small_llama_frontier_equals_brute_force", test_small_llama_frontier_equals_brute_force},
+        {"fastest_fitting_equals_brute_force", test_fastest_fitting_equals_brute_force},
+        {"entry_plans_fit_when_marked_fits", test_entry_plans_fit_when_marked_fits},
+        {"planner_ft_returns_fastest_fitting_plan", test_planner_ft_returns_fastest_fitting_plan},
+        {"planner_ft_rejects_other_schedules", test_planner_ft_rejects_other_schedules},
+        {"sweep_starts_at_smallest_fitting_device_count",
+         test_sweep_starts_at_smallest_fitting_device_count},
+        {"csv_has_header_and_one_row_per_entry", test_csv_has_header_and_one_row_per_entry},
+        {"write_csv_to_missing_directory_is_an_error",
+         test_write_csv_to_missing_directory_is_an_error});
 }

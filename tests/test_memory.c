@@ -251,7 +251,7 @@ static double op_list_peak(const schedule *sc, int s)
  * the shift, where it may only over-count. */
 static void test_stage_bytes_equal_the_op_lists_for_every_schedule(void)
 {
-    const schedule_kind scheds[] = {SCHED_GPIPE, SCHED_1F1B, SCHED_INTERLEAVED, SCHED_ZB_H1,
+    const schedule_kind scheds[] = {SCHED_GPIPE, SCHED_1F1B,      SCHED_INTERLEAVED,  SCHED_ZB_H1,
                                     SCHED_ZB_H2, SCHED_PIPEDREAM, SCHED_PIPEDREAM_2BW};
     for (unsigned k = 0; k < sizeof scheds / sizeof scheds[0]; k++) {
         for (int shift = 0; shift < 2; shift++) {
@@ -320,28 +320,28 @@ static void test_check_fits_reports_stages_that_do_not_fit(void)
 
 void register_memory_tests(void)
 {
-    TEST_SUITE("memory",
-               {"stage_bytes_equal_the_op_lists_for_every_schedule",
-                test_stage_bytes_equal_the_op_lists_for_every_schedule},
-               {"inflight_1f1b_is_min_p_minus_s_m", test_inflight_1f1b_is_min_p_minus_s_m},
-               {"inflight_zb_h1_is_p_on_every_stage", test_inflight_zb_h1_is_p_on_every_stage},
-               {"inflight_gpipe_is_m", test_inflight_gpipe_is_m},
-               {"inflight_zb_h2_is_2p_minus_1_on_first_stage",
-                test_inflight_zb_h2_is_2p_minus_1_on_first_stage},
-               {"inflight_interleaved_follows_megatron_warmup",
-                test_inflight_interleaved_follows_megatron_warmup},
-               {"interleaved_stage0_holds_1_plus_p_minus_1_over_pv",
-                test_interleaved_stage0_holds_1_plus_p_minus_1_over_pv},
-               {"stage_bytes_1f1b_full_recompute", test_stage_bytes_1f1b_full_recompute},
-               {"stage_bytes_gpipe_holds_every_micro_batch",
-                test_stage_bytes_gpipe_holds_every_micro_batch},
-               {"stage_bytes_scale_with_micro_batch_sizes",
-                test_stage_bytes_scale_with_micro_batch_sizes},
-               {"stage_bytes_interleaved_counts_chunk_micro_batches",
-                test_stage_bytes_interleaved_counts_chunk_micro_batches},
-               {"pipedream_stashes_weight_versions", test_pipedream_stashes_weight_versions},
-               {"merak_shift_keeps_full_activations_of_last_micro_batches",
-                test_merak_shift_keeps_full_activations_of_last_micro_batches},
-               {"check_fits_reports_stages_that_do_not_fit",
-                test_check_fits_reports_stages_that_do_not_fit});
+    TEST_SUITE(
+        "memory",
+        {"stage_bytes_equal_the_op_lists_for_every_schedule",
+         test_stage_bytes_equal_the_op_lists_for_every_schedule},
+        {"inflight_1f1b_is_min_p_minus_s_m", test_inflight_1f1b_is_min_p_minus_s_m},
+        {"inflight_zb_h1_is_p_on_every_stage", test_inflight_zb_h1_is_p_on_every_stage},
+        {"inflight_gpipe_is_m", test_inflight_gpipe_is_m},
+        {"inflight_zb_h2_is_2p_minus_1_on_first_stage",
+         test_inflight_zb_h2_is_2p_minus_1_on_first_stage},
+        {"inflight_interleaved_follows_megatron_warmup",
+         test_inflight_interleaved_follows_megatron_warmup},
+        {"interleaved_stage0_holds_1_plus_p_minus_1_over_pv",
+         test_interleaved_stage0_holds_1_plus_p_minus_1_over_pv},
+        {"stage_bytes_1f1b_full_recompute", test_stage_bytes_1f1b_full_recompute},
+        {"stage_bytes_gpipe_holds_every_micro_batch",
+         test_stage_bytes_gpipe_holds_every_micro_batch},
+        {"stage_bytes_scale_with_micro_batch_sizes", test_stage_bytes_scale_with_micro_batch_sizes},
+        {"stage_bytes_interleaved_counts_chunk_micro_batches",
+         test_stage_bytes_interleaved_counts_chunk_micro_batches},
+        {"pipedream_stashes_weight_versions", test_pipedream_stashes_weight_versions},
+        {"merak_shift_keeps_full_activations_of_last_micro_batches",
+         test_merak_shift_keeps_full_activations_of_last_micro_batches},
+        {"check_fits_reports_stages_that_do_not_fit",
+         test_check_fits_reports_stages_that_do_not_fit});
 }

@@ -99,9 +99,9 @@ static double sweep_predict(const cm_model *cm, const cl_cluster *c, const plan 
             recompute += ly->recompute_s[pl->recompute[l]];
         }
         if (s < pl->num_stages - 1)
-            comm = 2.0 * (c->scaleout_latency_s +
-                          cm->layers[pl->chunk_start[s + 1] - 1].output_bytes /
-                              c->scaleout_bandwidth_Bps);
+            comm =
+                2.0 * (c->scaleout_latency_s + cm->layers[pl->chunk_start[s + 1] - 1].output_bytes /
+                                                   c->scaleout_bandwidth_Bps);
         ends += work + comm + (pl->merak_shifted_recompute ? 0 : recompute);
         worst = fmax(worst, work + recompute + comm);
     }
@@ -109,8 +109,7 @@ static double sweep_predict(const cm_model *cm, const cl_cluster *c, const plan 
 }
 
 /* The fastest plan over r0 = 0, 1/20000, ..., 1 and both shift settings. */
-static double sweep_best(const cm_model *cm, const cl_cluster *c, int p, int m,
-                         schedule_kind sched)
+static double sweep_best(const cm_model *cm, const cl_cluster *c, int p, int m, schedule_kind sched)
 {
     plan pl;
     plan_init(&pl, p, 1, cm->num_layers);
@@ -266,8 +265,7 @@ static void test_planner_lets_a_later_stage_recompute_nothing(void)
 {
     cm_model cm;
     test_uniform_model(&cm, 5);
-    const cm_layer_kind kinds[5] = {CM_EMBEDDING, CM_DECODER, CM_DECODER, CM_DECODER,
-                                    CM_LM_HEAD};
+    const cm_layer_kind kinds[5] = {CM_EMBEDDING, CM_DECODER, CM_DECODER, CM_DECODER, CM_LM_HEAD};
     for (int l = 0; l < 5; l++) {
         cm_layer *ly = &cm.layers[l];
         ly->kind = kinds[l];
@@ -293,16 +291,16 @@ static void test_planner_lets_a_later_stage_recompute_nothing(void)
 
 void register_merak_tests(void)
 {
-    TEST_SUITE("merak",
-               {"ratio_p4_r0_half", test_ratio_p4_r0_half},
-               {"planner_lets_a_later_stage_recompute_nothing",
-                test_planner_lets_a_later_stage_recompute_nothing},
-               {"ratio_p4_r0_0p8", test_ratio_p4_r0_0p8},
-               {"ratio_r0_one_recomputes_all_stages_but_the_last",
-                test_ratio_r0_one_recomputes_all_stages_but_the_last},
-               {"planner_finds_the_fastest_r0_that_fits", test_planner_finds_the_fastest_r0_that_fits},
-               {"planner_recomputes_just_enough_where_a_later_stage_binds",
-                test_planner_recomputes_just_enough_where_a_later_stage_binds},
-               {"planner_drops_the_shift_when_recompute_is_needed",
-                test_planner_drops_the_shift_when_recompute_is_needed});
+    TEST_SUITE(
+        "merak", {"ratio_p4_r0_half", test_ratio_p4_r0_half},
+        {"planner_lets_a_later_stage_recompute_nothing",
+         test_planner_lets_a_later_stage_recompute_nothing},
+        {"ratio_p4_r0_0p8", test_ratio_p4_r0_0p8},
+        {"ratio_r0_one_recomputes_all_stages_but_the_last",
+         test_ratio_r0_one_recomputes_all_stages_but_the_last},
+        {"planner_finds_the_fastest_r0_that_fits", test_planner_finds_the_fastest_r0_that_fits},
+        {"planner_recomputes_just_enough_where_a_later_stage_binds",
+         test_planner_recomputes_just_enough_where_a_later_stage_binds},
+        {"planner_drops_the_shift_when_recompute_is_needed",
+         test_planner_drops_the_shift_when_recompute_is_needed});
 }

@@ -71,10 +71,7 @@ static void test_one_bucket_hides_nothing(void)
 
 /* Folding is refused with the overlap: the folded replicas' pipeline
  * traffic, not simulated, would share the NICs with the buckets. */
-static void test_folding_is_refused_with_overlap(void)
-{
-    CU_ASSERT_EQUAL(run(true, 10e6, 1), -1);
-}
+static void test_folding_is_refused_with_overlap(void) { CU_ASSERT_EQUAL(run(true, 10e6, 1), -1); }
 
 /* The distributed optimizer reduce-scatters the fp32 gradients and
  * all-gathers the bf16 parameters (half the bytes) instead of all-reducing. */

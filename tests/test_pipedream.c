@@ -79,10 +79,10 @@ static recompute_kind option_of(const cm_layer *ly, recompute_kind r)
 
 static bool reference_fits(const reference *ref, int first, int last, int position)
 {
-    int in_flight = ref->sched == SCHED_GPIPE ? ref->m
+    int in_flight = ref->sched == SCHED_GPIPE    ? ref->m
                     : ref->p - position < ref->m ? ref->p - position
                                                  : ref->m;
-    double stashes = ref->sched == SCHED_PIPEDREAM      ? in_flight - 1
+    double stashes = ref->sched == SCHED_PIPEDREAM       ? in_flight - 1
                      : ref->sched == SCHED_PIPEDREAM_2BW ? 1
                                                          : 0;
     double bytes = ref->cm->workspace_bytes, working_set = 0;
@@ -91,7 +91,8 @@ static bool reference_fits(const reference *ref, int first, int last, int positi
         recompute_kind r = option_of(ly, ref->r);
         bytes += ly->state_bytes + stashes * ly->params * ref->cm->weight_bytes_per_param +
                  in_flight * ly->activation_bytes[r];
-        working_set = fmax(working_set, ly->activation_bytes[RECOMPUTE_NONE] - ly->activation_bytes[r]);
+        working_set =
+            fmax(working_set, ly->activation_bytes[RECOMPUTE_NONE] - ly->activation_bytes[r]);
     }
     return bytes + working_set <= ref->cm->hbm_bytes;
 }
@@ -149,9 +150,9 @@ static void check_dp_against_reference(int max_replicas)
     cl_cluster c = test_cluster();
     int compared = 0, finite = 0;
     for (uint64_t seed = 1; seed <= 40; seed++) {
-        int L = 3 + (int)(seed % 8);         /* 3..10 layers */
-        int p = 1 + (int)((seed / 3) % 4);   /* 1..4 stages */
-        int m = 1 + (int)((seed * 7) % 8);   /* 1..8 micro-batches */
+        int L = 3 + (int)(seed % 8);       /* 3..10 layers */
+        int p = 1 + (int)((seed / 3) % 4); /* 1..4 stages */
+        int m = 1 + (int)((seed * 7) % 8); /* 1..8 micro-batches */
         if (p > L)
             p = L;
         schedule_kind sched = schedules[seed % 4];
@@ -162,7 +163,8 @@ static void check_dp_against_reference(int max_replicas)
             int count;
             double dp;
             CU_ASSERT_EQUAL_FATAL(planner_pipedream_dp(&cm, &c, sched, p, m, (recompute_kind)r,
-                                                       max_replicas, stages, &count, &dp), 0);
+                                                       max_replicas, stages, &count, &dp),
+                                  0);
             double ref = reference_best(&cm, &c, sched, p, m, (recompute_kind)r, max_replicas);
             if (ref == INFINITY) {
                 CU_ASSERT(dp == INFINITY);
@@ -213,11 +215,12 @@ static void test_dp_stages_cover_the_model_and_reach_the_bottleneck(void)
                 CU_ASSERT_EQUAL(st[k].first, st[k - 1].last);
             CU_ASSERT(st[k].replicas >= 1 && st[k].replicas <= st[k].last - st[k].first);
             workers += st[k].replicas;
-            worst = fmax(worst, reference_stage_time(&ref, st[k].first, st[k].last, st[k].replicas));
+            worst =
+                fmax(worst, reference_stage_time(&ref, st[k].first, st[k].last, st[k].replicas));
             if (k > 0)
-                worst = fmax(worst, 2.0 * (c.scaleout_latency_s +
-                                           cm.layers[st[k].first - 1].output_bytes /
-                                               c.scaleout_bandwidth_Bps));
+                worst = fmax(worst,
+                             2.0 * (c.scaleout_latency_s + cm.layers[st[k].first - 1].output_bytes /
+                                                               c.scaleout_bandwidth_Bps));
         }
         CU_ASSERT_EQUAL(workers, p);
         ASSERT_REL(worst, dp, 1e-12);
@@ -339,7 +342,8 @@ static void test_planner_plans_fit_and_are_optimal_for_their_recompute(void)
         reference ref = {&cm, &c, SCHED_1F1B, p, m, 1, r, INFINITY};
         double worst = 0;
         for (int s = 0; s < p; s++) {
-            worst = fmax(worst, reference_stage_time(&ref, pl.chunk_start[s], pl.chunk_start[s + 1], 1));
+            worst = fmax(worst,
+                         reference_stage_time(&ref, pl.chunk_start[s], pl.chunk_start[s + 1], 1));
             if (s > 0)
                 worst = fmax(worst, 2.0 * (c.scaleout_latency_s +
                                            cm.layers[pl.chunk_start[s] - 1].output_bytes /
@@ -403,22 +407,22 @@ static void test_planner_takes_the_lightest_recompute_that_fits(void)
 
 void register_pipedream_tests(void)
 {
-    TEST_SUITE("pipedream",
-               {"dp_with_replication_equals_exhaustive_search",
-                test_dp_with_replication_equals_exhaustive_search},
-               {"dp_without_replication_equals_exhaustive_search",
-                test_dp_without_replication_equals_exhaustive_search},
-               {"dp_stages_cover_the_model_and_reach_the_bottleneck",
-                test_dp_stages_cover_the_model_and_reach_the_bottleneck},
-               {"replicating_a_heavy_pipeline_halves_its_time",
-                test_replicating_a_heavy_pipeline_halves_its_time},
-               {"replicated_stage_time_is_larger_of_work_and_sync_over_n",
-                test_replicated_stage_time_is_larger_of_work_and_sync_over_n},
-               {"cut_transfer_bounds_the_split", test_cut_transfer_bounds_the_split},
-               {"planner_plans_fit_and_are_optimal_for_their_recompute",
-                test_planner_plans_fit_and_are_optimal_for_their_recompute},
-               {"planner_predicts_the_1f1b_critical_path",
-                test_planner_predicts_the_1f1b_critical_path},
-               {"planner_takes_the_lightest_recompute_that_fits",
-                test_planner_takes_the_lightest_recompute_that_fits});
+    TEST_SUITE(
+        "pipedream",
+        {"dp_with_replication_equals_exhaustive_search",
+         test_dp_with_replication_equals_exhaustive_search},
+        {"dp_without_replication_equals_exhaustive_search",
+         test_dp_without_replication_equals_exhaustive_search},
+        {"dp_stages_cover_the_model_and_reach_the_bottleneck",
+         test_dp_stages_cover_the_model_and_reach_the_bottleneck},
+        {"replicating_a_heavy_pipeline_halves_its_time",
+         test_replicating_a_heavy_pipeline_halves_its_time},
+        {"replicated_stage_time_is_larger_of_work_and_sync_over_n",
+         test_replicated_stage_time_is_larger_of_work_and_sync_over_n},
+        {"cut_transfer_bounds_the_split", test_cut_transfer_bounds_the_split},
+        {"planner_plans_fit_and_are_optimal_for_their_recompute",
+         test_planner_plans_fit_and_are_optimal_for_their_recompute},
+        {"planner_predicts_the_1f1b_critical_path", test_planner_predicts_the_1f1b_critical_path},
+        {"planner_takes_the_lightest_recompute_that_fits",
+         test_planner_takes_the_lightest_recompute_that_fits});
 }

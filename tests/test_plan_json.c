@@ -81,7 +81,8 @@ static void expect_error(const char *contents, int num_layers, const char *key)
 }
 
 #define GOOD_HEAD "\"planner\":\"x\",\"schedule\":\"1f1b\",\"num_stages\":2,\"num_chunks\":1,"
-#define GOOD_TAIL "\"micro_batch_size\":1,\"num_micro_batches\":4,\"tensor_parallel\":1,\"data_parallel\":1"
+#define GOOD_TAIL                                                                                  \
+    "\"micro_batch_size\":1,\"num_micro_batches\":4,\"tensor_parallel\":1,\"data_parallel\":1"
 
 static void test_bad_plan_files_name_the_key(void)
 {

@@ -26,12 +26,12 @@
 
 /* What a child that loaded a platform reports (plain data, no pointers). */
 typedef struct load_result {
-    int rc;                       /* platform_load() */
-    np_error err;                 /* when rc != 0 */
-    cl_cluster cluster;           /* when rc == 0 */
+    int rc;             /* platform_load() */
+    np_error err;       /* when rc != 0 */
+    cl_cluster cluster; /* when rc == 0 */
     int num_npus;
-    int ranks_match_names;        /* host_of_rank[r] is named "...<r>" */
-    double first_last_route_Bps;  /* SimGrid route rank 0 -> rank N-1 */
+    int ranks_match_names;       /* host_of_rank[r] is named "...<r>" */
+    double first_last_route_Bps; /* SimGrid route rank 0 -> rank N-1 */
     double first_last_route_s;
 } load_result;
 
@@ -84,7 +84,7 @@ typedef struct expected_platform {
     int num_npus, npus_per_node;
     double peak_flops, hbm_bytes, hbm_bandwidth_Bps;
     double scaleup_bandwidth_Bps, scaleup_latency_s;
-    double nic_Bps;          /* scale-out bandwidth = one NPU's NIC */
+    double nic_Bps; /* scale-out bandwidth = one NPU's NIC */
     double scaleout_latency_s;
     double matmul_efficiency, kernel_launch_s;
 } expected_platform;
@@ -139,8 +139,8 @@ static void test_h100_16k_is_16384_h100_sxm_with_ndr(void)
     /* H100 SXM datasheet: 989 TFLOPS bf16 dense, 80 GB HBM3 at 3.35 TB/s,
      * NVLink4 900 GB/s = 450 GB/s per direction; NDR 400 Gb/s = 50e9 B/s;
      * 0.5 us per link, rank 8 under the same leaf. */
-    static const expected_platform e = {"h100_16k.xml", 16384, 8, 989e12, 80e9, 3.35e12, 450e9,
-                                        1e-6, 50e9, 1e-6, 0.75, 5e-6};
+    static const expected_platform e = {"h100_16k.xml", 16384, 8,    989e12, 80e9, 3.35e12,
+                                        450e9,          1e-6,  50e9, 1e-6,   0.75, 5e-6};
     load_and_check(&e);
 }
 
@@ -148,8 +148,8 @@ static void test_dgx_a100_1024_is_128_dgx_nodes_with_hdr(void)
 {
     /* A100 80GB datasheet: 312 TFLOPS bf16, 2.039 TB/s, NVLink3 300 GB/s per
      * direction; DGX A100: 8 x HDR 200 Gb/s = 25e9 B/s per GPU. */
-    static const expected_platform e = {"dgx_a100_1024.xml", 1024, 8, 312e12, 80e9, 2.039e12, 300e9,
-                                        1e-6, 25e9, 1e-6, 0.8, 5e-6};
+    static const expected_platform e = {
+        "dgx_a100_1024.xml", 1024, 8, 312e12, 80e9, 2.039e12, 300e9, 1e-6, 25e9, 1e-6, 0.8, 5e-6};
     load_and_check(&e);
 }
 
@@ -184,8 +184,8 @@ static void test_flat_platforms_have_bandwidth_B_and_latency_alpha_between_any_p
     for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
         char rel[64];
         snprintf(rel, sizeof rel, "platforms/test_flat_%d.xml", sizes[i]);
-        expected_platform e = {rel + 10, sizes[i], 1, 313e12, 64e9, 1.6e12, 1e9, 10e-6, 1e9, 10e-6,
-                               0.7, 10e-6};
+        expected_platform e = {rel + 10, sizes[i], 1,   313e12, 64e9, 1.6e12,
+                               1e9,      10e-6,    1e9, 10e-6,  0.7,  10e-6};
         load_result r;
         CU_ASSERT_EQUAL_FATAL(load_in_child(test_path(rel), &r), 0);
         check_platform(&r, &e);
@@ -200,11 +200,12 @@ static void test_shipped_platforms_are_gen_platform_output(void)
 {
     char dir[] = "/tmp/npusim_platforms_XXXXXX", cmd[1024];
     CU_ASSERT_PTR_NOT_NULL_FATAL(mkdtemp(dir));
-    snprintf(cmd, sizeof cmd, "/usr/bin/python3 %s --all %s", test_path("platforms/gen_platform.py"),
-             dir);
+    snprintf(cmd, sizeof cmd, "/usr/bin/python3 %s --all %s",
+             test_path("platforms/gen_platform.py"), dir);
     CU_ASSERT_EQUAL(system(cmd), 0);
-    snprintf(cmd, sizeof cmd, "for f in %s/*.xml; do cmp -s \"$f\" %s/$(basename \"$f\") || exit 1; done",
-             dir, test_path("platforms"));
+    snprintf(cmd, sizeof cmd,
+             "for f in %s/*.xml; do cmp -s \"$f\" %s/$(basename \"$f\") || exit 1; done", dir,
+             test_path("platforms"));
     CU_ASSERT_EQUAL(system(cmd), 0);
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     CU_ASSERT_EQUAL(system(cmd), 0);
@@ -232,10 +233,10 @@ static void test_gen_platform_builds_any_size(void)
 /* ------------------------------------------------------------ error paths */
 
 typedef struct expected_error {
-    const char *file;    /* under tests/bad_input/ */
-    const char *key;     /* np_error.key */
-    int line;            /* np_error.line */
-    const char *text;    /* a piece of np_error.text */
+    const char *file; /* under tests/bad_input/ */
+    const char *key;  /* np_error.key */
+    int line;         /* np_error.line */
+    const char *text; /* a piece of np_error.text */
 } expected_error;
 
 static void check_error(const char *path, const load_result *r, const expected_error *e)
@@ -276,7 +277,8 @@ static void test_directory_is_not_a_platform_file(void)
 static void test_bad_platforms_are_input_errors_naming_the_problem(void)
 {
     static const expected_error cases[] = {
-        {"platform_missing_prop.xml", "matmul_efficiency", 0, "missing: host 'npu-0' has no such property"},
+        {"platform_missing_prop.xml", "matmul_efficiency", 0,
+         "missing: host 'npu-0' has no such property"},
         {"platform_nonnumeric_prop.xml", "hbm_bytes", 7, "got \"64GB\""},
         {"platform_nonpositive_prop.xml", "scaleup_bandwidth_Bps", 10, "positive number"},
         {"platform_efficiency_range.xml", "matmul_efficiency", 12, "(0, 1]"},
@@ -318,8 +320,9 @@ static void load_twice_child(void *ctx, int fd)
 static void test_second_platform_in_one_process_is_refused(void)
 {
     int rc[2];
-    CU_ASSERT_EQUAL_FATAL(test_in_child(load_twice_child, (void *)test_path("platforms/test_8npu.xml"),
-                                        rc, sizeof rc),
+    CU_ASSERT_EQUAL_FATAL(test_in_child(load_twice_child,
+                                        (void *)test_path("platforms/test_8npu.xml"), rc,
+                                        sizeof rc),
                           0);
     CU_ASSERT_EQUAL(rc[0], 0);
     CU_ASSERT_EQUAL(rc[1], NP_EXIT_INTERNAL);
@@ -327,10 +330,7 @@ static void test_second_platform_in_one_process_is_refused(void)
 
 /* ----------------------------------------------------------- fork helper */
 
-static void killed_child(void *ctx, int fd)
-{
-    raise(SIGTERM);
-}
+static void killed_child(void *ctx, int fd) { raise(SIGTERM); }
 
 /* The error tests rely on it: a SimGrid abort in a child must fail them. */
 static void test_fork_helper_reports_a_child_that_dies(void)
@@ -341,24 +341,26 @@ static void test_fork_helper_reports_a_child_that_dies(void)
 
 void register_platform_tests(void)
 {
-    TEST_SUITE("platform",
-               {"16k_npu.xml: 16384 Ascend 910B NPUs, 8 per server",
-                test_16k_npu_is_16384_ascend_910b_in_servers_of_8},
-               {"h100_16k.xml: 16384 H100 SXM, NDR per GPU", test_h100_16k_is_16384_h100_sxm_with_ndr},
-               {"dgx_a100_1024.xml: 128 DGX A100 nodes, HDR per GPU",
-                test_dgx_a100_1024_is_128_dgx_nodes_with_hdr},
-               {"test_8/16/64npu.xml carry the 910B figures", test_small_fat_trees_carry_the_910b_figures},
-               {"free-comm platforms: free links, ideal compute",
-                test_free_comm_platforms_have_free_links_and_ideal_compute},
-               {"flat platforms: bandwidth B, latency alpha on every route",
-                test_flat_platforms_have_bandwidth_B_and_latency_alpha_between_any_pair},
-               {"shipped XML == gen_platform.py --all", test_shipped_platforms_are_gen_platform_output},
-               {"gen_platform.py builds any size (2048 H100)", test_gen_platform_builds_any_size},
-               {"missing file: input error with strerror", test_missing_file_is_an_input_error_with_strerror},
-               {"directory: input error", test_directory_is_not_a_platform_file},
-               {"bad platforms: input errors naming the problem",
-                test_bad_platforms_are_input_errors_naming_the_problem},
-               {"second platform in one process is refused",
-                test_second_platform_in_one_process_is_refused},
-               {"fork helper reports a child that dies", test_fork_helper_reports_a_child_that_dies});
+    TEST_SUITE(
+        "platform",
+        {"16k_npu.xml: 16384 Ascend 910B NPUs, 8 per server",
+         test_16k_npu_is_16384_ascend_910b_in_servers_of_8},
+        {"h100_16k.xml: 16384 H100 SXM, NDR per GPU", test_h100_16k_is_16384_h100_sxm_with_ndr},
+        {"dgx_a100_1024.xml: 128 DGX A100 nodes, HDR per GPU",
+         test_dgx_a100_1024_is_128_dgx_nodes_with_hdr},
+        {"test_8/16/64npu.xml carry the 910B figures", test_small_fat_trees_carry_the_910b_figures},
+        {"free-comm platforms: free links, ideal compute",
+         test_free_comm_platforms_have_free_links_and_ideal_compute},
+        {"flat platforms: bandwidth B, latency alpha on every route",
+         test_flat_platforms_have_bandwidth_B_and_latency_alpha_between_any_pair},
+        {"shipped XML == gen_platform.py --all", test_shipped_platforms_are_gen_platform_output},
+        {"gen_platform.py builds any size (2048 H100)", test_gen_platform_builds_any_size},
+        {"missing file: input error with strerror",
+         test_missing_file_is_an_input_error_with_strerror},
+        {"directory: input error", test_directory_is_not_a_platform_file},
+        {"bad platforms: input errors naming the problem",
+         test_bad_platforms_are_input_errors_naming_the_problem},
+        {"second platform in one process is refused",
+         test_second_platform_in_one_process_is_refused},
+        {"fork helper reports a child that dies", test_fork_helper_reports_a_child_that_dies});
 }

@@ -143,13 +143,14 @@ static void test_check_rejects_a_transfer_of_the_wrong_chunk(void)
 
 void register_schedule_tests(void)
 {
-    TEST_SUITE("schedule",
-               {"1f1b_has_m_forwards_and_backwards_per_stage",
-                test_1f1b_has_m_forwards_and_backwards_per_stage},
-               {"1f1b_in_flight_is_min_p_minus_s_m", test_1f1b_in_flight_is_min_p_minus_s_m},
-               {"forward_allocates_what_backward_frees", test_forward_allocates_what_backward_frees},
-               {"check_rejects_receives_out_of_order", test_check_rejects_receives_out_of_order},
-               {"check_rejects_a_deadlock", test_check_rejects_a_deadlock},
-               {"check_rejects_a_transfer_of_the_wrong_chunk",
-                test_check_rejects_a_transfer_of_the_wrong_chunk});
+    TEST_SUITE(
+        "schedule",
+        {"1f1b_has_m_forwards_and_backwards_per_stage",
+         test_1f1b_has_m_forwards_and_backwards_per_stage},
+        {"1f1b_in_flight_is_min_p_minus_s_m", test_1f1b_in_flight_is_min_p_minus_s_m},
+        {"forward_allocates_what_backward_frees", test_forward_allocates_what_backward_frees},
+        {"check_rejects_receives_out_of_order", test_check_rejects_receives_out_of_order},
+        {"check_rejects_a_deadlock", test_check_rejects_a_deadlock},
+        {"check_rejects_a_transfer_of_the_wrong_chunk",
+         test_check_rejects_a_transfer_of_the_wrong_chunk});
 }

@@ -24,10 +24,7 @@ static void build(test_built_schedule *b, int p, int m, int v, int layers_per_ch
     test_build_schedule(b, p, m, v, layers_per_chunk, 1.0, kind);
 }
 
-static int min_int(int a, int b)
-{
-    return a < b ? a : b;
-}
+static int min_int(int a, int b) { return a < b ? a : b; }
 
 /* Largest number of (chunk, micro-batch) pairs forwarded and not yet past
  * op kind `until` (OP_BACKWARD or OP_WEIGHT_GRAD). */
@@ -267,8 +264,7 @@ static void test_zb_h2_first_stage_holds_2p_minus_1(void)
         build(&b, p, m, 1, 1, SCHED_ZB_H2);
         CU_ASSERT_EQUAL_FATAL(b.rc, 0);
         for (int s = 0; s < p; s++) {
-            CU_ASSERT_EQUAL(max_held(&b.sc.stages[s], OP_BACKWARD),
-                            min_int(2 * (p - s) - 1, m));
+            CU_ASSERT_EQUAL(max_held(&b.sc.stages[s], OP_BACKWARD), min_int(2 * (p - s) - 1, m));
             CU_ASSERT_EQUAL(max_held(&b.sc.stages[s], OP_WEIGHT_GRAD), min_int(2 * p - 1, m));
         }
         test_built_schedule_free(&b);
@@ -421,25 +417,26 @@ static void test_mem_stage_bytes_equals_op_list_walk_with_recompute(void)
 
 void register_schedules_tests(void)
 {
-    TEST_SUITE("schedules",
-               {"gpipe_runs_all_forwards_before_any_backward",
-                test_gpipe_runs_all_forwards_before_any_backward},
-               {"gpipe_holds_m_micro_batches_on_every_stage",
-                test_gpipe_holds_m_micro_batches_on_every_stage},
-               {"interleaved_runs_m_passes_per_chunk", test_interleaved_runs_m_passes_per_chunk},
-               {"interleaved_warms_up_like_megatron", test_interleaved_warms_up_like_megatron},
-               {"interleaved_first_stage_peak_is_published_fraction",
-                test_interleaved_first_stage_peak_is_published_fraction},
-               {"zb_splits_every_backward_into_b_and_w", test_zb_splits_every_backward_into_b_and_w},
-               {"zb_h1_keeps_1f1b_in_flight_and_p_held_everywhere",
-                test_zb_h1_keeps_1f1b_in_flight_and_p_held_everywhere},
-               {"zb_h2_first_stage_holds_2p_minus_1", test_zb_h2_first_stage_holds_2p_minus_1},
-               {"pipedream_period_covers_each_micro_batch_once",
-                test_pipedream_period_covers_each_micro_batch_once},
-               {"pipedream_holds_1f1b_in_flight_in_steady_state",
-                test_pipedream_holds_1f1b_in_flight_in_steady_state},
-               {"every_schedule_passes_check", test_every_schedule_passes_check},
-               {"mem_inflight_equals_op_list_walk", test_mem_inflight_equals_op_list_walk},
-               {"mem_stage_bytes_equals_op_list_walk_with_recompute",
-                test_mem_stage_bytes_equals_op_list_walk_with_recompute});
+    TEST_SUITE(
+        "schedules",
+        {"gpipe_runs_all_forwards_before_any_backward",
+         test_gpipe_runs_all_forwards_before_any_backward},
+        {"gpipe_holds_m_micro_batches_on_every_stage",
+         test_gpipe_holds_m_micro_batches_on_every_stage},
+        {"interleaved_runs_m_passes_per_chunk", test_interleaved_runs_m_passes_per_chunk},
+        {"interleaved_warms_up_like_megatron", test_interleaved_warms_up_like_megatron},
+        {"interleaved_first_stage_peak_is_published_fraction",
+         test_interleaved_first_stage_peak_is_published_fraction},
+        {"zb_splits_every_backward_into_b_and_w", test_zb_splits_every_backward_into_b_and_w},
+        {"zb_h1_keeps_1f1b_in_flight_and_p_held_everywhere",
+         test_zb_h1_keeps_1f1b_in_flight_and_p_held_everywhere},
+        {"zb_h2_first_stage_holds_2p_minus_1", test_zb_h2_first_stage_holds_2p_minus_1},
+        {"pipedream_period_covers_each_micro_batch_once",
+         test_pipedream_period_covers_each_micro_batch_once},
+        {"pipedream_holds_1f1b_in_flight_in_steady_state",
+         test_pipedream_holds_1f1b_in_flight_in_steady_state},
+        {"every_schedule_passes_check", test_every_schedule_passes_check},
+        {"mem_inflight_equals_op_list_walk", test_mem_inflight_equals_op_list_walk},
+        {"mem_stage_bytes_equals_op_list_walk_with_recompute",
+         test_mem_stage_bytes_equals_op_list_walk_with_recompute});
 }

@@ -209,7 +209,8 @@ static void test_every_span_has_non_negative_duration(void)
         CU_ASSERT(event_number(e, "dur") >= 0);
         CU_ASSERT(event_number(e, "ts") >= 0);
         /* and no span ends after the iteration */
-        CU_ASSERT(event_number(e, "ts") + event_number(e, "dur") <= fx->out.sim.iteration_s * 1e6 + 1e-3);
+        CU_ASSERT(event_number(e, "ts") + event_number(e, "dur") <=
+                  fx->out.sim.iteration_s * 1e6 + 1e-3);
     }
     CU_ASSERT(spans > 0);
 }
@@ -313,7 +314,8 @@ static void check_counter_max_is_peak(int fixture)
     CU_ASSERT_EQUAL_FATAL(fx->out.rc, 0);
     CU_ASSERT_PTR_NOT_NULL_FATAL(fx->all);
     for (int s = 0; s < fx->c.p; s++)
-        ASSERT_REL(stage_counter_max_bytes(fx->all, s, fx->c.dp), fx->out.sim.stage_peak_bytes[s], 1e-12);
+        ASSERT_REL(stage_counter_max_bytes(fx->all, s, fx->c.dp), fx->out.sim.stage_peak_bytes[s],
+                   1e-12);
 }
 
 static void test_memory_counter_maximum_is_tracker_peak(void) { check_counter_max_is_peak(0); }
@@ -430,15 +432,20 @@ static int synthetic_build(synthetic *x)
     double mem = st->static_bytes + st->workspace_bytes;
     for (int i = 0; i < st->num_ops; i++) {
         mem += st->ops[i].mem_delta_bytes;
-        x->spans[0][i] = (engine_span){.start_s = i * 1e-3, .end_s = (i + 1) * 1e-3,
+        x->spans[0][i] = (engine_span){.start_s = i * 1e-3,
+                                       .end_s = (i + 1) * 1e-3,
                                        .memory_bytes = mem,
                                        .micro_batch = st->ops[i].micro_batch,
-                                       .kind = st->ops[i].kind, .chunk = st->ops[i].chunk};
+                                       .kind = st->ops[i].kind,
+                                       .chunk = st->ops[i].chunk};
     }
     const sched_stage *last = &x->sc.stages[1];
     const sched_op *op = &last->ops[last->num_ops - 1];
-    x->spans[1][0] = (engine_span){.start_s = 0, .end_s = 1e-3, .memory_bytes = 0,
-                                   .micro_batch = op->micro_batch, .kind = op->kind};
+    x->spans[1][0] = (engine_span){.start_s = 0,
+                                   .end_s = 1e-3,
+                                   .memory_bytes = 0,
+                                   .micro_batch = op->micro_batch,
+                                   .kind = op->kind};
     x->num_spans[0] = st->num_ops;
     x->num_spans[1] = 1;
     x->r.num_workers = 2;
@@ -514,7 +521,8 @@ static void test_strings_are_json_escaped(void)
     snprintf(x.pl.planner, sizeof x.pl.planner, "%s", odd);
     json_t *root = synthetic_trace(&x);
     CU_ASSERT_PTR_NOT_NULL_FATAL(root);
-    const char *back = json_string_value(json_object_get(json_object_get(root, "otherData"), "planner"));
+    const char *back =
+        json_string_value(json_object_get(json_object_get(root, "otherData"), "planner"));
     CU_ASSERT_PTR_NOT_NULL_FATAL(back);
     CU_ASSERT_STRING_EQUAL(back, odd);
     json_decref(root);
@@ -523,19 +531,18 @@ static void test_strings_are_json_escaped(void)
 
 void register_trace_tests(void)
 {
-    TEST_SUITE("trace",
-               {"trace_is_json_with_trace_events", test_trace_is_json_with_trace_events},
-               {"every_span_has_non_negative_duration", test_every_span_has_non_negative_duration},
-               {"each_worker_has_m_forward_and_m_backward_spans",
-                test_each_worker_has_m_forward_and_m_backward_spans},
-               {"spans_of_one_worker_do_not_overlap", test_spans_of_one_worker_do_not_overlap},
-               {"memory_counter_maximum_is_tracker_peak", test_memory_counter_maximum_is_tracker_peak},
-               {"memory_counter_sees_recompute_transient",
-                test_memory_counter_sees_recompute_transient},
-               {"default_writes_replica_zero_only", test_default_writes_replica_zero_only},
-               {"unwritable_path_is_an_error_naming_it", test_unwritable_path_is_an_error_naming_it},
-               {"run_without_spans_is_an_error", test_run_without_spans_is_an_error},
-               {"partial_timeline_has_spans_but_no_memory_counter",
-                test_partial_timeline_has_spans_but_no_memory_counter},
-               {"strings_are_json_escaped", test_strings_are_json_escaped});
+    TEST_SUITE(
+        "trace", {"trace_is_json_with_trace_events", test_trace_is_json_with_trace_events},
+        {"every_span_has_non_negative_duration", test_every_span_has_non_negative_duration},
+        {"each_worker_has_m_forward_and_m_backward_spans",
+         test_each_worker_has_m_forward_and_m_backward_spans},
+        {"spans_of_one_worker_do_not_overlap", test_spans_of_one_worker_do_not_overlap},
+        {"memory_counter_maximum_is_tracker_peak", test_memory_counter_maximum_is_tracker_peak},
+        {"memory_counter_sees_recompute_transient", test_memory_counter_sees_recompute_transient},
+        {"default_writes_replica_zero_only", test_default_writes_replica_zero_only},
+        {"unwritable_path_is_an_error_naming_it", test_unwritable_path_is_an_error_naming_it},
+        {"run_without_spans_is_an_error", test_run_without_spans_is_an_error},
+        {"partial_timeline_has_spans_but_no_memory_counter",
+         test_partial_timeline_has_spans_but_no_memory_counter},
+        {"strings_are_json_escaped", test_strings_are_json_escaped});
 }

@@ -26,16 +26,16 @@ static int load(const char *relative, wl_workload *w, np_error *err)
     return wl_load(test_path(relative), NULL, 0, w, err);
 }
 
-static int load_with(const char *relative, const char *const *overrides, int n,
-                     wl_workload *w, np_error *err)
+static int load_with(const char *relative, const char *const *overrides, int n, wl_workload *w,
+                     np_error *err)
 {
     return wl_load(test_path(relative), overrides, n, w, err);
 }
 
 static long total_npus(const wl_workload *w)
 {
-    return (long)w->parallel.tensor_model_parallel_size *
-           w->parallel.pipeline_model_parallel_size * w->parallel.data_parallel_size;
+    return (long)w->parallel.tensor_model_parallel_size * w->parallel.pipeline_model_parallel_size *
+           w->parallel.data_parallel_size;
 }
 
 /* Writes text to a fresh temporary .json file; returns its path (static). */
@@ -260,8 +260,8 @@ static void test_vgg16_layers_sum_to_published_totals(void)
     /* conv1_1: 3x3x3x64 weights + 64 biases = 1792. */
     CU_ASSERT_EQUAL(w.model.layer_specs[0].params, 1792.0);
     CU_ASSERT_EQUAL(w.model.layer_specs[0].num_time_points, 0);
-    CU_ASSERT_EQUAL(w.model.hidden_size, 0);  /* not a Transformer */
-    CU_ASSERT_EQUAL(w.model.seq_length, 1);   /* a sample is one token */
+    CU_ASSERT_EQUAL(w.model.hidden_size, 0);      /* not a Transformer */
+    CU_ASSERT_EQUAL(w.model.seq_length, 1);       /* a sample is one token */
     CU_ASSERT_EQUAL(wl_num_micro_batches(&w), 4); /* 256 / (32 x 2) */
     CU_ASSERT_EQUAL(wl_check_cluster(&w, 8, &err), 0);
     wl_free(&w);
@@ -270,10 +270,9 @@ static void test_vgg16_layers_sum_to_published_totals(void)
 static void test_every_shipped_workload_loads_and_fits_its_npu_count(void)
 {
     static const char *const files[] = {
-        "workloads/llama.json",        "workloads/gpt3_175b.json",
-        "workloads/gpt3_175b_128.json", "workloads/llama2_70b.json",
-        "workloads/codegeex_13b.json", "workloads/small_gpt.json",
-        "workloads/small_llama.json",  "workloads/vgg16.json",
+        "workloads/llama.json",       "workloads/gpt3_175b.json",    "workloads/gpt3_175b_128.json",
+        "workloads/llama2_70b.json",  "workloads/codegeex_13b.json", "workloads/small_gpt.json",
+        "workloads/small_llama.json", "workloads/vgg16.json",
     };
     for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
         wl_workload w;
@@ -342,8 +341,7 @@ static void test_unknown_top_level_key_is_rejected(void)
 
 static void test_string_for_integer_names_expected_type(void)
 {
-    expect_bad_input("wrong_type_string_for_integer.json",
-                     "parallel.tensor_model_parallel_size",
+    expect_bad_input("wrong_type_string_for_integer.json", "parallel.tensor_model_parallel_size",
                      "expected a positive integer, got \"eight\"");
 }
 
@@ -376,8 +374,7 @@ static void test_unknown_schedule_name_is_rejected(void)
 
 static void test_unknown_recompute_name_is_rejected(void)
 {
-    expect_bad_input("bad_recompute_name.json", "training.recompute_granularity",
-                     "\"selective\"");
+    expect_bad_input("bad_recompute_name.json", "training.recompute_granularity", "\"selective\"");
 }
 
 static void test_missing_required_key_is_named(void)
@@ -796,8 +793,8 @@ static void test_size_above_2_pow_40_is_out_of_range(void)
 
 static void test_override_below_a_scalar_is_rejected(void)
 {
-    expect_override_error("workloads/small_gpt.json", "model.num_layers.x=1",
-                          "model.num_layers.x", "has no keys");
+    expect_override_error("workloads/small_gpt.json", "model.num_layers.x=1", "model.num_layers.x",
+                          "has no keys");
 }
 
 /* ----------------------------------------------------- cluster check */
@@ -891,117 +888,101 @@ static void test_dtype_sizes_are_bytes_per_element(void)
 
 void register_workload_tests(void)
 {
-    TEST_SUITE("workload",
-               {"llama has Llama 3 405B figures", test_llama_has_llama3_405b_figures},
-               {"gpt3_175b has published figures", test_gpt3_175b_has_published_figures},
-               {"gpt3_175b_128 is the 128-NPU case", test_gpt3_175b_128_is_the_128_npu_case},
-               {"llama2_70b has published figures", test_llama2_70b_has_published_figures},
-               {"codegeex_13b has published figures", test_codegeex_13b_has_published_figures},
-               {"small_gpt fits 8 NPUs", test_small_gpt_fits_8_npus},
-               {"small_llama fits 16 NPUs with GQA", test_small_llama_fits_16_npus_with_gqa},
-               {"vgg16 layers sum to published totals",
-                test_vgg16_layers_sum_to_published_totals},
-               {"every shipped workload loads and fits its NPU count",
-                test_every_shipped_workload_loads_and_fits_its_npu_count},
-               {"malformed JSON reports its line", test_malformed_json_reports_its_line},
-               {"duplicate key is rejected with its line",
-                test_duplicate_key_is_rejected_with_its_line},
-               {"missing file is an input error", test_missing_file_is_an_input_error},
-               {"top-level array is rejected", test_top_level_array_is_rejected},
-               {"unknown key names the dotted key", test_unknown_key_names_the_dotted_key},
-               {"unknown key lists the known keys", test_unknown_key_lists_the_known_keys},
-               {"unknown top-level key is rejected", test_unknown_top_level_key_is_rejected},
-               {"string for integer names expected type",
-                test_string_for_integer_names_expected_type},
-               {"real for integer is a wrong type", test_real_for_integer_is_a_wrong_type},
-               {"string for bool is a wrong type", test_string_for_bool_is_a_wrong_type},
-               {"scalar for section is a wrong type", test_scalar_for_section_is_a_wrong_type},
-               {"unknown dtype name lists the choices",
-                test_unknown_dtype_name_lists_the_choices},
-               {"unknown schedule name is rejected", test_unknown_schedule_name_is_rejected},
-               {"unknown recompute name is rejected", test_unknown_recompute_name_is_rejected},
-               {"missing required key is named", test_missing_required_key_is_named},
-               {"missing section is named", test_missing_section_is_named},
-               {"missing name is named", test_missing_name_is_named},
-               {"empty name is rejected", test_empty_name_is_rejected},
-               {"zero parallel size is out of range", test_zero_parallel_size_is_out_of_range},
-               {"negative expert count is out of range",
-                test_negative_expert_count_is_out_of_range},
-               {"integer above int range is out of range",
-                test_integer_above_int_range_is_out_of_range},
-               {"heads not divisible by tp is rejected",
-                test_heads_not_divisible_by_tp_is_rejected},
-               {"query groups not divisible by tp is rejected",
-                test_query_groups_not_divisible_by_tp_is_rejected},
-               {"heads not divisible by query groups is rejected",
-                test_heads_not_divisible_by_query_groups_is_rejected},
-               {"hidden not divisible by heads is rejected",
-                test_hidden_not_divisible_by_heads_is_rejected},
-               {"batch not divisible by micro-batch x dp is rejected",
-                test_batch_not_divisible_by_micro_batch_times_dp_is_rejected},
-               {"interleaved without virtual stages is rejected",
-                test_interleaved_without_virtual_stages_is_rejected},
-               {"virtual stages without interleaved is rejected",
-                test_virtual_stages_without_interleaved_is_rejected},
-               {"interleaved layers not divisible by stages is rejected",
-                test_interleaved_layers_not_divisible_by_stages_is_rejected},
-               {"interleaved on one stage is rejected", test_interleaved_on_one_stage_is_rejected},
-               {"more stages than layers is rejected", test_more_stages_than_layers_is_rejected},
-               {"experts not divisible by ep is rejected",
-                test_experts_not_divisible_by_ep_is_rejected},
-               {"ep not dividing dp is rejected", test_ep_not_dividing_dp_is_rejected},
-               {"expert parallelism on dense model is rejected",
-                test_expert_parallelism_on_dense_model_is_rejected},
-               {"topk above expert count is rejected", test_topk_above_expert_count_is_rejected},
-               {"empty layer list is rejected", test_empty_layer_list_is_rejected},
-               {"unknown layer key names the layer", test_unknown_layer_key_names_the_layer},
-               {"missing layer key names the layer", test_missing_layer_key_names_the_layer},
-               {"num_layers must match listed layers", test_num_layers_must_match_listed_layers},
-               {"time table columns must have equal length",
-                test_time_table_columns_must_have_equal_length},
-               {"time table batch must increase", test_time_table_batch_must_increase},
-               {"null error pointer is allowed", test_null_error_pointer_is_allowed},
-               {"optional keys take documented defaults",
-                test_optional_keys_take_documented_defaults},
-               {"swiglu ffn default follows Megatron", test_swiglu_ffn_default_follows_megatron},
-               {"MoE defaults apply when experts are set",
-                test_moe_defaults_apply_when_experts_are_set},
-               {"sequence parallel is dropped at tp 1", test_sequence_parallel_is_dropped_at_tp_1},
-               {"layer time table is read", test_layer_time_table_is_read},
-               {"dotted override changes the value", test_dotted_override_changes_the_value},
-               {"bare override changes the value", test_bare_override_changes_the_value},
-               {"override of non-JSON text becomes a string",
-                test_override_of_non_json_text_becomes_a_string},
-               {"later override wins", test_later_override_wins},
-               {"override can supply a missing section",
-                test_override_can_supply_a_missing_section},
-               {"override is checked before combinations",
-                test_override_is_checked_before_combinations},
-               {"override into a layer changes the value",
-                test_override_into_a_layer_changes_the_value},
-               {"override of unknown dotted key is rejected",
-                test_override_of_unknown_dotted_key_is_rejected},
-               {"override of unknown section is rejected",
-                test_override_of_unknown_section_is_rejected},
-               {"override of unknown bare key is rejected",
-                test_override_of_unknown_bare_key_is_rejected},
-               {"ambiguous bare override is rejected", test_ambiguous_bare_override_is_rejected},
-               {"override with wrong type is blamed on the command line",
-                test_override_with_wrong_type_is_blamed_on_the_command_line},
-               {"override without equals sign is rejected",
-                test_override_without_equals_sign_is_rejected},
-               {"override of layer index out of range is rejected",
-                test_override_of_layer_index_out_of_range_is_rejected},
-               {"size above 2^40 is out of range", test_size_above_2_pow_40_is_out_of_range},
-               {"override below a scalar is rejected", test_override_below_a_scalar_is_rejected},
-               {"cluster size mismatch states all four numbers",
-                test_cluster_size_mismatch_states_all_four_numbers},
-               {"cluster without NPUs is rejected", test_cluster_without_npus_is_rejected},
-               {"interleaved needs micro-batches divisible by stages",
-                test_interleaved_needs_micro_batches_divisible_by_stages},
-               {"interleaved with divisible micro-batches fits",
-                test_interleaved_with_divisible_micro_batches_fits},
-               {"schedule names round trip", test_schedule_names_round_trip},
-               {"recompute names round trip", test_recompute_names_round_trip},
-               {"dtype sizes are bytes per element", test_dtype_sizes_are_bytes_per_element});
+    TEST_SUITE(
+        "workload", {"llama has Llama 3 405B figures", test_llama_has_llama3_405b_figures},
+        {"gpt3_175b has published figures", test_gpt3_175b_has_published_figures},
+        {"gpt3_175b_128 is the 128-NPU case", test_gpt3_175b_128_is_the_128_npu_case},
+        {"llama2_70b has published figures", test_llama2_70b_has_published_figures},
+        {"codegeex_13b has published figures", test_codegeex_13b_has_published_figures},
+        {"small_gpt fits 8 NPUs", test_small_gpt_fits_8_npus},
+        {"small_llama fits 16 NPUs with GQA", test_small_llama_fits_16_npus_with_gqa},
+        {"vgg16 layers sum to published totals", test_vgg16_layers_sum_to_published_totals},
+        {"every shipped workload loads and fits its NPU count",
+         test_every_shipped_workload_loads_and_fits_its_npu_count},
+        {"malformed JSON reports its line", test_malformed_json_reports_its_line},
+        {"duplicate key is rejected with its line", test_duplicate_key_is_rejected_with_its_line},
+        {"missing file is an input error", test_missing_file_is_an_input_error},
+        {"top-level array is rejected", test_top_level_array_is_rejected},
+        {"unknown key names the dotted key", test_unknown_key_names_the_dotted_key},
+        {"unknown key lists the known keys", test_unknown_key_lists_the_known_keys},
+        {"unknown top-level key is rejected", test_unknown_top_level_key_is_rejected},
+        {"string for integer names expected type", test_string_for_integer_names_expected_type},
+        {"real for integer is a wrong type", test_real_for_integer_is_a_wrong_type},
+        {"string for bool is a wrong type", test_string_for_bool_is_a_wrong_type},
+        {"scalar for section is a wrong type", test_scalar_for_section_is_a_wrong_type},
+        {"unknown dtype name lists the choices", test_unknown_dtype_name_lists_the_choices},
+        {"unknown schedule name is rejected", test_unknown_schedule_name_is_rejected},
+        {"unknown recompute name is rejected", test_unknown_recompute_name_is_rejected},
+        {"missing required key is named", test_missing_required_key_is_named},
+        {"missing section is named", test_missing_section_is_named},
+        {"missing name is named", test_missing_name_is_named},
+        {"empty name is rejected", test_empty_name_is_rejected},
+        {"zero parallel size is out of range", test_zero_parallel_size_is_out_of_range},
+        {"negative expert count is out of range", test_negative_expert_count_is_out_of_range},
+        {"integer above int range is out of range", test_integer_above_int_range_is_out_of_range},
+        {"heads not divisible by tp is rejected", test_heads_not_divisible_by_tp_is_rejected},
+        {"query groups not divisible by tp is rejected",
+         test_query_groups_not_divisible_by_tp_is_rejected},
+        {"heads not divisible by query groups is rejected",
+         test_heads_not_divisible_by_query_groups_is_rejected},
+        {"hidden not divisible by heads is rejected",
+         test_hidden_not_divisible_by_heads_is_rejected},
+        {"batch not divisible by micro-batch x dp is rejected",
+         test_batch_not_divisible_by_micro_batch_times_dp_is_rejected},
+        {"interleaved without virtual stages is rejected",
+         test_interleaved_without_virtual_stages_is_rejected},
+        {"virtual stages without interleaved is rejected",
+         test_virtual_stages_without_interleaved_is_rejected},
+        {"interleaved layers not divisible by stages is rejected",
+         test_interleaved_layers_not_divisible_by_stages_is_rejected},
+        {"interleaved on one stage is rejected", test_interleaved_on_one_stage_is_rejected},
+        {"more stages than layers is rejected", test_more_stages_than_layers_is_rejected},
+        {"experts not divisible by ep is rejected", test_experts_not_divisible_by_ep_is_rejected},
+        {"ep not dividing dp is rejected", test_ep_not_dividing_dp_is_rejected},
+        {"expert parallelism on dense model is rejected",
+         test_expert_parallelism_on_dense_model_is_rejected},
+        {"topk above expert count is rejected", test_topk_above_expert_count_is_rejected},
+        {"empty layer list is rejected", test_empty_layer_list_is_rejected},
+        {"unknown layer key names the layer", test_unknown_layer_key_names_the_layer},
+        {"missing layer key names the layer", test_missing_layer_key_names_the_layer},
+        {"num_layers must match listed layers", test_num_layers_must_match_listed_layers},
+        {"time table columns must have equal length",
+         test_time_table_columns_must_have_equal_length},
+        {"time table batch must increase", test_time_table_batch_must_increase},
+        {"null error pointer is allowed", test_null_error_pointer_is_allowed},
+        {"optional keys take documented defaults", test_optional_keys_take_documented_defaults},
+        {"swiglu ffn default follows Megatron", test_swiglu_ffn_default_follows_megatron},
+        {"MoE defaults apply when experts are set", test_moe_defaults_apply_when_experts_are_set},
+        {"sequence parallel is dropped at tp 1", test_sequence_parallel_is_dropped_at_tp_1},
+        {"layer time table is read", test_layer_time_table_is_read},
+        {"dotted override changes the value", test_dotted_override_changes_the_value},
+        {"bare override changes the value", test_bare_override_changes_the_value},
+        {"override of non-JSON text becomes a string",
+         test_override_of_non_json_text_becomes_a_string},
+        {"later override wins", test_later_override_wins},
+        {"override can supply a missing section", test_override_can_supply_a_missing_section},
+        {"override is checked before combinations", test_override_is_checked_before_combinations},
+        {"override into a layer changes the value", test_override_into_a_layer_changes_the_value},
+        {"override of unknown dotted key is rejected",
+         test_override_of_unknown_dotted_key_is_rejected},
+        {"override of unknown section is rejected", test_override_of_unknown_section_is_rejected},
+        {"override of unknown bare key is rejected", test_override_of_unknown_bare_key_is_rejected},
+        {"ambiguous bare override is rejected", test_ambiguous_bare_override_is_rejected},
+        {"override with wrong type is blamed on the command line",
+         test_override_with_wrong_type_is_blamed_on_the_command_line},
+        {"override without equals sign is rejected", test_override_without_equals_sign_is_rejected},
+        {"override of layer index out of range is rejected",
+         test_override_of_layer_index_out_of_range_is_rejected},
+        {"size above 2^40 is out of range", test_size_above_2_pow_40_is_out_of_range},
+        {"override below a scalar is rejected", test_override_below_a_scalar_is_rejected},
+        {"cluster size mismatch states all four numbers",
+         test_cluster_size_mismatch_states_all_four_numbers},
+        {"cluster without NPUs is rejected", test_cluster_without_npus_is_rejected},
+        {"interleaved needs micro-batches divisible by stages",
+         test_interleaved_needs_micro_batches_divisible_by_stages},
+        {"interleaved with divisible micro-batches fits",
+         test_interleaved_with_divisible_micro_batches_fits},
+        {"schedule names round trip", test_schedule_names_round_trip},
+        {"recompute names round trip", test_recompute_names_round_trip},
+        {"dtype sizes are bytes per element", test_dtype_sizes_are_bytes_per_element});
 }

@@ -151,7 +151,6 @@ int test_count_ops(const sched_stage *st, op_kind k)
     return n;
 }
 
-
 /* xorshift64* (Vigna 2016): uniform in [lo, hi) from 53 bits; a constant
  * range draws nothing. */
 static double random_draw(uint64_t *state, test_range r)
@@ -189,7 +188,7 @@ void test_random_model(cm_model *cm, int num_layers, uint64_t seed, const test_r
         ly->forward_s = random_draw(&st, (test_range){0.5, 2.0});
         ly->backward_s = random_draw(&st, (test_range){0.5, 3.0});
         ly->weight_grad_s = random_draw(&st, (test_range){0.0, 1.0});
-        double none = edge             ? random_draw(&st, spec->edge_activation_bytes)
+        double none = edge              ? random_draw(&st, spec->edge_activation_bytes)
                       : spec->units > 0 ? unit_input_bytes
                                         : random_draw(&st, spec->decoder_activation_bytes);
         ly->activation_bytes[RECOMPUTE_NONE] = none;
@@ -272,8 +271,8 @@ int test_run_planner(const char *name, const cm_model *cm, const cl_cluster *c,
     return planner_run(planner_find(name), cm, c, w, &o, out, err ? err : &ignored);
 }
 
-int test_run_plan(const char *platform, const cm_model *cm, const plan *pl,
-                  const engine_options *o, schedule *sc, engine_result *res, np_error *err)
+int test_run_plan(const char *platform, const cm_model *cm, const plan *pl, const engine_options *o,
+                  schedule *sc, engine_result *res, np_error *err)
 {
     wl_workload w;
     memset(&w, 0, sizeof w);

@@ -37,19 +37,19 @@ typedef struct test_case {
     void (*fn)(void);
 } test_case;
 void test_add_suite(const char *name, const test_case *cases, int count);
-#define TEST_SUITE(name, ...)                                                     \
-    do {                                                                          \
-        static const test_case cases_[] = {__VA_ARGS__};                          \
-        test_add_suite(name, cases_, (int)(sizeof cases_ / sizeof cases_[0]));    \
+#define TEST_SUITE(name, ...)                                                                      \
+    do {                                                                                           \
+        static const test_case cases_[] = {__VA_ARGS__};                                           \
+        test_add_suite(name, cases_, (int)(sizeof cases_ / sizeof cases_[0]));                     \
     } while (0)
 
-#define ASSERT_REL(actual, expected, tol)                                         \
-    do {                                                                          \
-        double a_ = (actual), e_ = (expected);                                    \
-        if (!(test_rel_diff(a_, e_) <= (tol)))                                    \
-            fprintf(stderr, "\n  %s:%d: %s = %.12g, expected %.12g (rel %.3g)\n", \
-                    __FILE__, __LINE__, #actual, a_, e_, test_rel_diff(a_, e_));  \
-        CU_ASSERT(test_rel_diff(a_, e_) <= (tol));                                \
+#define ASSERT_REL(actual, expected, tol)                                                          \
+    do {                                                                                           \
+        double a_ = (actual), e_ = (expected);                                                     \
+        if (!(test_rel_diff(a_, e_) <= (tol)))                                                     \
+            fprintf(stderr, "\n  %s:%d: %s = %.12g, expected %.12g (rel %.3g)\n", __FILE__,        \
+                    __LINE__, #actual, a_, e_, test_rel_diff(a_, e_));                             \
+        CU_ASSERT(test_rel_diff(a_, e_) <= (tol));                                                 \
     } while (0)
 
 /* A synthetic cost model of n identical layers: F = 1, B = 2 time units,
@@ -157,8 +157,8 @@ typedef struct test_sim_result {
 /* In a child: starts SimGrid, loads `platform` (a path in the source tree),
  * builds pl's op lists into *sc and replays them into *res on a workload of
  * pl's batch (m micro-batches per replica).  o NULL: engine defaults. */
-int test_run_plan(const char *platform, const cm_model *cm, const plan *pl,
-                  const engine_options *o, schedule *sc, engine_result *res, np_error *err);
+int test_run_plan(const char *platform, const cm_model *cm, const plan *pl, const engine_options *o,
+                  schedule *sc, engine_result *res, np_error *err);
 
 /* The figures of *out from a finished run of pl. */
 void test_sim_summarize(const engine_result *res, const plan *pl, test_sim_result *out);
