@@ -19,8 +19,9 @@
  *               (TP collectives included; B counts b + w + recompute ρ^r)
  *   c_k = Σ_l (Y[l,k] − Y[l+1,k])·send_l, send_l = cl_p2p_time(output bytes
  *         of layer l, scale-out): the boundary tensor leaving chunk k
- *   memory of stage s: Σ_{k of s} Σ q·(P_l + α_k·a_l^r) + R_s ≤ M − workspace
- *   R_s ≥ Σ_r t_l^r·q[l,k,r] for every layer l and chunk k of s
+ *   memory of stage s, one row per held vector H (below):
+ *     Σ_{k of s} Σ q·(P_l + H_k·a_l^r) + R_k(H) ≤ M − workspace
+ *   R_k ≥ Σ_r t_l^r·q[l,k,r] for every layer l of chunk k
  *   τ ≥ Σ_{k of s} (F_k + B_k + 2c_k) for every stage s
  *   minimise T = Σ_s (F_s + B_s)/v + (m − 1/v)·τ.
  * For v = 1 T is the paper's Σ_s (F_s + B_s) + (m − 1)·τ: the 1F1B critical
@@ -33,20 +34,24 @@
  * Memory terms, all from the project's memory model so that the ILP and
  * mem_check_fits() agree: P_l is the layer's weights + gradients + optimizer
  * state (plus PipeDream's stashed weight copies), a_l^r the activation bytes
- * it keeps per micro-batch under option r, α_k = mem_inflight() of chunk k
- * (1F1B min(p−s, m), GPipe m, ZB-H2 2(p−s)−1, interleaved Megatron's
- * warm-up count; PLANNERS.md's α[v][s] for the interleaved schedule), and the
- * transient t_l^r = a_l^none − a_l^r the bytes a recompute pass
- * re-materialises (plan_layer_recompute()).  The memory model charges the
- * largest transient of a stage on top of its kept activations; a max is not
- * linear, so R_s is a variable bounded below by every layer's transient:
- * exact, since R_s only appears in ≤ constraints.  For the flat schedules
- * (GPipe, 1F1B, ZB, PipeDream) this is exactly memory.c's replayed peak.  For
- * the interleaved schedule it is the published α count, which can miss a
- * later peak when chunks differ in size; every solution is therefore checked
- * with mem_check_fits() and, if a stage overflows (or GLPK's 1e-7 feasibility
- * tolerance let one through), that stage's budget is cut by the excess and
- * the ILP solved again (at most a few rounds, within the time limit).
+ * it keeps per micro-batch under option r, and the transient
+ * t_l^r = a_l^none − a_l^r the bytes a recompute pass re-materialises
+ * (plan_layer_recompute()).  H_k is how many micro-batches chunk k holds
+ * when a backward of chunk j (with its transient R_{j·p+s}) starts: for the
+ * flat schedules one row, H = mem_inflight() (1F1B min(p−s, m), GPipe m,
+ * ZB-H2 2(p−s)−1); for the interleaved schedule the held counts at every
+ * backward of the order memory.c replays (Megatron's warm-up, then one
+ * forward and one backward; sched_step_at()), constants of (p, v, m, s), one
+ * row per distinct (H, j) with dominated ones dropped (p = 2, v = 2: at most
+ * 4 rows per stage).  PLANNERS.md's α[v][s], every chunk's count at the
+ * first backward plus the largest transient at once, is not that peak:
+ * with p = v = 2 stage 0 later holds 4 chunk-0 micro-batches (α says 3), and a chunk's
+ * transient only comes with its own backward.  R_k is a variable bounded
+ * below by every layer's transient: exact, since it only appears in ≤ rows.
+ * With uniform micro-batches the rows are exactly memory.c's replayed peak;
+ * every solution is still checked with mem_check_fits() and, if a stage
+ * overflows (GLPK's 1e-7 feasibility tolerance), that stage's budget is cut
+ * by the excess and the ILP solved again (at most a few rounds).
  *
  * Two forms.  With heterogeneous layers the binary form above has
  * L·p·v·|options| assignment variables (128 × 16 × 3 for Llama 3 405B with
@@ -93,6 +98,7 @@
 #include <time.h>
 
 #include "memory.h"
+#include "schedule_internal.h"
 
 #define R RECOMPUTE_COUNT
 #define MAX_REPAIR_ROUNDS 4
@@ -102,7 +108,11 @@
 typedef struct bmp_problem {
     const cm_model *cm;
     int num_layers, p, v, chunks, m;
-    double *inflight;     /* [chunks] α_k: micro-batches of chunk k held at the peak */
+    double *inflight;     /* [chunks] the most micro-batches chunk k ever holds */
+    double *own_held;     /* [chunks] the most chunk k holds while its backward runs */
+    int *row_begin;       /* [p+1] memory rows of stage s: row_begin[s] .. row_begin[s+1]−1 */
+    int *row_chunk;       /* [rows] virtual chunk j whose backward (and transient) runs */
+    double *row_held;     /* [rows·v] H[k]: micro-batches of virtual chunk k held then */
     double *budget_bytes; /* [p] capacity − workspace, cut by the repair rounds */
     double *stash_copies; /* [p] extra weight copies per stage (PipeDream) */
     double *time_s;       /* [L·R] F + B of layer l under option r */
@@ -115,6 +125,10 @@ typedef struct bmp_problem {
 static void problem_free(bmp_problem *pb)
 {
     free(pb->inflight);
+    free(pb->own_held);
+    free(pb->row_begin);
+    free(pb->row_chunk);
+    free(pb->row_held);
     free(pb->budget_bytes);
     free(pb->stash_copies);
     free(pb->time_s);
@@ -139,6 +153,85 @@ static bool option_dominated(const bmp_problem *pb, int l, int r)
     return false;
 }
 
+/* Appends row (s, j, held) unless a row of stage s for the same chunk j
+ * holds at least as much of every chunk; drops the rows it dominates. */
+static void memory_row_add(bmp_problem *pb, int *rows, int s, int j, const int *held)
+{
+    int v = pb->v;
+    for (int i = pb->row_begin[s]; i < *rows; i++) {
+        if (pb->row_chunk[i] != j)
+            continue;
+        bool covers = true, covered = true;
+        for (int k = 0; k < v; k++) {
+            covers = covers && pb->row_held[i * v + k] >= held[k];
+            covered = covered && pb->row_held[i * v + k] <= held[k];
+        }
+        if (covers)
+            return;
+        if (covered) { /* replace it by the last row */
+            (*rows)--;
+            pb->row_chunk[i] = pb->row_chunk[*rows];
+            memmove(&pb->row_held[i * v], &pb->row_held[*rows * v], (size_t)v * sizeof(double));
+            i--;
+        }
+    }
+    pb->row_chunk[*rows] = j;
+    for (int k = 0; k < v; k++)
+        pb->row_held[*rows * v + k] = held[k];
+    (*rows)++;
+}
+
+/* The memory rows: for every stage, the micro-batches of each of its chunks
+ * held when a backward (with its recompute transient) runs, walking the
+ * order memory.c replays (warm-up forwards, then one forward and one
+ * backward, then the drain; sched_step_at()), one row per distinct held
+ * vector and backward chunk, dominated ones dropped.  The flat schedules
+ * have one row per stage, mem_inflight().  With uniform micro-batches the
+ * largest row is exactly mem_stage_bytes()'s peak: a forward's peak is
+ * followed by a backward holding as much (or is the warm-up's last). */
+static int memory_rows_init(bmp_problem *pb, schedule_kind sched)
+{
+    int p = pb->p, v = pb->v, m = pb->m, K = pb->chunks, rows = 0;
+    bool interleaved = sched == SCHED_INTERLEAVED && v > 1;
+    int most = interleaved ? m * v : 1;
+    int held[v];
+    pb->own_held = calloc((size_t)K, sizeof(double));
+    pb->row_begin = calloc((size_t)p + 1, sizeof(int));
+    pb->row_chunk = calloc((size_t)p * most, sizeof(int));
+    pb->row_held = calloc((size_t)p * most * v, sizeof(double));
+    if (!pb->own_held || !pb->row_begin || !pb->row_chunk || !pb->row_held)
+        return -1;
+    for (int s = 0; s < p; s++) {
+        pb->row_begin[s] = rows;
+        if (!interleaved) {
+            held[0] = (int)mem_inflight(sched, p, s, m, v, 0);
+            memory_row_add(pb, &rows, s, 0, held);
+        } else {
+            int total = m * v, warmup = sched_interleaved_warmup(p, s, v), f = 0;
+            memset(held, 0, sizeof held);
+            for (; f < warmup && f < total; f++)
+                held[sched_step_at(p, v, f, true).chunk]++;
+            for (int b = 0; b < total; b++) {
+                if (f < total)
+                    held[sched_step_at(p, v, f++, true).chunk]++;
+                int j = sched_step_at(p, v, b, false).chunk;
+                memory_row_add(pb, &rows, s, j, held);
+                held[j]--;
+            }
+        }
+        for (int i = pb->row_begin[s]; i < rows; i++) {
+            for (int j = 0; j < v; j++) {
+                int k = j * p + s;
+                pb->inflight[k] = fmax(pb->inflight[k], pb->row_held[i * v + j]);
+                if (pb->row_chunk[i] == j)
+                    pb->own_held[k] = fmax(pb->own_held[k], pb->row_held[i * v + j]);
+            }
+        }
+    }
+    pb->row_begin[p] = rows;
+    return 0;
+}
+
 static int problem_init(bmp_problem *pb, const cm_model *cm, const cl_cluster *c, int p, int v,
                         int m, schedule_kind sched)
 {
@@ -155,8 +248,8 @@ static int problem_init(bmp_problem *pb, const cm_model *cm, const cl_cluster *c
     if (!pb->inflight || !pb->budget_bytes || !pb->stash_copies || !pb->time_s ||
         !pb->keep_bytes || !pb->transient_bytes || !pb->send_s || !pb->allowed)
         return -1;
-    for (int k = 0; k < K; k++)
-        pb->inflight[k] = mem_inflight(sched, p, k % p, m, v, k / p);
+    if (memory_rows_init(pb, sched))
+        return -1;
     for (int s = 0; s < p; s++) {
         pb->budget_bytes[s] = cm->hbm_bytes - cm->workspace_bytes;
         pb->stash_copies[s] = mem_stash_copies(sched, p, s, m);
@@ -184,11 +277,12 @@ static double static_bytes(const bmp_problem *pb, int l, int s)
     return ly->state_bytes + pb->stash_copies[s] * ly->params * pb->cm->weight_bytes_per_param;
 }
 
-/* Per-option coefficients of layer l in chunk k's memory row. */
-static void memory_coefficients(const bmp_problem *pb, int l, int k, double *out)
+/* Per-option coefficients of layer l of stage s in a memory row where its
+ * chunk holds `held` micro-batches. */
+static void memory_coefficients(const bmp_problem *pb, int l, int s, double held, double *out)
 {
     for (int r = 0; r < R; r++)
-        out[r] = static_bytes(pb, l, k % pb->p) + pb->inflight[k] * pb->keep_bytes[l * R + r];
+        out[r] = static_bytes(pb, l, s) + held * pb->keep_bytes[l * R + r];
 }
 
 /* Layers l and o cost the same in every term of the ILP. */
@@ -222,27 +316,28 @@ static double memory_scale(const bmp_problem *pb)
 }
 
 /* The bottleneck τ of plan pl from the ILP's own coefficients; the total
- * work Σ_s (F_s + B_s) to *work_s and each stage's transient (scaled as
- * the memory rows) to transient[s] when non-NULL. */
+ * work Σ_s (F_s + B_s) to *work_s and each chunk's transient (scaled as
+ * the memory rows) to transient[k] when non-NULL. */
 static double plan_bottleneck_s(const bmp_problem *pb, const plan *pl, double *work_s,
                                 double *transient)
 {
     double tau = 0, total = 0, ms = memory_scale(pb);
     for (int s = 0; s < pb->p; s++) {
-        double t = 0, largest = 0;
+        double t = 0;
         for (int k = s; k < pb->chunks; k += pb->p) {
+            double largest = 0;
             for (int l = pl->chunk_start[k]; l < pl->chunk_start[k + 1]; l++) {
                 int i = l * R + pl->recompute[l];
                 t += pb->time_s[i];
                 largest = fmax(largest, ms * pb->transient_bytes[i]);
             }
+            if (transient)
+                transient[k] = largest;
         }
         total += t;
         for (int k = s; k < pb->chunks - 1; k += pb->p)
             t += 2 * pb->send_s[pl->chunk_start[k + 1] - 1];
         tau = fmax(tau, t);
-        if (transient)
-            transient[s] = largest;
     }
     if (work_s)
         *work_s = total;
@@ -357,8 +452,8 @@ static void binary_columns(ilp *b, const bmp_problem *pb, binary_cols *bc, int *
         for (int k = 0; k < K - 1; k++)
             bc->y[l * K + k] = ilp_col(b, GLP_CV, 0, 1, 0);
     bc->tau = ilp_col(b, GLP_CV, 0, INFINITY, pb->m - 1.0 / pb->v);
-    for (int s = 0; s < pb->p; s++)
-        transient_col[s] = ilp_col(b, GLP_CV, 0, INFINITY, 0);
+    for (int k = 0; k < K; k++)
+        transient_col[k] = ilp_col(b, GLP_CV, 0, INFINITY, 0);
 }
 
 /* Σ_r coefficient(r)·q[l,k,r] added to the current row. */
@@ -417,26 +512,28 @@ static void binary_stage_rows(ilp *b, const bmp_problem *pb, const binary_cols *
                 }
             }
         }
-        ilp_row(b, GLP_UP, 0, pb->budget_bytes[s] * ms); /* memory of stage s */
-        ilp_term(b, transient_col[s], 1);
-        for (int k = s; k < K; k += p) {
-            for (int l = 0; l < L; l++) {
-                double bytes[R];
-                memory_coefficients(pb, l, k, bytes);
-                binary_terms(b, pb, bc, l, k, bytes, ms);
+        for (int i = pb->row_begin[s]; i < pb->row_begin[s + 1]; i++) {
+            ilp_row(b, GLP_UP, 0, pb->budget_bytes[s] * ms); /* memory of stage s */
+            ilp_term(b, transient_col[pb->row_chunk[i] * p + s], 1);
+            for (int k = s; k < K; k += p) {
+                for (int l = 0; l < L; l++) {
+                    double bytes[R];
+                    memory_coefficients(pb, l, s, pb->row_held[i * pb->v + k / p], bytes);
+                    binary_terms(b, pb, bc, l, k, bytes, ms);
+                }
             }
         }
-        for (int l = 0; l < L; l++) { /* R_s ≥ t_l^r·q[l,k,r], when layer l may add one */
-            bool any = false;
-            for (int k = s; k < K; k += p)
+        for (int k = s; k < K; k += p) {
+            for (int l = 0; l < L; l++) { /* R_k ≥ t_l^r·q[l,k,r], when layer l may add one */
+                bool any = false;
                 for (int r = 0; r < R; r++)
                     any = any || (bc->q[(l * K + k) * R + r] && pb->transient_bytes[l * R + r] > 0);
-            if (!any)
-                continue;
-            ilp_row(b, GLP_LO, 0, 0);
-            ilp_term(b, transient_col[s], 1);
-            for (int k = s; k < K; k += p)
+                if (!any)
+                    continue;
+                ilp_row(b, GLP_LO, 0, 0);
+                ilp_term(b, transient_col[k], 1);
                 binary_terms(b, pb, bc, l, k, &pb->transient_bytes[l * R], -ms);
+            }
         }
     }
 }
@@ -497,7 +594,9 @@ typedef struct chunk_sizes {
 } chunk_sizes;
 
 /* Time and bytes of chunk k under a mix; the bytes are what its stage would
- * need if the chunk were alone on it (exact for v = 1). */
+ * need if the chunk were alone on it (exact for v = 1; for v > 1 a lower
+ * bound of every memory row: the most it holds, or the most it holds while
+ * its own backward adds the transient). */
 static void chunk_cost(const bmp_problem *pb, int k, const layer_count *mix, double *time_s,
                        double *bytes)
 {
@@ -522,7 +621,7 @@ static void chunk_cost(const bmp_problem *pb, int k, const layer_count *mix, dou
         transient = fmax(transient, pb->transient_bytes[i]);
     }
     *time_s = t;
-    *bytes = static_b + pb->inflight[k] * kept + transient;
+    *bytes = static_b + fmax(pb->inflight[k] * kept, pb->own_held[k] * kept + transient);
 }
 
 /* Whether layer l may take option r (end layers a chunk does not hold only
@@ -781,8 +880,8 @@ static void count_columns(ilp *b, const bmp_problem *pb, count_cols *cc, int *tr
             cc->last[r] = ilp_col(b, GLP_BV, 0, 1, pb->time_s[(L - 1) * R + r] * inv_v);
     }
     cc->tau = ilp_col(b, GLP_CV, 0, INFINITY, pb->m - 1.0 / pb->v);
-    for (int s = 0; s < pb->p; s++)
-        transient_col[s] = ilp_col(b, GLP_CV, 0, INFINITY, 0);
+    for (int k = 0; k < K; k++)
+        transient_col[k] = ilp_col(b, GLP_CV, 0, INFINITY, 0);
 }
 
 /* Σ_r coefficient(r)·n[k,r] added to the current row. */
@@ -859,27 +958,29 @@ static void count_stage_rows(ilp *b, const bmp_problem *pb, const count_cols *cc
                 ilp_term(b, cs->col[k * (N + 1) + n], -cs->floor_s[k * (N + 1) + n]);
         }
 
-        ilp_row(b, GLP_UP, 0, pb->budget_bytes[s] * ms);
-        ilp_term(b, transient_col[s], 1);
-        for (int k = s; k < K; k += p) {
-            double middle[R], first[R], last[R];
-            memory_coefficients(pb, 1, k, middle);
-            memory_coefficients(pb, 0, k, first);
-            memory_coefficients(pb, L - 1, k, last);
-            count_terms(b, cc, k, middle, ms);
-            count_end_terms(b, pb, cc, k, first, last, ms);
+        for (int i = pb->row_begin[s]; i < pb->row_begin[s + 1]; i++) {
+            ilp_row(b, GLP_UP, 0, pb->budget_bytes[s] * ms);
+            ilp_term(b, transient_col[pb->row_chunk[i] * p + s], 1);
+            for (int k = s; k < K; k += p) {
+                double middle[R], first[R], last[R], held = pb->row_held[i * pb->v + k / p];
+                memory_coefficients(pb, 1, s, held, middle);
+                memory_coefficients(pb, 0, s, held, first);
+                memory_coefficients(pb, L - 1, s, held, last);
+                count_terms(b, cc, k, middle, ms);
+                count_end_terms(b, pb, cc, k, first, last, ms);
+            }
         }
-        for (int k = s; k < K; k += p) { /* R_s ≥ t^r·z[k,r], and the end layers' */
+        for (int k = s; k < K; k += p) { /* R_k ≥ t^r·z[k,r], and the end layers' */
             for (int r = 0; r < R; r++) {
                 if (!cc->z[k * R + r])
                     continue;
                 ilp_row(b, GLP_LO, 0, 0);
-                ilp_term(b, transient_col[s], 1);
+                ilp_term(b, transient_col[k], 1);
                 ilp_term(b, cc->z[k * R + r], -ms * pb->transient_bytes[R + r]);
             }
             if (k == 0 || k == K - 1) {
                 ilp_row(b, GLP_LO, 0, 0);
-                ilp_term(b, transient_col[s], 1);
+                ilp_term(b, transient_col[k], 1);
                 count_end_terms(b, pb, cc, k, pb->transient_bytes,
                                 &pb->transient_bytes[(L - 1) * R], -ms);
             }
@@ -1104,7 +1205,7 @@ static double *binary_point(const bmp_problem *pb, const binary_cols *bc,
                             const int *transient_col, int num_cols, const plan *pl)
 {
     int K = pb->chunks;
-    double *x = calloc((size_t)num_cols + 1, sizeof *x), transient[pb->p];
+    double *x = calloc((size_t)num_cols + 1, sizeof *x), transient[K];
     if (!x)
         return NULL;
     for (int k = 0; k < K; k++) {
@@ -1115,8 +1216,8 @@ static double *binary_point(const bmp_problem *pb, const binary_cols *bc,
         }
     }
     x[bc->tau] = plan_bottleneck_s(pb, pl, NULL, transient);
-    for (int s = 0; s < pb->p; s++)
-        x[transient_col[s]] = transient[s];
+    for (int k = 0; k < K; k++)
+        x[transient_col[k]] = transient[k];
     return x;
 }
 
@@ -1126,7 +1227,7 @@ static double *count_point(const bmp_problem *pb, const count_cols *cc, const ch
                            const int *transient_col, int num_cols, const plan *pl)
 {
     int L = pb->num_layers, K = pb->chunks, N = cs->N;
-    double *x = calloc((size_t)num_cols + 1, sizeof *x), transient[pb->p];
+    double *x = calloc((size_t)num_cols + 1, sizeof *x), transient[K];
     if (!x)
         return NULL;
     bool ok = cc->first[pl->recompute[0]] && cc->last[pl->recompute[L - 1]];
@@ -1147,8 +1248,8 @@ static double *count_point(const bmp_problem *pb, const count_cols *cc, const ch
             x[cs->col[k * (N + 1) + (end - first)]] = 1;
     }
     x[cc->tau] = plan_bottleneck_s(pb, pl, NULL, transient);
-    for (int s = 0; s < pb->p; s++)
-        x[transient_col[s]] = transient[s];
+    for (int k = 0; k < K; k++)
+        x[transient_col[k]] = transient[k];
     x[0] = 0; /* absent columns (index 0) were written here */
     if (!ok) {
         free(x);
@@ -1228,7 +1329,7 @@ static int solve_round(const bmp_problem *pb, bool counts, double time_limit_s, 
                        solve_out *so, np_error *err)
 {
     ilp b = {0};
-    int *transient_col = calloc((size_t)pb->p, sizeof(int));
+    int *transient_col = calloc((size_t)pb->chunks, sizeof(int)); /* R_k per chunk */
     binary_cols bc = {0};
     count_cols cc = {0};
     chunk_sizes cs = {0};
@@ -1319,20 +1420,14 @@ static bool tighten_budgets(bmp_problem *pb, const plan *pl)
     return any;
 }
 
-/* Interleaved plans are optimal only for the ILP's memory rows, which
- * charge every chunk's in-flight activations plus the largest recompute
- * working set at once: an upper bound of the replayed peak (chunk j's
- * activations are freed before chunk 0 recomputes), so a cheaper plan that
- * fits may be excluded.  The status says so instead of "optimal". */
+/* The memory rows are memory.c's replayed peak for every schedule
+ * (interleaved included: one row per held vector), so a proven ILP optimum
+ * is the optimum among the plans mem_check_fits() accepts. */
 static void set_status(plan *pl, const solve_out *so, bool counts)
 {
     pl->solver_gap = so->gap;
-    bool interleaved = pl->num_chunks > 1;
     snprintf(pl->solver_status, sizeof pl->solver_status, "%s, %s form",
-             so->status != GLP_OPT ? "time limit"
-             : interleaved         ? "opt. (safe memory)"
-                                   : "optimal",
-             counts ? "count" : "binary");
+             so->status != GLP_OPT ? "time limit" : "optimal", counts ? "count" : "binary");
 }
 
 int planner_bmpipe_form(const cm_model *cm, const cl_cluster *c, const wl_workload *w,

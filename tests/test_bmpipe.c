@@ -187,6 +187,37 @@ static void test_plan_fits_memory_when_memory_binds(void)
     }
 }
 
+/* Interleaved (p = 2, v = 2): the memory rows follow the held counts of
+ * Megatron's order at every backward, which is what mem_check_fits()
+ * replays, so the ILP's optimum is brute force's (an α-per-chunk row plus
+ * the largest transient would exclude fitting plans and miss it). */
+static const random_case interleaved_cases[] = {
+    {6, 2, 4, 31}, {7, 2, 4, 32}, {6, 2, 6, 33}, {7, 2, 8, 34}, {6, 2, 2, 35},
+};
+
+static void test_interleaved_binary_form_matches_bruteforce_when_memory_binds(void)
+{
+    for (int i = 0; i < (int)(sizeof interleaved_cases / sizeof interleaved_cases[0]); i++) {
+        const random_case *c = &interleaved_cases[i];
+        unsigned seed = c->seed;
+        job j;
+        plan pl;
+        job_init(&j, c->layers, c->stages, 2, c->micro_batches, SCHED_INTERLEAVED);
+        j.o.num_chunks = 2;
+        for (int l = 0; l < c->layers; l++)
+            random_layer(&j.cm.layers[l], &seed);
+        double unconstrained = bind_memory(&j);
+        double optimum = brute_force(&j, NULL);
+        CU_ASSERT(optimum > unconstrained * (1 + 1e-9)); /* the memory constraint binds */
+        CU_ASSERT_EQUAL_FATAL(run_bmpipe(&j, BMPIPE_FORM_BINARY, &pl), 0);
+        ASSERT_REL(pl.predicted_iteration_s, optimum, 1e-9);
+        CU_ASSERT_EQUAL(mem_check_fits(&j.cm, &pl, NULL), 0);
+        CU_ASSERT(strncmp(pl.solver_status, "optimal", 7) == 0);
+        plan_free(&pl);
+        job_free(&j);
+    }
+}
+
 static void test_proven_optimum_reports_zero_gap(void)
 {
     job j;
@@ -224,6 +255,7 @@ typedef struct identical_case {
 
 static const identical_case identical_cases[] = {
     {8, 2, 1, 4, 11}, {8, 3, 1, 6, 12}, {8, 4, 1, 8, 13}, {7, 4, 1, 3, 14}, {8, 2, 2, 4, 15},
+    {7, 2, 2, 4, 16}, {6, 2, 2, 6, 17}, {8, 2, 2, 8, 18},
 };
 
 static void test_count_form_equals_binary_form_on_identical_layers(void)
@@ -239,8 +271,8 @@ static void test_count_form_equals_binary_form_on_identical_layers(void)
         ASSERT_REL(counts.predicted_iteration_s, binary.predicted_iteration_s, 1e-9);
         CU_ASSERT(counts.predicted_iteration_s > unconstrained * (1 + 1e-9));
         CU_ASSERT_EQUAL(mem_check_fits(&j.cm, &counts, NULL), 0);
-        if (c->chunks == 1) /* the α model of memory is exact for one chunk */
-            ASSERT_REL(counts.predicted_iteration_s, brute_force(&j, NULL), 1e-9);
+        /* the memory rows are exact, interleaved chunks included */
+        ASSERT_REL(counts.predicted_iteration_s, brute_force(&j, NULL), 1e-9);
         plan_free(&counts);
         plan_free(&binary);
         job_free(&j);
@@ -377,6 +409,8 @@ void register_bmpipe_tests(void)
                {"binary_form_matches_bruteforce_when_memory_binds",
                 test_binary_form_matches_bruteforce_when_memory_binds},
                {"plan_fits_memory_when_memory_binds", test_plan_fits_memory_when_memory_binds},
+               {"interleaved_binary_form_matches_bruteforce_when_memory_binds",
+                test_interleaved_binary_form_matches_bruteforce_when_memory_binds},
                {"proven_optimum_reports_zero_gap", test_proven_optimum_reports_zero_gap},
                {"count_form_equals_binary_form_on_identical_layers",
                 test_count_form_equals_binary_form_on_identical_layers},
