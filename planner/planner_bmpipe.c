@@ -108,18 +108,18 @@
 typedef struct bmp_problem {
     const cm_model *cm;
     int num_layers, p, v, chunks, m;
-    double *inflight;     /* [chunks] the most micro-batches chunk k ever holds */
-    double *own_held;     /* [chunks] the most chunk k holds while its backward runs */
-    int *row_begin;       /* [p+1] memory rows of stage s: row_begin[s] .. row_begin[s+1]−1 */
-    int *row_chunk;       /* [rows] virtual chunk j whose backward (and transient) runs */
-    double *row_held;     /* [rows·v] H[k]: micro-batches of virtual chunk k held then */
-    double *budget_bytes; /* [p] capacity − workspace, cut by the repair rounds */
-    double *stash_copies; /* [p] extra weight copies per stage (PipeDream) */
-    double *time_s;       /* [L·R] F + B of layer l under option r */
-    double *keep_bytes;   /* [L·R] a_l^r */
+    double *inflight;        /* [chunks] the most micro-batches chunk k ever holds */
+    double *own_held;        /* [chunks] the most chunk k holds while its backward runs */
+    int *row_begin;          /* [p+1] memory rows of stage s: row_begin[s] .. row_begin[s+1]−1 */
+    int *row_chunk;          /* [rows] virtual chunk j whose backward (and transient) runs */
+    double *row_held;        /* [rows·v] H[k]: micro-batches of virtual chunk k held then */
+    double *budget_bytes;    /* [p] capacity − workspace, cut by the repair rounds */
+    double *stash_copies;    /* [p] extra weight copies per stage (PipeDream) */
+    double *time_s;          /* [L·R] F + B of layer l under option r */
+    double *keep_bytes;      /* [L·R] a_l^r */
     double *transient_bytes; /* [L·R] t_l^r */
-    double *send_s;       /* [L] boundary send after layer l */
-    bool *allowed;        /* [L·R] option r of layer l not dominated */
+    double *send_s;          /* [L] boundary send after layer l */
+    bool *allowed;           /* [L·R] option r of layer l not dominated */
 } bmp_problem;
 
 static void problem_free(bmp_problem *pb)
@@ -245,8 +245,8 @@ static int problem_init(bmp_problem *pb, const cm_model *cm, const cl_cluster *c
     pb->transient_bytes = calloc((size_t)L * R, sizeof(double));
     pb->send_s = calloc((size_t)L, sizeof(double));
     pb->allowed = calloc((size_t)L * R, sizeof(bool));
-    if (!pb->inflight || !pb->budget_bytes || !pb->stash_copies || !pb->time_s ||
-        !pb->keep_bytes || !pb->transient_bytes || !pb->send_s || !pb->allowed)
+    if (!pb->inflight || !pb->budget_bytes || !pb->stash_copies || !pb->time_s || !pb->keep_bytes ||
+        !pb->transient_bytes || !pb->send_s || !pb->allowed)
         return -1;
     if (memory_rows_init(pb, sched))
         return -1;
@@ -421,8 +421,8 @@ static void ilp_free(ilp *b)
 /* ---- the binary form ---------------------------------------------------- */
 
 typedef struct binary_cols {
-    int *q;  /* [L·K·R], 0 when absent */
-    int *y;  /* [L·K], Y[l,k] for k < K−1 */
+    int *q; /* [L·K·R], 0 when absent */
+    int *y; /* [L·K], Y[l,k] for k < K−1 */
     int tau;
 } binary_cols;
 
@@ -586,11 +586,11 @@ typedef int16_t layer_count;
 #define MAX_CHUNK_LAYERS INT16_MAX
 
 typedef struct chunk_sizes {
-    int N;             /* middle layers, L − 2 */
-    int *col;          /* [K·(N+1)] size[k,n]; 0 when n layers cannot fit */
-    double *floor_s;   /* [K·(N+1)] W*(k,n) */
-    layer_count *mix;  /* [K·(N+1)·MIX] the fastest fitting mix */
-    int *most;         /* [K] the largest size that fits */
+    int N;            /* middle layers, L − 2 */
+    int *col;         /* [K·(N+1)] size[k,n]; 0 when n layers cannot fit */
+    double *floor_s;  /* [K·(N+1)] W*(k,n) */
+    layer_count *mix; /* [K·(N+1)·MIX] the fastest fitting mix */
+    int *most;        /* [K] the largest size that fits */
 } chunk_sizes;
 
 /* Time and bytes of chunk k under a mix; the bytes are what its stage would
@@ -885,8 +885,7 @@ static void count_columns(ilp *b, const bmp_problem *pb, count_cols *cc, int *tr
 }
 
 /* Σ_r coefficient(r)·n[k,r] added to the current row. */
-static void count_terms(ilp *b, const count_cols *cc, int k, const double *per_option,
-                        double scale)
+static void count_terms(ilp *b, const count_cols *cc, int k, const double *per_option, double scale)
 {
     for (int r = 0; r < R; r++)
         ilp_term(b, cc->n[k * R + r], scale * per_option[r]);
@@ -1201,8 +1200,8 @@ static int heuristic_plan(const bmp_problem *pb, plan *pl)
 }
 
 /* The binary form's column values for plan pl (1-based, GLPK's layout). */
-static double *binary_point(const bmp_problem *pb, const binary_cols *bc,
-                            const int *transient_col, int num_cols, const plan *pl)
+static double *binary_point(const bmp_problem *pb, const binary_cols *bc, const int *transient_col,
+                            int num_cols, const plan *pl)
 {
     int K = pb->chunks;
     double *x = calloc((size_t)num_cols + 1, sizeof *x), transient[K];
@@ -1261,7 +1260,7 @@ static double *count_point(const bmp_problem *pb, const count_cols *cc, const ch
 /* ---- solving ------------------------------------------------------------ */
 
 typedef struct solve_info {
-    double gap;             /* relative MIP gap reported by GLPK at the last callback */
+    double gap;              /* relative MIP gap reported by GLPK at the last callback */
     const double *incumbent; /* offered once, at the first heuristic call */
 } solve_info;
 
@@ -1283,8 +1282,8 @@ static double wall_s(void)
 }
 
 typedef struct solve_out {
-    int status;  /* glp_mip_status */
-    int rc;      /* glp_intopt */
+    int status; /* glp_mip_status */
+    int rc;     /* glp_intopt */
     double gap;
 } solve_out;
 
@@ -1341,8 +1340,8 @@ static int solve_round(const bmp_problem *pb, bool counts, double time_limit_s, 
     else if (!counts)
         built = binary_build(&b, pb, &bc, transient_col);
     else if (sizes_init(&cs, pb) == 0)
-        built = pb->v == 1 ? pattern_build(&b, pb, &cs)
-                           : count_build(&b, pb, &cc, &cs, transient_col);
+        built =
+            pb->v == 1 ? pattern_build(&b, pb, &cs) : count_build(&b, pb, &cc, &cs, transient_col);
     if (built || b.failed) {
         rc = np_error_set(err, NP_EXIT_INTERNAL, "<bmpipe>", "", 0, "out of memory");
         goto done;
@@ -1439,9 +1438,10 @@ int planner_bmpipe_form(const cm_model *cm, const cl_cluster *c, const wl_worklo
     bmp_problem pb = {0};
     double start = wall_s();
     if (p < 1 || v < 1 || p * v > cm->num_layers)
-        return np_error_set(err, NP_EXIT_INPUT, w->path, "parallel.pipeline_model_parallel_size",
-                            0, "BMPipe needs at least one layer per model chunk: %d layers, "
-                            "%d stages × %d virtual chunks", cm->num_layers, p, v);
+        return np_error_set(err, NP_EXIT_INPUT, w->path, "parallel.pipeline_model_parallel_size", 0,
+                            "BMPipe needs at least one layer per model chunk: %d layers, "
+                            "%d stages × %d virtual chunks",
+                            cm->num_layers, p, v);
     if (problem_init(&pb, cm, c, p, v, m, o->schedule) || plan_init(out, p, v, cm->num_layers)) {
         problem_free(&pb);
         return np_error_set(err, NP_EXIT_INTERNAL, "<bmpipe>", "", 0, "out of memory");
@@ -1462,8 +1462,7 @@ int planner_bmpipe_form(const cm_model *cm, const cl_cluster *c, const wl_worklo
         double left = o->time_limit_s > 0 ? o->time_limit_s - (wall_s() - start) : 0;
         if (o->time_limit_s > 0 && left <= 0.001 && round > 0)
             break;
-        rc = solve_round(&pb, counts, o->time_limit_s > 0 ? fmax(left, 0.001) : 0, out, &so,
-                         err);
+        rc = solve_round(&pb, counts, o->time_limit_s > 0 ? fmax(left, 0.001) : 0, out, &so, err);
         if (rc || !tighten_budgets(&pb, out))
             break;
     }

@@ -52,10 +52,7 @@ static void job_init(job *j, int num_layers, int p, int v, int m, schedule_kind 
     planner_init_options(&j->o, &j->w);
 }
 
-static void job_free(job *j)
-{
-    free(j->cm.layers);
-}
+static void job_free(job *j) { free(j->cm.layers); }
 
 /* Uniform in [0, 1), a fixed LCG so every run draws the same models. */
 static double draw(unsigned *seed)
@@ -254,8 +251,8 @@ typedef struct identical_case {
 } identical_case;
 
 static const identical_case identical_cases[] = {
-    {8, 2, 1, 4, 11}, {8, 3, 1, 6, 12}, {8, 4, 1, 8, 13}, {7, 4, 1, 3, 14}, {8, 2, 2, 4, 15},
-    {7, 2, 2, 4, 16}, {6, 2, 2, 6, 17}, {8, 2, 2, 8, 18},
+    {8, 2, 1, 4, 11}, {8, 3, 1, 6, 12}, {8, 4, 1, 8, 13}, {7, 4, 1, 3, 14},
+    {8, 2, 2, 4, 15}, {7, 2, 2, 4, 16}, {6, 2, 2, 6, 17}, {8, 2, 2, 8, 18},
 };
 
 static void test_count_form_equals_binary_form_on_identical_layers(void)
@@ -296,8 +293,9 @@ static void test_count_form_refuses_heterogeneous_layers(void)
     plan pl;
     np_error err;
     random_job(&j, &random_cases[0]);
-    CU_ASSERT_EQUAL(planner_bmpipe_form(&j.cm, &j.cluster, &j.w, &j.o, BMPIPE_FORM_COUNTS, &pl,
-                                        &err), NP_EXIT_INPUT);
+    CU_ASSERT_EQUAL(
+        planner_bmpipe_form(&j.cm, &j.cluster, &j.w, &j.o, BMPIPE_FORM_COUNTS, &pl, &err),
+        NP_EXIT_INPUT);
     job_free(&j);
 }
 
@@ -356,8 +354,8 @@ static void test_no_fitting_plan_is_nofit(void)
     np_error err;
     random_job(&j, &random_cases[2]);
     j.cm.hbm_bytes = 30; /* less than the state of two layers */
-    CU_ASSERT_EQUAL(planner_bmpipe_form(&j.cm, &j.cluster, &j.w, &j.o, BMPIPE_FORM_AUTO, &pl,
-                                        &err), NP_EXIT_NOFIT);
+    CU_ASSERT_EQUAL(planner_bmpipe_form(&j.cm, &j.cluster, &j.w, &j.o, BMPIPE_FORM_AUTO, &pl, &err),
+                    NP_EXIT_NOFIT);
     CU_ASSERT_EQUAL(err.code, NP_EXIT_NOFIT);
     job_free(&j);
 }
@@ -405,25 +403,23 @@ static void test_planner_run_accepts_bmpipe_plan(void)
 
 void register_bmpipe_tests(void)
 {
-    TEST_SUITE("bmpipe",
-               {"binary_form_matches_bruteforce_when_memory_binds",
-                test_binary_form_matches_bruteforce_when_memory_binds},
-               {"plan_fits_memory_when_memory_binds", test_plan_fits_memory_when_memory_binds},
-               {"interleaved_binary_form_matches_bruteforce_when_memory_binds",
-                test_interleaved_binary_form_matches_bruteforce_when_memory_binds},
-               {"proven_optimum_reports_zero_gap", test_proven_optimum_reports_zero_gap},
-               {"count_form_equals_binary_form_on_identical_layers",
-                test_count_form_equals_binary_form_on_identical_layers},
-               {"auto_form_uses_counts_on_identical_layers",
-                test_auto_form_uses_counts_on_identical_layers},
-               {"count_form_refuses_heterogeneous_layers",
-                test_count_form_refuses_heterogeneous_layers},
-               {"uniform_layers_give_uniform_partition",
-                test_uniform_layers_give_uniform_partition},
-               {"uniform_interleaved_gives_megatron_time",
-                test_uniform_interleaved_gives_megatron_time},
-               {"no_fitting_plan_is_nofit", test_no_fitting_plan_is_nofit},
-               {"binary_form_stops_at_time_limit_with_a_fitting_plan",
-                test_binary_form_stops_at_time_limit_with_a_fitting_plan},
-               {"planner_run_accepts_bmpipe_plan", test_planner_run_accepts_bmpipe_plan});
+    TEST_SUITE(
+        "bmpipe",
+        {"binary_form_matches_bruteforce_when_memory_binds",
+         test_binary_form_matches_bruteforce_when_memory_binds},
+        {"plan_fits_memory_when_memory_binds", test_plan_fits_memory_when_memory_binds},
+        {"interleaved_binary_form_matches_bruteforce_when_memory_binds",
+         test_interleaved_binary_form_matches_bruteforce_when_memory_binds},
+        {"proven_optimum_reports_zero_gap", test_proven_optimum_reports_zero_gap},
+        {"count_form_equals_binary_form_on_identical_layers",
+         test_count_form_equals_binary_form_on_identical_layers},
+        {"auto_form_uses_counts_on_identical_layers",
+         test_auto_form_uses_counts_on_identical_layers},
+        {"count_form_refuses_heterogeneous_layers", test_count_form_refuses_heterogeneous_layers},
+        {"uniform_layers_give_uniform_partition", test_uniform_layers_give_uniform_partition},
+        {"uniform_interleaved_gives_megatron_time", test_uniform_interleaved_gives_megatron_time},
+        {"no_fitting_plan_is_nofit", test_no_fitting_plan_is_nofit},
+        {"binary_form_stops_at_time_limit_with_a_fitting_plan",
+         test_binary_form_stops_at_time_limit_with_a_fitting_plan},
+        {"planner_run_accepts_bmpipe_plan", test_planner_run_accepts_bmpipe_plan});
 }
