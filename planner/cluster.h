@@ -33,6 +33,9 @@ typedef struct cl_cluster {
         scaleout_bandwidth_Bps; /* NIC bandwidth of one NPU (bottleneck of an inter-node route) */
     double scaleout_latency_s;  /* latency of an inter-node route */
     double kernel_launch_s;
+    /* Up-link over down-link capacity of the most tapered fat-tree level:
+     * 1 non-blocking, 0.25 a 4:1 taper; 1 when the fabric is not a fat tree. */
+    double fabric_taper;
 } cl_cluster;
 
 /* Point-to-point time of `bytes` between two NPUs, alpha-beta, on the

@@ -509,6 +509,56 @@ static int platform_read_cluster(const char *path, sim_platform *p, np_error *er
 
 /* ------------------------------------------------------------------ API */
 
+/* The taper of a FAT_TREE cluster, read from its topo_parameters
+ * "L;m1..mL;w1..wL;p1..pL" (SimGrid's PGFT: a level-i switch has m_i children
+ * over p_i links each and w_{i+1} parents over p_{i+1} links): the smallest
+ * (w_{i+1}·p_{i+1}) / (m_i·p_i) over the levels below the top.  1 for any
+ * other fabric, or when the attribute cannot be read. */
+static int parse_list(const char *s, int *v, int max, const char **end)
+{
+    int n = 0;
+    while (n < max) {
+        char *e;
+        long x = strtol(s, &e, 10);
+        if (e == s || x <= 0)
+            return -1;
+        v[n++] = (int)x;
+        s = e;
+        if (*s != ',')
+            break;
+        s++;
+    }
+    *end = s;
+    return n;
+}
+
+static double fat_tree_taper(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return 1.0;
+    static char text[1 << 16];
+    size_t n = fread(text, 1, sizeof text - 1, f);
+    fclose(f);
+    text[n] = '\0';
+    const char *t = strstr(text, "topo_parameters=\"");
+    if (!strstr(text, "FAT_TREE") || !t)
+        return 1.0;
+    t += strlen("topo_parameters=\"");
+    int levels = atoi(t), m[8], w[8], p[8];
+    const char *s = strchr(t, ';');
+    if (levels < 1 || levels > 8 || !s || parse_list(s + 1, m, 8, &s) != levels || *s != ';' ||
+        parse_list(s + 1, w, 8, &s) != levels || *s != ';' || parse_list(s + 1, p, 8, &s) != levels)
+        return 1.0;
+    double taper = 1.0;
+    for (int i = 0; i + 1 < levels; i++) {
+        double ratio = (double)w[i + 1] * p[i + 1] / ((double)m[i] * p[i]);
+        if (ratio < taper)
+            taper = ratio;
+    }
+    return taper;
+}
+
 int platform_load(const char *path, sim_platform *out, np_error *err)
 {
     memset(out, 0, sizeof *out);
@@ -529,6 +579,8 @@ int platform_load(const char *path, sim_platform *out, np_error *err)
         rc = platform_read_cluster(path, out, err);
     if (rc)
         platform_free(out);
+    else
+        out->cluster.fabric_taper = fat_tree_taper(path);
     return rc;
 }
 

@@ -128,6 +128,28 @@ static void test_fold_with_expert_parallelism_is_refused(void)
     CU_ASSERT_PTR_NOT_NULL(strstr(err.text, "expert"));
 }
 
+/* The taper of a fat tree from its topo_parameters: 2 up-links for 8 hosts
+ * per leaf is 2/8; the shipped platforms are non-blocking. */
+static void load_taper(void *ctx, int fd)
+{
+    sim_platform pf;
+    np_error err;
+    test_simgrid_init();
+    double taper = platform_load(test_path(ctx), &pf, &err) ? -1 : pf.cluster.fabric_taper;
+    test_write_all(fd, &taper, sizeof taper);
+}
+
+static void test_fabric_taper_is_read_from_the_fat_tree(void)
+{
+    double taper;
+    CU_ASSERT_EQUAL_FATAL(
+        test_in_child(load_taper, "tests/data/test_64npu_tapered.xml", &taper, sizeof taper), 0);
+    ASSERT_REL(taper, 0.25, 1e-12);
+    CU_ASSERT_EQUAL_FATAL(
+        test_in_child(load_taper, "platforms/test_64npu.xml", &taper, sizeof taper), 0);
+    ASSERT_REL(taper, 1.0, 1e-12);
+}
+
 void register_fold_tests(void)
 {
     TEST_SUITE(
@@ -135,5 +157,6 @@ void register_fold_tests(void)
         {"folded_runs_agree_with_full_run_for_every_schedule",
          test_folded_runs_agree_with_full_run_for_every_schedule},
         {"fold_that_does_not_divide_dp_is_refused", test_fold_that_does_not_divide_dp_is_refused},
-        {"fold_with_expert_parallelism_is_refused", test_fold_with_expert_parallelism_is_refused});
+        {"fold_with_expert_parallelism_is_refused", test_fold_with_expert_parallelism_is_refused},
+        {"fabric_taper_is_read_from_the_fat_tree", test_fabric_taper_is_read_from_the_fat_tree});
 }
