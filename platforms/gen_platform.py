@@ -4,7 +4,7 @@
 Every platform is one SimGrid <cluster> whose hosts are NPUs: host `speed` is
 the NPU's peak dense FLOP/s in bf16, and the <prop> elements inside the cluster
 (SimGrid copies them to every host) carry what SimGrid does not model -- the
-property names are exactly those of planner/cluster.h.  Each NPU has one NIC
+property names are exactly those of planner/model/cluster.h.  Each NPU has one NIC
 link into the scale-out fabric: a 2-level FAT_TREE for the device platforms
 (a 3-level tree takes 8-15 s to build in SimGrid 3.32, see DESIGN.md), a flat
 cluster (one private link per host, no backbone) for the collective tests.

@@ -1,6 +1,6 @@
 /*
- * test_bmpipe.c -- the BMPipe ILP planner (planner/planner_bmpipe.c) against
- * the exhaustive enumerator (planner/bruteforce.c) and closed forms.
+ * test_bmpipe.c -- the BMPipe ILP planner (planner/search/planner_bmpipe.c) against
+ * the exhaustive enumerator (planner/search/bruteforce.c) and closed forms.
  *
  * Models are synthetic and small (≤ 8 layers, ≤ 4 stages, 3 recompute
  * options) so that bf_search() can visit every partition × per-layer option

@@ -1,5 +1,5 @@
 /*
- * test_bruteforce.c -- the exhaustive plan enumerator (planner/bruteforce.c)
+ * test_bruteforce.c -- the exhaustive plan enumerator (planner/search/bruteforce.c)
  * on cases small enough to count and solve by hand.
  *
  * The enumerator is the reference the planner tests trust, so these tests

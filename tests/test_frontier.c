@@ -1,5 +1,5 @@
 /*
- * test_frontier.c -- TensorOpt frontier tracking (planner/frontier.h).
+ * test_frontier.c -- TensorOpt frontier tracking (planner/search/frontier.h).
  *
  * The Pareto algebra is checked on hand-made sets whose frontiers are worked
  * out in the comments; the chain DP and the job's frontier against brute

@@ -42,7 +42,7 @@ static int max_held(const sched_stage *st, op_kind until)
 
 /* Peak of the bytes the op list declares (allocations at op start, frees at
  * op end, transients while running) on top of what the stage starts with
- * beyond weights: the engine tracker's rule (sim/engine.c). */
+ * beyond weights: the engine tracker's rule (sim/engine/engine.c). */
 static void walk_memory(const sched_stage *st, double start_bytes, double *peak_held,
                         double *peak_total)
 {

@@ -1,7 +1,7 @@
 /*
  * cluster.h -- what the planners know of the hardware.
  *
- * sim/platform.c fills this from a loaded SimGrid platform (host speed, host
+ * sim/net/platform.c fills this from a loaded SimGrid platform (host speed, host
  * properties, the route between two servers); planner/ only reads it, so the
  * planners never see SimGrid.  All NPUs of a cluster are identical.
  *
