@@ -20,6 +20,7 @@ run: build
 	$(BUILD)/simrun $(PLATFORM) $(WORKLOAD)
 
 test: build
+	sh tests/layers_test.sh
 	$(BUILD)/npusim_tests
 	sh tests/cli_test.sh $(BUILD)/simrun
 	sh tests/analysis_test.sh
