@@ -6,7 +6,7 @@ the NPU's peak dense FLOP/s in bf16, and the <prop> elements inside the cluster
 (SimGrid copies them to every host) carry what SimGrid does not model -- the
 property names are exactly those of planner/model/cluster.h.  Each NPU has one NIC
 link into the scale-out fabric: a 2-level FAT_TREE for the device platforms
-(a 3-level tree takes 8-15 s to build in SimGrid 3.32, see DESIGN.md), a flat
+(a 3-level tree takes 8-15 s to build in SimGrid 3.32, see docs/design.md), a flat
 cluster (one private link per host, no backbone) for the collective tests.
 Host names are "npu-<rank>", rank 0..N-1; ranks of one server are
 consecutive, so server = rank / npus_per_node.
@@ -355,20 +355,109 @@ def write(text, path):
         f.write(text)
 
 
+def preset_summary():
+    """One line per preset for --help: the figures the XML will carry."""
+    lines = []
+    for name in sorted(PRESETS):
+        p = PRESETS[name]
+        lines.append(
+            "  %-5s %s\n"
+            "        speed %s FLOP/s, HBM %s B at %s B/s, %d NPUs per node,\n"
+            "        scale-up %s B/s and %s s, NIC %s B/s, link latency %s s,\n"
+            "        matmul efficiency %s, kernel launch %s s"
+            % (name, p["title"], fmt(p["speed_flops"]), fmt(p["hbm_bytes"]),
+               fmt(p["hbm_bandwidth_Bps"]), p["npus_per_node"],
+               fmt(p["scaleup_bandwidth_Bps"]), fmt(p["scaleup_latency_s"]),
+               fmt(p["nic_Bps"]), fmt(p["link_latency_s"]),
+               fmt(p["matmul_efficiency"]), fmt(p["kernel_launch_s"])))
+    return "\n".join(lines)
+
+
+DESCRIPTION = """\
+Writes a SimGrid platform (XML, DTD 4.1) for npusim: one host per NPU named
+npu-<rank>, host speed = peak dense bf16 FLOP/s, and the <prop>s that
+planner/model/cluster.h requires (hbm_bytes, hbm_bandwidth_Bps, npus_per_node,
+scaleup_bandwidth_Bps, scaleup_latency_s, matmul_efficiency, kernel_launch_s),
+each with its source as an XML comment.  Exactly one mode is required:
+--preset (a device on a 2-level fat tree), --flat (collective-test cluster),
+--free-comm (closed-form test platform) or --all (every shipped platform).
+docs/platform-format.md describes the format."""
+
+EPILOG = """\
+presets (edit PRESETS in this script to add a device):
+%s
+
+examples:
+  # 64K Ascend 910B-class NPUs (8 per server) on a non-blocking 2-level fat tree
+  gen_platform.py --preset 910b --npus 65536 -o /tmp/64k_npu.xml
+  # 2,048 H100 on an explicit fat tree with a 4:1 taper (16 up-links per leaf of 64)
+  gen_platform.py --preset h100 --npus 2048 --topo "2;64,32;1,16;1,1" -o /tmp/h100_2k.xml
+  # 16 NPUs on a flat cluster, route bandwidth 1e9 B/s and latency 10 us
+  gen_platform.py --flat 16 --bandwidth-Bps 1e9 --latency-s 10e-6 -o /tmp/flat16.xml
+  # 32 NPUs with free communication (closed-form bubble tests)
+  gen_platform.py --free-comm 32 -o /tmp/free32.xml
+  # rewrite every shipped platform in platforms/ (they must equal this output)
+  gen_platform.py --all
+
+Automatic fat tree for N hosts: "2;m1,m2;1,m1;1,1", m1 hosts under each of
+m2 = N/m1 leaves and m1 spines, m1 the smallest power of two >= sqrt(N) that
+holds whole servers with at most %d leaves (1K -> "2;32,32;1,32;1,1",
+16K -> "2;128,128;1,128;1,1", 64K -> "2;512,128;1,512;1,1").
+Exit status: 0, 1 on a bad size or --topo, 2 on a bad command line."""
+
+
 def main(argv):
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(
+        prog="gen_platform.py",
+        description=DESCRIPTION,
+        epilog=EPILOG % (preset_summary(), MAX_LEAVES),
+        formatter_class=argparse.RawDescriptionHelpFormatter)
     mode = ap.add_mutually_exclusive_group(required=True)
-    mode.add_argument("--preset", choices=sorted(PRESETS))
-    mode.add_argument("--flat", type=int, metavar="N")
-    mode.add_argument("--free-comm", type=int, metavar="N")
-    mode.add_argument("--all", nargs="?", const=os.path.dirname(os.path.abspath(__file__)),
-                      metavar="DIR")
-    ap.add_argument("--npus", type=int)
-    ap.add_argument("--npus-per-node", type=int)
-    ap.add_argument("--topo")
-    ap.add_argument("--bandwidth-Bps", type=float, default=1e9)
-    ap.add_argument("--latency-s", type=float, default=10e-6)
-    ap.add_argument("-o", "--output")
+    mode.add_argument(
+        "--preset", choices=sorted(PRESETS),
+        help="device platform: NPUs of this preset (figures below) on a 2-level "
+        "FAT_TREE with one NIC link per NPU; needs --npus")
+    mode.add_argument(
+        "--flat", type=int, metavar="N",
+        help="collective-test platform: N NPUs, 1 per node, flat cluster (one "
+        "private link per host, no backbone); 910b compute and HBM figures; "
+        "see --bandwidth-Bps and --latency-s")
+    mode.add_argument(
+        "--free-comm", type=int, metavar="N",
+        help="free-communication test platform: N NPUs, 8 per node, on a fat tree "
+        "whose links and scale-up fabric have bandwidth %s B/s and latency 0, "
+        "matmul efficiency 1, kernel launch 0 s (closed-form bubble tests)"
+        % fmt(FREE_BANDWIDTH_BPS))
+    mode.add_argument(
+        "--all", nargs="?", const=os.path.dirname(os.path.abspath(__file__)),
+        metavar="DIR",
+        help="write every shipped platform (%d files) into DIR (default: this "
+        "script's folder, platforms/), overwriting them" % len(SHIPPED))
+    ap.add_argument(
+        "--npus", type=int, metavar="N",
+        help="with --preset: number of NPUs (hosts), a positive multiple of the "
+        "NPUs per node; required")
+    ap.add_argument(
+        "--npus-per-node", type=int, metavar="K",
+        help="with --preset: NPUs per server, the scale-up domain (default: the "
+        "preset's, 8 for every preset)")
+    ap.add_argument(
+        "--topo", metavar="PGFT",
+        help='with --preset: SimGrid fat-tree parameters "L;m1,..,mL;w1,..,wL;p1,..,pL" '
+        "instead of the automatic non-blocking 2-level shape; the product of the "
+        "m list must equal --npus (default: automatic, see below)")
+    ap.add_argument(
+        "--bandwidth-Bps", type=float, default=1e9, metavar="B",
+        help="with --flat: bandwidth of every host-to-host route, bytes/s "
+        "(default: 1e9)")
+    ap.add_argument(
+        "--latency-s", type=float, default=10e-6, metavar="A",
+        help="with --flat: latency of every host-to-host route, seconds; each of "
+        "the two private links on it carries A/2 (default: 10e-6)")
+    ap.add_argument(
+        "-o", "--output", metavar="FILE",
+        help='with --preset, --flat, --free-comm: output file ("-" or absent: '
+        "standard output)")
     a = ap.parse_args(argv)
     try:
         if a.all:
