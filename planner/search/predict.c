@@ -5,7 +5,7 @@
  * One stage at a time: its time S_s from its layers and boundary send, its
  * tail from its gradients and parameters; the iteration is the critical path
  * over them.  The pieces are public because TensorOpt's frontier sweep
- * (planner_frontier.c) prices stages with the same S_s and tail that this
+ * (frontier_tuple.c) prices stages with the same S_s and tail that this
  * file sums, so that a frontier point and the plan it stands for agree.
  */
 #include "predict.h"

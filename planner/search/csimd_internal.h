@@ -1,0 +1,74 @@
+/*
+ * csimd_internal.h -- what the files of CSIMD and its MBPP baselines share:
+ * the planning context (the cost model's per-layer sums and the t(b) rows),
+ * the constants more than one file reads, and the functions one file offers
+ * the others.  planner_csimd.c states the problem; tests/test_csimd.c
+ * declares the few csimd_* functions it calls itself.  Private to
+ * planner/search/.
+ */
+
+#ifndef CSIMD_INTERNAL_H
+#define CSIMD_INTERNAL_H
+
+#include <stdbool.h>
+
+#include "planner.h"
+
+#define CSIMD_MAX_SAMPLES 65536 /* per pipeline; bounds the t(b) tables */
+#define IMPROVES(t, best) ((t) < (best) * (1.0 - 1e-12))
+/* GPipe's backward runs the micro-batches last to first (Huang et al. 2019,
+ * Fig. 2c); must match schedule_gpipe.c. */
+#define BACKWARD_REVERSED 1
+
+/* Every layer at one micro-batch size: prefix sums of forward and backward
+ * time and each layer's output bytes. */
+typedef struct csimd_row {
+    double *forward_prefix_s;  /* [L + 1] */
+    double *backward_prefix_s; /* [L + 1] */
+    double *output_bytes;      /* [L] */
+} csimd_row;
+
+typedef struct csimd_ctx {
+    const cm_model *cm;
+    const cl_cluster *c;
+    int p, m, num_layers, samples, dp;
+    recompute_kind recompute;
+    bool *same_node;          /* [p - 1]: boundary k stays in a server */
+    double *state_prefix;     /* [L + 1] static bytes */
+    double *kept_prefix;      /* [L + 1] activation bytes kept per sample */
+    double *transient;        /* [L] recompute working set per sample */
+    double *grad_prefix;      /* [L + 1] gradient bytes */
+    csimd_row **rows;         /* [samples + 1], filled on first use */
+    double *fwd, *bwd, *comm; /* [p * m] scratch of one evaluation */
+    double *tail;             /* [p] */
+    bool failed;              /* out of memory while filling a row */
+} csimd_ctx;
+
+/* csimd_time.c: the makespan recurrence, the context and the t(b) rows, the
+ * prediction of one plan. */
+
+double csimd_gpipe_makespan_s(int p, int m, const double *forward_s, const double *backward_s,
+                              const double *comm_s, const double *tail_s);
+int csimd_context_new(const cm_model *cm, const cl_cluster *c, int p, int dp, int samples, int m,
+                      recompute_kind r, csimd_ctx **out);
+void csimd_context_free(csimd_ctx *x);
+const csimd_row *csimd_context_row(csimd_ctx *x, int b);
+bool csimd_stage_fits(const csimd_ctx *x, int first, int last, int max_b);
+int csimd_max_size(const int *sizes, int m);
+double csimd_stage_tail_s(const csimd_ctx *x, int first, int last);
+double csimd_predict_s(csimd_ctx *x, const int *start, const int *sizes);
+
+/* csimd_imd.c and csimd_bound.c: the cuts for fixed sizes. */
+
+int csimd_imd_cuts(csimd_ctx *x, const int *sizes, int *start);
+double csimd_refine_cuts(csimd_ctx *x, int *start, const int *sizes);
+void csimd_bound_cuts(csimd_ctx *x, const int *sizes, const double *busy, int *start);
+
+/* csimd_cross.c: the cross search; csimd_mbpp.c: the baselines' plans. */
+
+double csimd_cross_search(csimd_ctx *x, int *start, int *sizes);
+void csimd_even_sizes(int samples, int m, int *sizes);
+void csimd_even_cuts(int num_layers, int p, int *start);
+double csimd_random_search(csimd_ctx *x, int *start, int *sizes);
+
+#endif
