@@ -19,7 +19,7 @@
 #include "schedule.h"
 #include "testutil.h"
 
-/* Internal entry points of planner_csimd.c (planner.h registers planners
+/* Internal entry points of csimd_time.c and csimd_imd.c (planner.h registers planners
  * only, so they are declared here). */
 typedef struct csimd_ctx csimd_ctx;
 double csimd_gpipe_makespan_s(int p, int m, const double *forward_s, const double *backward_s,
