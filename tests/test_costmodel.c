@@ -69,7 +69,7 @@ static wl_workload gpt3_175b(int tp, bool sp)
 
 /* Llama 3 405B (Meta, "The Llama 3 Herd of Models", Table 3): 126 layers,
  * h 16384, ffn 53248, 128 heads, 8 KV heads, vocabulary 128256, SwiGLU,
- * untied output; DESIGN.md's TP8 PP16 DP128 job with SP and the
+ * untied output; docs/design.md's TP8 PP16 DP128 job with SP and the
  * distributed optimizer. */
 static wl_workload llama3_405b(void)
 {

@@ -180,7 +180,7 @@ static void test_pipedream_period_holds_one_forward_latency(void)
 
 /* ---- peak memory ---------------------------------------------------------- */
 
-/* Published micro-batches held on stage s (DESIGN.md, memory.c), in units of
+/* Published micro-batches held on stage s (docs/design.md, memory model; memory.c), in units of
  * one chunk's activations. */
 static double published_chunks_held(const sched_case *c, int s)
 {

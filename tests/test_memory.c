@@ -123,7 +123,7 @@ static void test_inflight_interleaved_follows_megatron_warmup(void)
     CU_ASSERT_EQUAL(mem_inflight(SCHED_INTERLEAVED, 4, 0, 4, 2, 1), 4);
 }
 
-/* DESIGN.md: interleaved stage 0 holds (1 + (p−1)/(p·v)) of its layers'
+/* docs/design.md, memory model: interleaved stage 0 holds (1 + (p−1)/(p·v)) of its layers'
  * worth of micro-batches, i.e. p·v + p − 1 chunk-micro-batches
  * (p 8, v 4: 39). */
 static void test_interleaved_stage0_holds_1_plus_p_minus_1_over_pv(void)

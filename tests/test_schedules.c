@@ -123,7 +123,7 @@ static void test_gpipe_runs_all_forwards_before_any_backward(void)
     test_built_schedule_free(&b);
 }
 
-/* GPipe holds all m micro-batches on every stage (DESIGN.md). */
+/* GPipe holds all m micro-batches on every stage (docs/design.md, memory model). */
 static void test_gpipe_holds_m_micro_batches_on_every_stage(void)
 {
     test_built_schedule b;
@@ -184,7 +184,7 @@ static void test_interleaved_warms_up_like_megatron(void)
 }
 
 /* Stage 0 holds (1 + (p−1)/(p·v)) × its layers' activations of one
- * micro-batch times p (Narayanan et al. SC'21, section 2.2.2; DESIGN.md):
+ * micro-batch times p (Narayanan et al. SC'21, section 2.2.2; docs/design.md, memory model):
  * p = 4, v = 2, one layer of 10 bytes per chunk: 4·(1 + 3/8)·2·10 = 110. */
 static void test_interleaved_first_stage_peak_is_published_fraction(void)
 {

@@ -18,7 +18,8 @@
  * cm_model.micro_batch_size samples.  Times follow the roofline
  *   t = max(FLOPs / (peak · efficiency), bytes / HBM bandwidth) + launch
  * per operator; matmuls use the cluster's matmul efficiency.  Sources of each
- * formula are cited in costmodel.c.
+ * formula are cited in costmodel.c and the costmodel_*.c files beside it
+ * (costmodel_internal.h lists them).
  */
 #ifndef COSTMODEL_H
 #define COSTMODEL_H

@@ -1,7 +1,7 @@
 /*
  * workload.h -- a training job as the user describes it in workload JSON.
  *
- * Keys follow Megatron-LM's argument names (see DESIGN.md, "Workload JSON") so
+ * Keys follow Megatron-LM's argument names (see docs/workload-format.md) so
  * that a user can copy them from a launch script.  The loader checks every key:
  * an unknown key, a wrong type, a missing required key or an impossible
  * combination is an np_error naming the file and the dotted key.

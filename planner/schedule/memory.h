@@ -4,7 +4,8 @@
  * Stage bytes = static (weights, gradients, optimizer state of the stage's
  * layers) + in-flight micro-batches × activation bytes kept per micro-batch
  * + the largest transient of a recompute pass + workspace.
- * The in-flight counts are the schedules' published ones (DESIGN.md):
+ * The in-flight counts are the schedules' published ones (docs/design.md,
+ * memory model):
  *   GPipe m; 1F1B min(p−s, m); interleaved stage s: Megatron's warm-up count;
  *   ZB-H1 min(p, m) and ZB-H2 min(2p−1, m) on every stage (activations stay
  *   until the delayed W); PipeDream weight stashing adds one weight

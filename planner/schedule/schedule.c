@@ -325,14 +325,6 @@ int sched_build(const plan *pl, const cm_model *cm, schedule *out, np_error *err
     return sched_check(out, err);
 }
 
-bool sched_skips_recompute(const plan *pl, int stage, int micro_batch)
-{
-    if (!pl->merak_shifted_recompute)
-        return false;
-    int p = pl->num_stages, m = pl->num_micro_batches;
-    return micro_batch >= m - (p - stage);
-}
-
 /* A FIFO per (receiving stage, direction) of the messages sent to it. */
 typedef struct check_channel {
     long *items;

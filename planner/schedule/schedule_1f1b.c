@@ -16,13 +16,6 @@
  */
 #include "schedule_internal.h"
 
-sched_chunk_step sched_step_at(int p, int v, int k, bool forward)
-{
-    int in_group = (k / p) % v;
-    sched_chunk_step c = {forward ? in_group : v - 1 - in_group, (k / (p * v)) * p + k % p};
-    return c;
-}
-
 static int forward_step(sched_stage *st, const plan *pl, const cm_model *cm, int s, int k)
 {
     sched_chunk_step c = sched_step_at(pl->num_stages, pl->num_chunks, k, true);

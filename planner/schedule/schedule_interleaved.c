@@ -33,8 +33,6 @@
  */
 #include "schedule_internal.h"
 
-int sched_interleaved_warmup(int p, int s, int v) { return 2 * (p - s - 1) + (v - 1) * p; }
-
 int sched_gen_interleaved(sched_stage *st, const plan *pl, const cm_model *cm, int s)
 {
     int warmup = sched_interleaved_warmup(pl->num_stages, s, pl->num_chunks);

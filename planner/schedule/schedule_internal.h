@@ -12,6 +12,7 @@
 #include <stdbool.h>
 
 #include "schedule.h"
+#include "step_order.h"
 
 /* Sum over the layers of one model chunk, for one micro-batch. */
 typedef struct sched_chunk {
@@ -29,19 +30,8 @@ typedef int (*sched_generator)(sched_stage *st, const plan *pl, const cm_model *
 int sched_gen_gpipe(sched_stage *st, const plan *pl, const cm_model *cm, int stage);
 int sched_gen_1f1b(sched_stage *st, const plan *pl, const cm_model *cm, int stage);
 int sched_gen_interleaved(sched_stage *st, const plan *pl, const cm_model *cm, int stage);
-/* The k-th chunk-forward (forward) or chunk-backward of a stage in 1F1B's
- * order over v chunks (schedule_1f1b.c): chunk (k / p) mod v, reversed
- * (v − 1 − it) for a backward, micro-batch (k / (p·v))·p + k mod p: groups
- * of p micro-batches go through chunk 0, then chunk 1, ... (Megatron's
- * interleaved order).  With v = 1: chunk 0, micro-batch k.  memory.c
- * replays the same order. */
-typedef struct sched_chunk_step {
-    int chunk, micro_batch;
-} sched_chunk_step;
-sched_chunk_step sched_step_at(int p, int v, int k, bool forward);
-/* Megatron's interleaved warm-up on stage s: 2(p − s − 1) + (v − 1)·p
- * chunk-forwards (schedule_interleaved.c), before clamping to m·v. */
-int sched_interleaved_warmup(int p, int s, int v);
+/* The order of chunk-steps (sched_step_at(), sched_interleaved_warmup(),
+ * sched_skips_recompute()) is in step_order.h, shared with memory.c. */
 
 /* 1F1B's order over the m·v chunk-steps of stage s (schedule_1f1b.c):
  * min(warmup, m·v) forwards, then one forward and one backward until the
@@ -85,9 +75,5 @@ int sched_emit_backward_step(sched_stage *st, const plan *pl, const cm_model *cm
                              int i, bool split_weight_grad, bool send_input_grad);
 /* Data-parallel gradient all-reduce and optimizer step. */
 int sched_emit_iteration_end(sched_stage *st, const plan *pl, const cm_model *cm, int s);
-
-/* Merak's shifted critical path: the last p−s micro-batches of stage s keep
- * their activations instead of recomputing (plan.merak_shifted_recompute). */
-bool sched_skips_recompute(const plan *pl, int stage, int micro_batch);
 
 #endif

@@ -1,0 +1,80 @@
+/*
+ * costmodel_internal.h -- what the files of the cost model share (not
+ * public: costmodel.h is the interface).
+ *
+ * The cost model is split by concept:
+ *   costmodel.c              the core: roofline and ring primitives, bytes per
+ *                            parameter, the shape of a job, model construction
+ *                            (cm_build, cm_layer_at_batch), optimizer step
+ *   costmodel_transformer.c  the Transformer: embedding, decoder layer (GEMM
+ *                            and attention FLOPs and bytes, recomputable
+ *                            units, Korthikanti activations), LM head
+ *   costmodel_layers.c       layer-by-layer models (workload model.layers):
+ *                            per-sample specs and profiled time tables t(b)
+ * A new kind of layer (an MoE block, FlashAttention, context parallelism)
+ * prices its operators with cm_gemm_s() and cm_memop_s() and fills a cm_layer
+ * with cm_set_state() and cm_add_unit(), in a file beside these.
+ */
+#ifndef COSTMODEL_INTERNAL_H
+#define COSTMODEL_INTERNAL_H
+
+#include <stdbool.h>
+
+#include "costmodel.h"
+
+#define FP32_BYTES 4.0
+
+/* ---- shape of one job --------------------------------------------------- */
+
+/* Notation: b micro-batch, s sequence, h hidden, a heads, g query groups,
+ * d = h/a head size, f ffn hidden, V (padded) vocabulary, t tensor parallel,
+ * D bytes of the training dtype, n = b·s tokens, n_l = n/t with sequence
+ * parallelism (SP) else n: the tokens an elementwise op outside the
+ * tensor-parallel regions touches on one rank. */
+typedef struct shape {
+    const cl_cluster *c;
+    double b, s, h, a, g, d, f, V;
+    double n, nl; /* tokens; tokens of an elementwise op on one rank */
+    double D;     /* activation / weight bytes */
+    int t, pp, dp, ep;
+    bool sp, swiglu;
+    double mlp_width;   /* columns of FC1 per token: f, 2f with SwiGLU */
+    double norm_params; /* per norm: h (RMSNorm) or 2h (LayerNorm) */
+    double state_bpp, grad_bpp, expert_state_bpp;
+} shape;
+
+/* The shape of workload w on cluster c at micro-batch size b (costmodel.c). */
+void cm_shape_init(shape *x, const wl_workload *w, const cl_cluster *c, int b);
+
+/* ---- pricing primitives (costmodel.c) ------------------------------------ */
+
+/* GEMM [m×k]·[k×n], `count` times (batched): FLOPs 2mkn, bytes of the three
+ * operands, at the matmul efficiency. */
+double cm_gemm_s(const shape *x, double m, double k, double n, double count);
+/* Elementwise operator that moves `bytes` through HBM. */
+double cm_memop_s(const shape *x, double bytes);
+/* Parameters of a layer and their state and gradient bytes; expert
+ * parameters have their optimizer state sharded over dp/ep. */
+void cm_set_state(cm_layer *ly, const shape *x, double dense_params, double expert_params);
+/* Appends a recomputable unit to the layer. */
+void cm_add_unit(cm_layer *ly, const char *name, double forward_s, double bytes);
+
+/* ---- Transformer layers (costmodel_transformer.c) ------------------------ */
+
+void cm_embedding_layer(cm_layer *ly, const shape *x);
+void cm_decoder_layer(cm_layer *ly, const shape *x, const wl_model *md, int index);
+void cm_lm_head_layer(cm_layer *ly, const shape *x, bool untied);
+/* Megatron-LM's divisibility rules on the model sizes; 0 or an np_exit_code. */
+int cm_check_transformer(const wl_workload *w, const shape *x, np_error *err);
+/* Fills m->layers with embedding, decoders, LM head; -1 when out of memory. */
+int cm_build_transformer(cm_model *m, const wl_workload *w, const shape *x);
+
+/* ---- layer-by-layer models (costmodel_layers.c) -------------------------- */
+
+/* Layer sp at micro-batch x->b; input_bytes per sample is what full
+ * recompute keeps (the previous layer's output). */
+void cm_custom_layer(cm_layer *ly, const shape *x, const wl_layer_spec *sp, double input_bytes);
+/* Fills m->layers from the workload's layer specs; -1 when out of memory. */
+int cm_build_custom(cm_model *m, const wl_workload *w, const shape *x);
+
+#endif

@@ -1,0 +1,347 @@
+/*
+ * costmodel_transformer.c -- the Transformer layers of the cost model: the
+ * embedding, the decoder layer and the LM head, operator by operator.
+ *
+ * The decoder's GEMM and attention FLOPs and bytes, its AdaPipe-style
+ * recomputable units, its activations under each recompute option
+ * (Korthikanti et al. 2022) and its tensor-parallel collectives are all
+ * here; the roofline, the shape of the job (notation: costmodel_internal.h)
+ * and model construction are in costmodel.c.  Variants of the Transformer
+ * layer (MoE blocks, FlashAttention, context parallelism) belong in files
+ * beside this one.
+ *
+ * Decoder layer FLOPs, forward, per rank (Narayanan et al. SC'21, eq. in
+ * section 5.1: 24bsh² + 4bs²h for MHA, ffn = 4h, GeLU):
+ *   QKV 2nh(h + 2gd)/t (GQA: K and V have g·d columns), scores QKᵀ 2bs²h/t,
+ *   AV 2bs²h/t (both counted fully, as Megatron's FLOP count does),
+ *   output projection 2nh²/t, MLP 2·2nhf/t (GeLU) or 3·2nhf/t (SwiGLU).
+ * Backward: B repeats every GEMM once (input gradient) and the attention core
+ * twice (both operands of QKᵀ and AV need gradients, there is no weight);
+ * W repeats the weighted GEMMs once.  So B + W = 2F in FLOPs (the usual
+ * "backward = 2× forward").  Elementwise backward ops read the saved tensor
+ * and the output gradient and write the input gradient (3 tensors where the
+ * forward moved 2).
+ *
+ * Activations (Korthikanti et al. 2022, section 4.1 and Table 2; 16-bit
+ * activations, 1-byte dropout masks).  The decoder's kept tensors are split
+ * into AdaPipe-style units, each with the bytes it keeps and the forward time
+ * that regenerates it from the tensors before it:
+ *   layer input (always kept, not a unit)    n_l·h·D         Korthikanti: 2sbh (LN1 input)
+ *   qkv_input   LN1 output, input of QKV     n_l·h·D                      2sbh
+ *   qkv         Q, K, V                      n(h+2gd)/t·D                 6sbh/t (MHA)
+ *   core_attn   softmax out, dropout mask,   b(a/t)s²(2D+1)               5as²b/t
+ *               dropout out
+ *   proj_input  AV output (context)          n·h/t·D                      2sbh/t
+ *   attn_mask   dropout mask after proj      n_l·h                        sbh
+ *   ln2_input   residual sum                 n_l·h·D                      2sbh
+ *   fc1_input   LN2 output                   n_l·h·D                      2sbh
+ *   fc1_output  activation input             n·f(·2 SwiGLU)/t·D           8sbh/t (f=4h)
+ *   fc2_input   activation output            n·f/t·D                      8sbh/t
+ *   mlp_mask    dropout mask after FC2       n_l·h                        sbh
+ * which sums to sbh(34 + 5as/h) with t = 1, sbh(10 + 24/t + 5as/(ht)) with TP,
+ * sbh/t·(34 + 5as/h) with TP+SP: Table 2 exactly, and generalises to GQA,
+ * SwiGLU, other ffn sizes and fp32 (D = 4).  Selective recompute drops
+ * core_attn (Table 2 rows "selective"); full recompute keeps the layer input
+ * only, 2sbh, or 2sbh/t with SP where Megatron's checkpoint input is the
+ * sequence-sharded hidden state (Table 2 prints 2sbh, the no-SP case).
+ * Dropout is always modelled (Megatron's default p = 0.1 and Korthikanti's
+ * accounting); Llama recipes set it to 0, which would save 2 bytes·sbh/t of
+ * masks: a known, small overestimate.
+ *
+ * Recompute time: selective = the attention core forward (QKᵀ, softmax,
+ * dropout, AV: what Megatron's checkpointed core attention re-runs); full =
+ * the whole forward including its TP collectives.
+ *
+ * TP collectives (Megatron-LM, Shoeybi et al. 2019; Korthikanti section 4.2.2):
+ * without SP two all-reduces in forward (after attention and after the MLP)
+ * and two in backward, each of n·h·D bytes; with SP each all-reduce becomes an
+ * all-gather plus a reduce-scatter of the same tensor, each half the ring
+ * all-reduce time, so the totals are equal.  Ring on the scale-up fabric:
+ * all-reduce 2(t−1)(α + S/(t·B)), all-gather or reduce-scatter (t−1)(α + S/(t·B))
+ * (docs/design.md, cost model); t = 1 costs nothing.  A TP group wider than a node runs on the
+ * scale-out fabric.
+ *
+ * Parameters per NPU: decoder QKV h(h+2gd), projection h², MLP 2hf (3hf
+ * SwiGLU), split over t; the two norms (h weights for RMSNorm, which we
+ * assume with SwiGLU, Llama style; 2h for LayerNorm otherwise) are replicated
+ * on every TP rank as in Megatron.  No linear biases (Llama; GPT-3's are 0.1%
+ * of its parameters).  The vocabulary is padded as Megatron does
+ * (make_vocab_size_divisible_by = 128, times t).  Embedding V·h/t; LM head
+ * V·h/t when untied; when tied, Megatron keeps a copy of the word embeddings
+ * on the last stage when pp > 1 (and all-reduces its gradient with the first
+ * stage), so the LM head holds V·h/t then too, and 0 only when pp = 1.
+ * Position embeddings are not modelled (RoPE).
+ *
+ * Output to the next stage: n·h·D per TP rank without SP (Megatron sends the
+ * full hidden state from every rank), n·h·D/t with SP (the state is
+ * sequence-sharded).
+ *
+ * MoE (first-order): each token runs topk experts of moe_ffn_hidden_size, so
+ * MLP FLOPs and activations are those of a dense MLP of topk·ffn; expert
+ * weights are split over expert and tensor parallelism and their optimizer
+ * state sharded over dp/ep.  The router GEMM, the capacity factor and the
+ * all-to-all are left to the schedule (OP_ALLTOALL).
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "costmodel_internal.h"
+
+#define TOKEN_ID_BYTES 8.0    /* int64 ids the embedding keeps for its backward */
+#define UNIT_CORE_ATTENTION 2 /* index of core_attention in decoder_units() */
+
+/* ---- Korthikanti Table 2 ---------------------------------------------- */
+
+double cm_korthikanti_activation_bytes(double s, double b, double h, double a, int t,
+                                       bool sequence_parallel, recompute_kind r)
+{
+    double sbh = s * b * h, attn = 5.0 * a * s / h;
+    if (t < 1)
+        t = 1;
+    if (r == RECOMPUTE_FULL)
+        return 2.0 * sbh / (sequence_parallel ? t : 1);
+    if (r == RECOMPUTE_SELECTIVE)
+        attn = 0.0;
+    if (sequence_parallel)
+        return sbh / t * (34.0 + attn);
+    return sbh * (10.0 + 24.0 / t + attn / t);
+}
+
+/* ---- decoder layer ------------------------------------------------------ */
+
+/* Forward operator times of one decoder layer on one rank. */
+typedef struct decoder_forward {
+    double norm1, qkv, scores, softmax, attn_dropout, av, proj, proj_dropout, residual1;
+    double norm2, fc1, act, fc2, mlp_dropout, residual2;
+} decoder_forward;
+
+static void decoder_forward_times(const shape *x, decoder_forward *o)
+{
+    double heads = x->a / x->t, scores_elems = x->b * heads * x->s * x->s;
+    double hidden_l = x->nl * x->h;
+    o->norm1 = cm_memop_s(x, 2.0 * hidden_l * x->D);
+    o->qkv = cm_gemm_s(x, x->n, x->h, (x->h + 2.0 * x->g * x->d) / x->t, 1.0);
+    o->scores = cm_gemm_s(x, x->s, x->d, x->s, x->b * heads);
+    o->softmax = cm_memop_s(x, 2.0 * scores_elems * x->D);
+    o->attn_dropout = cm_memop_s(x, scores_elems * (2.0 * x->D + 1.0));
+    o->av = cm_gemm_s(x, x->s, x->s, x->d, x->b * heads);
+    o->proj = cm_gemm_s(x, x->n, x->h / x->t, x->h, 1.0);
+    o->proj_dropout = cm_memop_s(x, hidden_l * (2.0 * x->D + 1.0));
+    o->residual1 = cm_memop_s(x, 3.0 * hidden_l * x->D);
+    o->norm2 = cm_memop_s(x, 2.0 * hidden_l * x->D);
+    o->fc1 = cm_gemm_s(x, x->n, x->h, x->mlp_width / x->t, 1.0);
+    o->act = cm_memop_s(x, x->n * x->f / x->t * x->D * (x->swiglu ? 3.0 : 2.0));
+    o->fc2 = cm_gemm_s(x, x->n, x->f / x->t, x->h, 1.0);
+    o->mlp_dropout = cm_memop_s(x, hidden_l * (2.0 * x->D + 1.0));
+    o->residual2 = cm_memop_s(x, 3.0 * hidden_l * x->D);
+}
+
+static double decoder_forward_sum(const decoder_forward *o)
+{
+    return o->norm1 + o->qkv + o->scores + o->softmax + o->attn_dropout + o->av + o->proj +
+           o->proj_dropout + o->residual1 + o->norm2 + o->fc1 + o->act + o->fc2 + o->mlp_dropout +
+           o->residual2;
+}
+
+static double attention_core_s(const decoder_forward *o)
+{
+    return o->scores + o->softmax + o->attn_dropout + o->av;
+}
+
+/* Input-gradient pass: every GEMM once, the attention core GEMMs twice,
+ * elementwise backward ops move 3 tensors (saved input, grad out, grad in). */
+static double decoder_backward_s(const shape *x, const decoder_forward *o)
+{
+    double heads = x->a / x->t, scores_elems = x->b * heads * x->s * x->s;
+    double hidden_l = x->nl * x->h;
+    double gemms = o->qkv + 2.0 * o->scores + 2.0 * o->av + o->proj + o->fc1 + o->fc2;
+    double elementwise = 2.0 * cm_memop_s(x, 3.0 * hidden_l * x->D)           /* norms */
+                         + cm_memop_s(x, 3.0 * scores_elems * x->D)           /* softmax */
+                         + cm_memop_s(x, scores_elems * (2.0 * x->D + 1.0))   /* attn dropout */
+                         + 2.0 * cm_memop_s(x, hidden_l * (2.0 * x->D + 1.0)) /* dropouts */
+                         + 2.0 * cm_memop_s(x, 3.0 * hidden_l * x->D)         /* residual grads */
+                         + cm_memop_s(x, x->n * x->f / x->t * x->D * (x->swiglu ? 5.0 : 3.0));
+    return gemms + elementwise;
+}
+
+static double decoder_flops(const shape *x)
+{
+    double qkv = 2.0 * x->n * x->h * (x->h + 2.0 * x->g * x->d);
+    double core = 2.0 * 2.0 * x->b * x->s * x->s * x->h;
+    double proj = 2.0 * x->n * x->h * x->h;
+    double mlp = 2.0 * x->n * x->h * x->f * (x->swiglu ? 3.0 : 2.0);
+    return (qkv + core + proj + mlp) / x->t;
+}
+
+static void decoder_params(const shape *x, const wl_model *md, double *dense, double *expert)
+{
+    double attention = x->h * (x->h + 2.0 * x->g * x->d) + x->h * x->h;
+    double mats = x->swiglu ? 3.0 : 2.0;
+    *dense = attention / x->t + 2.0 * x->norm_params;
+    if (md->num_experts > 0) {
+        double e_ffn =
+            (double)(md->moe_ffn_hidden_size > 0 ? md->moe_ffn_hidden_size : md->ffn_hidden_size);
+        *expert = md->num_experts * mats * x->h * e_ffn / ((double)x->ep * x->t);
+        *dense += x->h * md->num_experts; /* router, replicated */
+    } else {
+        *dense += mats * x->h * x->f / x->t;
+        *expert = 0.0;
+    }
+}
+
+static void decoder_units(cm_layer *ly, const shape *x, const decoder_forward *o,
+                          double allgather_s, double reduce_s)
+{
+    double heads = x->a / x->t, hidden_l = x->nl * x->h;
+    cm_add_unit(ly, "qkv_input", o->norm1, hidden_l * x->D);
+    cm_add_unit(ly, "qkv", o->qkv + allgather_s, x->n * (x->h + 2.0 * x->g * x->d) / x->t * x->D);
+    cm_add_unit(ly, "core_attention", attention_core_s(o),
+                x->b * heads * x->s * x->s * (2.0 * x->D + 1.0));
+    cm_add_unit(ly, "proj_input", o->av, x->n * x->h / x->t * x->D);
+    cm_add_unit(ly, "attn_dropout_mask", o->proj_dropout, hidden_l);
+    cm_add_unit(ly, "ln2_input", o->proj + reduce_s + o->proj_dropout + o->residual1,
+                hidden_l * x->D);
+    cm_add_unit(ly, "fc1_input", o->norm2, hidden_l * x->D);
+    cm_add_unit(ly, "fc1_output", o->fc1 + allgather_s, x->n * x->mlp_width / x->t * x->D);
+    cm_add_unit(ly, "fc2_input", o->act, x->n * x->f / x->t * x->D);
+    cm_add_unit(ly, "mlp_dropout_mask", o->mlp_dropout, hidden_l);
+}
+
+void cm_decoder_layer(cm_layer *ly, const shape *x, const wl_model *md, int index)
+{
+    decoder_forward o;
+    decoder_forward_times(x, &o);
+    snprintf(ly->name, sizeof ly->name, "decoder.%d", index);
+    ly->kind = CM_DECODER;
+    ly->forward_s = decoder_forward_sum(&o);
+    ly->backward_s = decoder_backward_s(x, &o);
+    ly->weight_grad_s = o.qkv + o.proj + o.fc1 + o.fc2;
+    ly->tp_bytes = x->n * x->h * x->D;
+    double allreduce = cm_ring_allreduce_s(x->c, x->t, ly->tp_bytes);
+    double half = allreduce / 2.0; /* one all-gather or reduce-scatter */
+    ly->tp_forward_s = 2.0 * allreduce;
+    ly->tp_backward_s = 2.0 * allreduce;
+    decoder_units(ly, x, &o, x->sp ? half : 0.0, x->sp ? half : allreduce);
+    double kept = 0.0;
+    for (int u = 0; u < ly->num_units; u++)
+        kept += ly->units[u].activation_bytes;
+    double layer_input = x->nl * x->h * x->D;
+    ly->activation_bytes[RECOMPUTE_NONE] = layer_input + kept;
+    ly->activation_bytes[RECOMPUTE_SELECTIVE] =
+        layer_input + kept - ly->units[UNIT_CORE_ATTENTION].activation_bytes;
+    ly->activation_bytes[RECOMPUTE_FULL] = layer_input;
+    ly->recompute_s[RECOMPUTE_NONE] = 0.0;
+    ly->recompute_s[RECOMPUTE_SELECTIVE] = attention_core_s(&o);
+    ly->recompute_s[RECOMPUTE_FULL] = ly->forward_s + ly->tp_forward_s;
+    double dense, expert;
+    decoder_params(x, md, &dense, &expert);
+    cm_set_state(ly, x, dense, expert);
+    ly->forward_flops = decoder_flops(x);
+    ly->output_bytes = x->nl * x->h * x->D;
+}
+
+/* ---- embedding and LM head ---------------------------------------------- */
+
+/* Vocab-parallel lookup (Megatron VocabParallelEmbedding): each rank reads the
+ * rows of its vocabulary slice and writes a full, masked n×h output, then the
+ * TP group all-reduces it (reduce-scatters it with SP).  Its backward is a
+ * scatter-add of the output gradient into the fp32 gradient rows (W only). */
+void cm_embedding_layer(cm_layer *ly, const shape *x)
+{
+    double out = x->n * x->h * x->D;
+    snprintf(ly->name, sizeof ly->name, "embedding");
+    ly->kind = CM_EMBEDDING;
+    ly->forward_s = cm_memop_s(x, out * (1.0 + 1.0 / x->t));
+    ly->weight_grad_s = cm_memop_s(x, out + 2.0 * x->n / x->t * x->h * x->grad_bpp);
+    ly->tp_bytes = out;
+    double allreduce = cm_ring_allreduce_s(x->c, x->t, out);
+    ly->tp_forward_s = x->sp ? allreduce / 2.0 : allreduce;
+    ly->tp_backward_s = x->sp ? allreduce / 2.0 : 0.0;
+    for (int r = 0; r < RECOMPUTE_COUNT; r++)
+        ly->activation_bytes[r] = x->n * TOKEN_ID_BYTES;
+    cm_set_state(ly, x, x->V * x->h / x->t, 0.0);
+    ly->output_bytes = x->nl * x->h * x->D;
+}
+
+/* Final norm, LM head GEMM 2·n·h·V/t, and Megatron's vocab-parallel cross
+ * entropy on fp32 logits (cast, max, subtract-exp, sum: ~5 fp32 passes plus
+ * the read of the D-byte logits; it keeps the fp32 softmax for the backward
+ * and all-reduces three n-float vectors over TP). */
+void cm_lm_head_layer(cm_layer *ly, const shape *x, bool untied)
+{
+    double vt = x->V / x->t, hidden_l = x->nl * x->h;
+    double input = x->n * x->h * x->D;
+    double gemm = cm_gemm_s(x, x->n, x->h, vt, 1.0);
+    double cross_entropy = cm_memop_s(x, x->n * vt * (x->D + 5.0 * FP32_BYTES));
+    snprintf(ly->name, sizeof ly->name, "lm_head");
+    ly->kind = CM_LM_HEAD;
+    ly->forward_s = cm_memop_s(x, 2.0 * hidden_l * x->D) + gemm + cross_entropy;
+    ly->backward_s = cm_memop_s(x, x->n * vt * (FP32_BYTES + x->D)) + gemm +
+                     cm_memop_s(x, 3.0 * hidden_l * x->D);
+    ly->weight_grad_s = gemm;
+    ly->tp_bytes = input;
+    double allreduce = cm_ring_allreduce_s(x->c, x->t, input);
+    double loss_reductions = 3.0 * cm_ring_allreduce_s(x->c, x->t, x->n * FP32_BYTES);
+    ly->tp_forward_s = (x->sp ? allreduce / 2.0 : 0.0) + loss_reductions;
+    ly->tp_backward_s = x->sp ? allreduce / 2.0 : allreduce;
+    double kept = 2.0 * hidden_l * x->D + x->n * vt * FP32_BYTES;
+    ly->activation_bytes[RECOMPUTE_NONE] = kept;
+    ly->activation_bytes[RECOMPUTE_SELECTIVE] = kept;
+    ly->activation_bytes[RECOMPUTE_FULL] = hidden_l * x->D;
+    ly->recompute_s[RECOMPUTE_FULL] = ly->forward_s + ly->tp_forward_s;
+    bool holds_copy = untied || x->pp > 1;
+    cm_set_state(ly, x, (holds_copy ? x->V * x->h / x->t : 0.0) + x->norm_params, 0.0);
+    ly->forward_flops = 2.0 * x->n * x->h * vt;
+    ly->output_bytes = 0.0;
+}
+
+/* ---- build --------------------------------------------------------------- */
+
+static int check_divisible(const wl_workload *w, const char *key, long value, long by,
+                           const char *by_name, np_error *err)
+{
+    if (by > 0 && value % by == 0)
+        return 0;
+    return np_error_set(err, NP_EXIT_INPUT, w->path, key, 0,
+                        "%ld is not divisible by %s (%ld), as Megatron-LM requires", value, by_name,
+                        by);
+}
+
+int cm_check_transformer(const wl_workload *w, const shape *x, np_error *err)
+{
+    const wl_model *md = &w->model;
+    const char *tp = "parallel.tensor_model_parallel_size";
+    if (md->num_layers <= 0 || md->hidden_size <= 0 || md->seq_length <= 0 ||
+        md->num_attention_heads <= 0 || md->vocab_size <= 0 || md->ffn_hidden_size <= 0)
+        return np_error_set(err, NP_EXIT_INPUT, w->path, "model", 0,
+                            "num_layers, hidden_size, ffn_hidden_size, num_attention_heads, "
+                            "seq_length and vocab_size must be positive");
+    int rc = check_divisible(w, "model.hidden_size", md->hidden_size, md->num_attention_heads,
+                             "model.num_attention_heads", err);
+    if (!rc)
+        rc = check_divisible(w, "model.num_attention_heads", md->num_attention_heads, (long)x->g,
+                             "model.num_query_groups", err);
+    if (!rc)
+        rc =
+            check_divisible(w, "model.num_attention_heads", md->num_attention_heads, x->t, tp, err);
+    if (!rc)
+        rc = check_divisible(w, "model.num_query_groups", (long)x->g, x->t, tp, err);
+    if (!rc)
+        rc = check_divisible(w, "model.ffn_hidden_size", md->ffn_hidden_size, x->t, tp, err);
+    return rc;
+}
+
+int cm_build_transformer(cm_model *m, const wl_workload *w, const shape *x)
+{
+    int L = w->model.num_layers;
+    m->num_layers = L + 2;
+    m->layers = calloc((size_t)m->num_layers, sizeof *m->layers);
+    if (!m->layers)
+        return -1;
+    cm_embedding_layer(&m->layers[0], x);
+    for (int l = 0; l < L; l++)
+        cm_decoder_layer(&m->layers[1 + l], x, &w->model, l);
+    cm_lm_head_layer(&m->layers[L + 1], x, w->model.untie_embeddings_and_output_weights);
+    return 0;
+}

@@ -1,0 +1,193 @@
+/*
+ * workload_checks.c -- pass 4 of the loader and the cluster check: what a
+ * workload means beyond its single keys.
+ *
+ * Defaults that depend on other keys are filled first (ffn_hidden_size from
+ * hidden_size and swiglu, num_query_groups from the heads, ...); then the
+ * impossible combinations are rejected as Megatron-LM's own argument checks
+ * reject them: attention heads against groups and tensor parallelism, the
+ * batch against micro-batch and data parallelism, the pipeline against the
+ * layers and the schedule, experts against expert and data parallelism.
+ * wl_check_cluster() holds the job against a platform (tp·pp·dp).  A new
+ * rule between keys is one more check_*() here.
+ */
+#include <limits.h>
+#include <stdio.h>
+
+#include "workload_internal.h"
+
+int wl_num_micro_batches(const wl_workload *w)
+{
+    long per_step = (long)w->training.micro_batch_size * w->parallel.data_parallel_size;
+    if (per_step <= 0)
+        return 0;
+    return (int)(w->training.global_batch_size / per_step);
+}
+
+/* ------------------------------------------------- defaults and combinations */
+
+/* Defaults that depend on other keys; 0 marks a key the file did not give. */
+int wl_fill_derived_defaults(const load_ctx *c, wl_workload *w)
+{
+    wl_model *m = &w->model;
+    if (m->num_layer_specs > 0) {
+        if (m->num_layers == 0)
+            m->num_layers = m->num_layer_specs;
+        else if (m->num_layers != m->num_layer_specs)
+            return wl_fail(c, "model.num_layers",
+                           "expected the number of entries of model.layers (%d), got %d",
+                           m->num_layer_specs, m->num_layers);
+        if (m->seq_length == 0)
+            m->seq_length = 1;
+    }
+    if (m->ffn_hidden_size == 0 && m->hidden_size > 0)
+        /* Megatron: int((4h·2/3) / 64)·64 for SwiGLU, which is (h/24)·64. */
+        m->ffn_hidden_size = m->swiglu ? (m->hidden_size / 24) * 64 : 4 * m->hidden_size;
+    if (m->num_query_groups == 0)
+        m->num_query_groups = m->num_attention_heads;
+    if (m->moe_router_topk == 0 && m->num_experts > 0)
+        m->moe_router_topk = 2;
+    if (m->moe_ffn_hidden_size == 0)
+        m->moe_ffn_hidden_size = m->ffn_hidden_size;
+    if (w->parallel.tensor_model_parallel_size == 1)
+        w->training.sequence_parallel = false; /* as Megatron does */
+    return 0;
+}
+
+static int check_attention(const load_ctx *c, const wl_workload *w)
+{
+    const wl_model *m = &w->model;
+    int tp = w->parallel.tensor_model_parallel_size;
+    if (m->num_attention_heads == 0)
+        return 0; /* a layer-by-layer model without attention sizes */
+    if (m->num_attention_heads % m->num_query_groups != 0)
+        return wl_fail(c, "model.num_query_groups",
+                       "expected a divisor of model.num_attention_heads (%d), got %d",
+                       m->num_attention_heads, m->num_query_groups);
+    if (m->hidden_size % m->num_attention_heads != 0)
+        return wl_fail(c, "model.hidden_size",
+                       "expected a multiple of model.num_attention_heads (%d), got %ld",
+                       m->num_attention_heads, m->hidden_size);
+    if (m->num_attention_heads % tp != 0)
+        return wl_fail(c, "model.num_attention_heads",
+                       "expected a multiple of parallel.tensor_model_parallel_size (%d), got %d",
+                       tp, m->num_attention_heads);
+    if (m->num_query_groups % tp != 0)
+        return wl_fail(c, "model.num_query_groups",
+                       "expected a multiple of parallel.tensor_model_parallel_size (%d), got %d",
+                       tp, m->num_query_groups);
+    return 0;
+}
+
+static int check_batch(const load_ctx *c, const wl_workload *w)
+{
+    long mbs = w->training.micro_batch_size, dp = w->parallel.data_parallel_size;
+    long gbs = w->training.global_batch_size;
+    if (gbs % (mbs * dp) != 0)
+        return wl_fail(c, "training.global_batch_size",
+                       "expected a multiple of training.micro_batch_size x "
+                       "parallel.data_parallel_size = %ld x %ld = %ld, got %ld",
+                       mbs, dp, mbs * dp, gbs);
+    if (gbs / (mbs * dp) > INT_MAX)
+        return wl_fail(c, "training.global_batch_size",
+                       "expected at most %d micro-batches per pipeline, got %ld", INT_MAX,
+                       gbs / (mbs * dp));
+    return 0;
+}
+
+static int check_pipeline(const load_ctx *c, const wl_workload *w)
+{
+    int pp = w->parallel.pipeline_model_parallel_size;
+    int vpp = w->parallel.virtual_pipeline_model_parallel_size;
+    int layers = w->model.num_layers;
+    const char *vpp_key = "parallel.virtual_pipeline_model_parallel_size";
+    if (pp > layers)
+        return wl_fail(c, "parallel.pipeline_model_parallel_size",
+                       "expected at most model.num_layers (%d) stages, got %d", layers, pp);
+    if (w->schedule != SCHED_INTERLEAVED) {
+        if (vpp > 1)
+            return wl_fail(c, vpp_key,
+                           "expected 1 unless schedule is \"interleaved\" "
+                           "(schedule is \"%s\"), got %d",
+                           wl_schedule_name(w->schedule), vpp);
+        return 0;
+    }
+    if (vpp < 2)
+        return wl_fail(c, vpp_key, "schedule \"interleaved\" needs at least 2, got %d", vpp);
+    if (pp < 2)
+        return wl_fail(c, "parallel.pipeline_model_parallel_size",
+                       "schedule \"interleaved\" needs at least 2 stages, got %d", pp);
+    long chunks = (long)pp * vpp;
+    if (layers % chunks != 0)
+        return wl_fail(c, "model.num_layers",
+                       "schedule \"interleaved\" needs a multiple of "
+                       "parallel.pipeline_model_parallel_size x %s = %d x %d = %ld, got %d",
+                       vpp_key, pp, vpp, chunks, layers);
+    return 0;
+}
+
+static int check_experts(const load_ctx *c, const wl_workload *w)
+{
+    const wl_model *m = &w->model;
+    int ep = w->parallel.expert_model_parallel_size, dp = w->parallel.data_parallel_size;
+    const char *ep_key = "parallel.expert_model_parallel_size";
+    if (m->num_experts == 0) {
+        if (ep != 1)
+            return wl_fail(c, ep_key,
+                           "expected 1 for a dense model (model.num_experts is 0), got %d", ep);
+        return 0;
+    }
+    if (m->num_experts % ep != 0)
+        return wl_fail(c, "model.num_experts", "expected a multiple of %s (%d), got %d", ep_key, ep,
+                       m->num_experts);
+    if (dp % ep != 0)
+        return wl_fail(c, ep_key, "expected a divisor of parallel.data_parallel_size (%d), got %d",
+                       dp, ep);
+    if (m->moe_router_topk > m->num_experts)
+        return wl_fail(c, "model.moe_router_topk",
+                       "expected at most model.num_experts (%d), got %d", m->num_experts,
+                       m->moe_router_topk);
+    return 0;
+}
+
+int wl_check_combinations(const load_ctx *c, const wl_workload *w)
+{
+    int rc = check_attention(c, w);
+    if (!rc)
+        rc = check_batch(c, w);
+    if (!rc)
+        rc = check_pipeline(c, w);
+    if (!rc)
+        rc = check_experts(c, w);
+    return rc;
+}
+
+/* --------------------------------------------------------------- cluster */
+
+int wl_check_cluster(const wl_workload *w, int num_npus, np_error *err)
+{
+    if (num_npus <= 0)
+        return np_error_set(err, NP_EXIT_INPUT, w->path, "parallel", 0,
+                            "expected a platform with at least one NPU, got %d", num_npus);
+    const wl_parallel *p = &w->parallel;
+    long long tp = p->tensor_model_parallel_size, pp = p->pipeline_model_parallel_size;
+    long long dp = p->data_parallel_size, needed = tp * pp * dp;
+    if (needed != num_npus)
+        return np_error_set(err, NP_EXIT_INPUT, w->path, "parallel", 0,
+                            "tensor_model_parallel_size x pipeline_model_parallel_size x "
+                            "data_parallel_size = %lld x %lld x %lld = %lld NPUs, but the "
+                            "platform has %d",
+                            tp, pp, dp, needed, num_npus);
+    int m = wl_num_micro_batches(w);
+    if (w->schedule == SCHED_INTERLEAVED && m % pp != 0)
+        /* Megatron's interleaved schedule runs micro-batches in groups of p. */
+        return np_error_set(err, NP_EXIT_INPUT, w->path, "training.global_batch_size", 0,
+                            "schedule \"interleaved\" needs the number of micro-batches, "
+                            "global_batch_size / (micro_batch_size x data_parallel_size) = "
+                            "%ld / (%d x %d) = %d, to be a multiple of "
+                            "parallel.pipeline_model_parallel_size (%lld)",
+                            w->training.global_batch_size, w->training.micro_batch_size,
+                            p->data_parallel_size, m, pp);
+    np_error_clear(err);
+    return 0;
+}

@@ -1,0 +1,109 @@
+/*
+ * workload_internal.h -- what the files of the workload loader share (not
+ * public: workload.h is the interface).
+ *
+ * The loader is split by concept, one file per pass or table:
+ *   workload.c           wl_load() and its passes, the error context, wl_free()
+ *   workload_keys.c      the key table: every key, its type, need, range and
+ *                        default, and the names of the enum values
+ *   workload_read.c      reading a JSON object against its table (pass 3)
+ *   workload_override.c  `--set key=value` overrides written into the tree
+ *                        (pass 2)
+ *   workload_checks.c    defaults that depend on other keys, cross-key checks
+ *                        (pass 4) and wl_check_cluster()
+ * A new key is a row of workload_keys.c; a new rule between keys is a check
+ * of workload_checks.c.
+ */
+#ifndef WORKLOAD_INTERNAL_H
+#define WORKLOAD_INTERNAL_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "workload.h"
+
+/* Upper bound of long sizes (hidden, sequence, vocabulary, batch): far above
+ * any real model, low enough that 4·hidden or batch·dp cannot overflow. */
+#define MAX_LONG_SIZE (1LL << 40)
+#define KEY_CAPACITY 128 /* == sizeof(np_error.key) */
+
+/* ---------------------------------------------------------------- schema */
+
+typedef enum key_type {
+    KEY_POSITIVE_INT,       /* int in [1, INT_MAX] */
+    KEY_NONNEGATIVE_INT,    /* int in [0, INT_MAX] */
+    KEY_POSITIVE_LONG,      /* long in [1, MAX_LONG_SIZE] */
+    KEY_NONNEGATIVE_NUMBER, /* double >= 0, integer or real in JSON */
+    KEY_BOOL,
+    KEY_STRING,      /* char[size]; size 0: checked, not stored */
+    KEY_NAME,        /* like KEY_STRING, but must not be empty */
+    KEY_ENUM,        /* string from names[], stored as its index */
+    KEY_SECTION,     /* object read by children into the same record */
+    KEY_LAYERS,      /* non-empty array of objects read by children */
+    KEY_TIME_TABLE,  /* object read by children, then checked as a table */
+    KEY_NUMBER_LIST, /* non-empty array of numbers >= 0, stored as double* */
+} key_type;
+
+typedef enum key_need { OPTIONAL = 0, REQUIRED, REQUIRED_UNLESS_LAYERS } key_need;
+
+typedef struct key_spec {
+    const char *name; /* NULL ends a table */
+    key_type type;
+    key_need need;
+    size_t offset; /* of the field in the record the table fills */
+    size_t size;   /* capacity of a string field */
+    const struct key_spec *children;
+    const char *const *names; /* KEY_ENUM */
+    int num_names;
+} key_spec;
+
+/* The tables (workload_keys.c): the top level, a layer of "model.layers" and
+ * a layer's "time_table"; the sections hang below wl_root_keys. */
+extern const key_spec wl_root_keys[];
+extern const key_spec wl_layer_keys[];
+extern const key_spec wl_time_table_keys[];
+
+/* Index of name in names[count], -1 when absent or NULL. */
+int wl_name_index(const char *const *names, int count, const char *name);
+const key_spec *wl_spec_find(const key_spec *table, const char *name);
+/* "name, model, training, ..." for error messages. */
+void wl_spec_list_names(const key_spec *table, char *buf, size_t size);
+/* What a value of this key must look like, for "expected ..." messages. */
+void wl_spec_expected(const key_spec *k, char *buf, size_t size);
+/* The defaults that do not depend on other keys. */
+void wl_set_defaults(wl_workload *w);
+
+/* -------------------------------------------------------------- context */
+
+typedef struct load_ctx {
+    const char *path;
+    np_error *err;
+    bool has_layers;                  /* model.layers is present */
+    char (*overridden)[KEY_CAPACITY]; /* canonical keys set by overrides */
+    int num_overridden;
+} load_ctx;
+
+/* An error on key: the source is the file, or the command line when the
+ * value came from an override (workload.c). */
+int wl_fail(const load_ctx *c, const char *key, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+int wl_fail_cmdline(const load_ctx *c, const char *key, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+int wl_fail_memory(const load_ctx *c, const char *key);
+
+/* ---------------------------------------------------------------- passes */
+
+/* Pass 2 (workload_override.c): writes the n "key=value" overrides into the
+ * tree and records their canonical keys in c. */
+int wl_apply_overrides(load_ctx *c, json_t *root, const char *const *overrides, int n);
+/* Pass 3 (workload_read.c): reads every key of obj against table into
+ * record; keys are "prefix.name". */
+int wl_read_object(load_ctx *c, const json_t *obj, const key_spec *table, void *record,
+                   const char *prefix);
+/* Pass 4 (workload_checks.c): defaults that depend on other keys, then the
+ * impossible combinations. */
+int wl_fill_derived_defaults(const load_ctx *c, wl_workload *w);
+int wl_check_combinations(const load_ctx *c, const wl_workload *w);
+
+#endif

@@ -1,0 +1,241 @@
+/*
+ * workload_keys.c -- the key table of workload JSON: every key, its
+ * Megatron-LM name, its type, whether it is required, its range, where it is
+ * stored and its default; and the names of the enum values (schedules,
+ * recompute options, dtypes).
+ *
+ * One table per JSON object (workload.c explains how the same tables drive
+ * reading, error messages and overrides), so a new key is one row here.  The
+ * defaults that depend on other keys are filled in workload_checks.c.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "workload_internal.h"
+
+/* ---------------------------------------------------------------- names */
+
+static const char *const schedule_names[SCHED_COUNT] = {
+    "gpipe", "1f1b", "interleaved", "zb-h1", "zb-h2", "pipedream", "pipedream-2bw",
+};
+static const char *const recompute_names[RECOMPUTE_COUNT] = {"none", "selective", "full"};
+static const char *const dtype_names[] = {"bf16", "fp16", "fp32"};
+#define DTYPE_COUNT 3
+
+/* Enum fields are stored through an int pointer by the generic reader. */
+_Static_assert(sizeof(schedule_kind) == sizeof(int), "enum must be int-sized");
+_Static_assert(sizeof(recompute_kind) == sizeof(int), "enum must be int-sized");
+_Static_assert(sizeof(wl_dtype) == sizeof(int), "enum must be int-sized");
+
+int wl_name_index(const char *const *names, int count, const char *name)
+{
+    if (!name)
+        return -1;
+    for (int i = 0; i < count; i++)
+        if (strcmp(names[i], name) == 0)
+            return i;
+    return -1;
+}
+
+const char *wl_schedule_name(schedule_kind s)
+{
+    return (s >= 0 && s < SCHED_COUNT) ? schedule_names[s] : "unknown";
+}
+
+int wl_schedule_by_name(const char *name)
+{
+    return wl_name_index(schedule_names, SCHED_COUNT, name);
+}
+
+const char *wl_recompute_name(recompute_kind r)
+{
+    return (r >= 0 && r < RECOMPUTE_COUNT) ? recompute_names[r] : "unknown";
+}
+
+int wl_recompute_by_name(const char *name)
+{
+    return wl_name_index(recompute_names, RECOMPUTE_COUNT, name);
+}
+
+const char *wl_dtype_name(wl_dtype d)
+{
+    return (d >= 0 && d < DTYPE_COUNT) ? dtype_names[d] : "unknown";
+}
+
+double wl_dtype_bytes(wl_dtype d)
+{
+    switch (d) {
+    case WL_BF16:
+    case WL_FP16:
+        return 2.0;
+    case WL_FP32:
+        return 4.0;
+    }
+    return 0.0;
+}
+
+/* ------------------------------------------------------------- defaults */
+
+/* The defaults that do not depend on other keys: Megatron-LM's. */
+void wl_set_defaults(wl_workload *w)
+{
+    w->training.micro_batch_size = 1;
+    w->training.params_dtype = WL_BF16;
+    w->training.recompute_granularity = RECOMPUTE_NONE;
+    w->parallel.virtual_pipeline_model_parallel_size = 1;
+    w->parallel.expert_model_parallel_size = 1;
+    w->schedule = SCHED_1F1B;
+    snprintf(w->planner, sizeof w->planner, "megatron");
+}
+
+/* --------------------------------------------------------------- schema */
+
+#define W_OFF(f) offsetof(wl_workload, f)
+#define W_SIZE(f) sizeof(((wl_workload *)0)->f)
+#define L_OFF(f) offsetof(wl_layer_spec, f)
+#define L_SIZE(f) sizeof(((wl_layer_spec *)0)->f)
+
+/* Table entries: a scalar, a string of capacity sz, an enum, a nested object. */
+// clang-format off
+#define SCALAR(n, t, nd, off) {.name = n, .type = t, .need = nd, .offset = off}
+#define STRING(n, t, nd, off, sz) {.name = n, .type = t, .need = nd, .offset = off, .size = sz}
+#define ENUM(n, nd, off, list, count)                                              \
+    {.name = n, .type = KEY_ENUM, .need = nd, .offset = off, .names = list, .num_names = count}
+#define NESTED(n, t, nd, table) {.name = n, .type = t, .need = nd, .children = table}
+#define END {.name = NULL}
+// clang-format on
+
+const key_spec wl_time_table_keys[] = {
+    SCALAR("batch", KEY_NUMBER_LIST, REQUIRED,
+           L_OFF(time_batch)), /* first: see read_time_table() */
+    SCALAR("forward_s", KEY_NUMBER_LIST, REQUIRED, L_OFF(time_forward_s)),
+    SCALAR("backward_s", KEY_NUMBER_LIST, REQUIRED, L_OFF(time_backward_s)),
+    END,
+};
+
+const key_spec wl_layer_keys[] = {
+    STRING("name", KEY_NAME, REQUIRED, L_OFF(name), L_SIZE(name)),
+    SCALAR("forward_flops", KEY_NONNEGATIVE_NUMBER, REQUIRED, L_OFF(forward_flops)),
+    SCALAR("params", KEY_NONNEGATIVE_NUMBER, REQUIRED, L_OFF(params)),
+    SCALAR("activation_bytes", KEY_NONNEGATIVE_NUMBER, REQUIRED, L_OFF(activation_bytes)),
+    SCALAR("output_bytes", KEY_NONNEGATIVE_NUMBER, REQUIRED, L_OFF(output_bytes)),
+    NESTED("time_table", KEY_TIME_TABLE, OPTIONAL, wl_time_table_keys),
+    END,
+};
+
+static const key_spec model_keys[] = {
+    SCALAR("num_layers", KEY_POSITIVE_INT, REQUIRED_UNLESS_LAYERS, W_OFF(model.num_layers)),
+    SCALAR("hidden_size", KEY_POSITIVE_LONG, REQUIRED_UNLESS_LAYERS, W_OFF(model.hidden_size)),
+    SCALAR("ffn_hidden_size", KEY_POSITIVE_LONG, OPTIONAL, W_OFF(model.ffn_hidden_size)),
+    SCALAR("num_attention_heads", KEY_POSITIVE_INT, REQUIRED_UNLESS_LAYERS,
+           W_OFF(model.num_attention_heads)),
+    SCALAR("num_query_groups", KEY_POSITIVE_INT, OPTIONAL, W_OFF(model.num_query_groups)),
+    SCALAR("seq_length", KEY_POSITIVE_LONG, REQUIRED_UNLESS_LAYERS, W_OFF(model.seq_length)),
+    SCALAR("vocab_size", KEY_POSITIVE_LONG, REQUIRED_UNLESS_LAYERS, W_OFF(model.vocab_size)),
+    SCALAR("swiglu", KEY_BOOL, OPTIONAL, W_OFF(model.swiglu)),
+    SCALAR("untie_embeddings_and_output_weights", KEY_BOOL, OPTIONAL,
+           W_OFF(model.untie_embeddings_and_output_weights)),
+    SCALAR("num_experts", KEY_NONNEGATIVE_INT, OPTIONAL, W_OFF(model.num_experts)),
+    SCALAR("moe_router_topk", KEY_POSITIVE_INT, OPTIONAL, W_OFF(model.moe_router_topk)),
+    SCALAR("moe_ffn_hidden_size", KEY_POSITIVE_LONG, OPTIONAL, W_OFF(model.moe_ffn_hidden_size)),
+    SCALAR("moe_expert_capacity_factor", KEY_NONNEGATIVE_NUMBER, OPTIONAL,
+           W_OFF(model.moe_expert_capacity_factor)),
+    STRING("moe_token_trace", KEY_STRING, OPTIONAL, W_OFF(model.moe_token_trace),
+           W_SIZE(model.moe_token_trace)),
+    NESTED("layers", KEY_LAYERS, OPTIONAL, wl_layer_keys),
+    END,
+};
+
+static const key_spec training_keys[] = {
+    SCALAR("global_batch_size", KEY_POSITIVE_LONG, REQUIRED, W_OFF(training.global_batch_size)),
+    SCALAR("micro_batch_size", KEY_POSITIVE_INT, OPTIONAL, W_OFF(training.micro_batch_size)),
+    ENUM("params_dtype", OPTIONAL, W_OFF(training.params_dtype), dtype_names, DTYPE_COUNT),
+    SCALAR("use_distributed_optimizer", KEY_BOOL, OPTIONAL,
+           W_OFF(training.use_distributed_optimizer)),
+    SCALAR("sequence_parallel", KEY_BOOL, OPTIONAL, W_OFF(training.sequence_parallel)),
+    ENUM("recompute_granularity", OPTIONAL, W_OFF(training.recompute_granularity), recompute_names,
+         RECOMPUTE_COUNT),
+    END,
+};
+
+static const key_spec parallel_keys[] = {
+    SCALAR("tensor_model_parallel_size", KEY_POSITIVE_INT, REQUIRED,
+           W_OFF(parallel.tensor_model_parallel_size)),
+    SCALAR("pipeline_model_parallel_size", KEY_POSITIVE_INT, REQUIRED,
+           W_OFF(parallel.pipeline_model_parallel_size)),
+    SCALAR("data_parallel_size", KEY_POSITIVE_INT, REQUIRED, W_OFF(parallel.data_parallel_size)),
+    SCALAR("virtual_pipeline_model_parallel_size", KEY_POSITIVE_INT, OPTIONAL,
+           W_OFF(parallel.virtual_pipeline_model_parallel_size)),
+    SCALAR("expert_model_parallel_size", KEY_POSITIVE_INT, OPTIONAL,
+           W_OFF(parallel.expert_model_parallel_size)),
+    END,
+};
+
+const key_spec wl_root_keys[] = {
+    STRING("name", KEY_NAME, REQUIRED, W_OFF(name), W_SIZE(name)),
+    STRING("description", KEY_STRING, OPTIONAL, 0, 0), /* checked, not stored */
+    NESTED("model", KEY_SECTION, REQUIRED, model_keys),
+    NESTED("training", KEY_SECTION, REQUIRED, training_keys),
+    NESTED("parallel", KEY_SECTION, REQUIRED, parallel_keys),
+    ENUM("schedule", OPTIONAL, W_OFF(schedule), schedule_names, SCHED_COUNT),
+    STRING("planner", KEY_NAME, OPTIONAL, W_OFF(planner), W_SIZE(planner)),
+    END,
+};
+
+const key_spec *wl_spec_find(const key_spec *table, const char *name)
+{
+    for (const key_spec *k = table; k && k->name; k++)
+        if (strcmp(k->name, name) == 0)
+            return k;
+    return NULL;
+}
+
+/* "name, model, training, ..." for error messages. */
+void wl_spec_list_names(const key_spec *table, char *buf, size_t size)
+{
+    size_t n = 0;
+    buf[0] = '\0';
+    for (const key_spec *k = table; k->name && n < size; k++)
+        n += snprintf(buf + n, size - n, "%s%s", n ? ", " : "", k->name);
+}
+
+/* What a value of this key must look like, for "expected ..." messages. */
+void wl_spec_expected(const key_spec *k, char *buf, size_t size)
+{
+    switch (k->type) {
+    case KEY_POSITIVE_INT:
+    case KEY_POSITIVE_LONG:
+        snprintf(buf, size, "a positive integer");
+        return;
+    case KEY_NONNEGATIVE_INT:
+        snprintf(buf, size, "a non-negative integer");
+        return;
+    case KEY_NONNEGATIVE_NUMBER:
+        snprintf(buf, size, "a non-negative number");
+        return;
+    case KEY_BOOL:
+        snprintf(buf, size, "true or false");
+        return;
+    case KEY_STRING:
+        snprintf(buf, size, "a string");
+        return;
+    case KEY_NAME:
+        snprintf(buf, size, "a non-empty string");
+        return;
+    case KEY_SECTION:
+    case KEY_TIME_TABLE:
+        snprintf(buf, size, "an object");
+        return;
+    case KEY_LAYERS:
+        snprintf(buf, size, "a non-empty array of layer objects");
+        return;
+    case KEY_NUMBER_LIST:
+        snprintf(buf, size, "a non-empty array of non-negative numbers");
+        return;
+    case KEY_ENUM:
+        break;
+    }
+    size_t n = snprintf(buf, size, "one of");
+    for (int i = 0; i < k->num_names && n < size; i++)
+        n += snprintf(buf + n, size - n, "%s \"%s\"", i ? "," : "", k->names[i]);
+}
