@@ -404,7 +404,7 @@ static void test_layer_at_built_batch_equals_built_layer(void)
     }
 }
 
-/* Custom layer without a table (costmodel.c): forward = max(b*FLOPs /
+/* Custom layer without a table (costmodel_layers.c): forward = max(b*FLOPs /
  * (peak*eff), (params*2 + b*activation bytes) / HBM bandwidth) + launch. */
 static double roofline_forward_s(const cl_cluster *c, const wl_layer_spec *sp, double b)
 {
