@@ -25,154 +25,101 @@
 
 /* ------------------------------------------------------------- helpers */
 
-static int load(const char *relative, wl_workload *w, np_error *err)
-{
-    return wl_load(test_path(relative), NULL, 0, w, err);
-}
-
-static int load_with(const char *relative, const char *const *overrides, int n, wl_workload *w,
-                     np_error *err)
-{
-    return wl_load(test_path(relative), overrides, n, w, err);
-}
-
-/* Writes text to a fresh temporary .json file; returns its path (static). */
-static const char *write_temp(const char *text)
-{
-    static char path[64];
-    snprintf(path, sizeof path, "/tmp/npusim_wl_XXXXXX.json");
-    int fd = mkstemps(path, 5);
-    if (fd < 0)
-        return NULL;
-    FILE *f = fdopen(fd, "w");
-    fputs(text, f);
-    fclose(f);
-    return path;
-}
-
-static int load_text(const char *text, const char *const *overrides, int n, wl_workload *w,
-                     np_error *err)
-{
-    const char *path = write_temp(text);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(path);
-    int rc = wl_load(path, overrides, n, w, err);
-    unlink(path);
-    return rc;
-}
-
 /* Loading tests/bad_input/FILE fails with NP_EXIT_INPUT, err.key equal to key
  * and err.text containing text. */
-static void expect_bad_input(const char *file, const char *key, const char *text)
-{
-    char relative[256];
-    snprintf(relative, sizeof relative, "tests/bad_input/%s", file);
-    wl_workload w;
-    np_error err;
-    int rc = load(relative, &w, &err);
-    CU_ASSERT_EQUAL(rc, NP_EXIT_INPUT);
-    CU_ASSERT_EQUAL(err.code, NP_EXIT_INPUT);
-    CU_ASSERT_STRING_EQUAL(err.key, key);
-    CU_ASSERT_PTR_NOT_NULL(strstr(err.text, text));
-    CU_ASSERT_PTR_NOT_NULL(strstr(err.source, file));
-    if (strcmp(err.key, key) != 0 || !strstr(err.text, text))
-        fprintf(stderr, "\n  %s: key \"%s\", text \"%s\"\n", file, err.key, err.text);
-    CU_ASSERT_PTR_NULL(w.model.layer_specs); /* nothing left to free */
-    wl_free(&w);
-}
-
 /* ------------------------------------------------- impossible combinations */
 
 static void test_heads_not_divisible_by_tp_is_rejected(void)
 {
     /* 12 heads over 8 tensor-parallel ranks. */
-    expect_bad_input("heads_not_divisible_by_tp.json", "model.num_attention_heads",
-                     "tensor_model_parallel_size (8), got 12");
+    test_expect_bad_input("heads_not_divisible_by_tp.json", "model.num_attention_heads",
+                          "tensor_model_parallel_size (8), got 12");
 }
 
 static void test_query_groups_not_divisible_by_tp_is_rejected(void)
 {
-    expect_bad_input("groups_not_divisible_by_tp.json", "model.num_query_groups",
-                     "tensor_model_parallel_size (4), got 2");
+    test_expect_bad_input("groups_not_divisible_by_tp.json", "model.num_query_groups",
+                          "tensor_model_parallel_size (4), got 2");
 }
 
 static void test_heads_not_divisible_by_query_groups_is_rejected(void)
 {
-    expect_bad_input("heads_not_divisible_by_groups.json", "model.num_query_groups",
-                     "num_attention_heads (16), got 3");
+    test_expect_bad_input("heads_not_divisible_by_groups.json", "model.num_query_groups",
+                          "num_attention_heads (16), got 3");
 }
 
 static void test_hidden_not_divisible_by_heads_is_rejected(void)
 {
-    expect_bad_input("hidden_not_divisible_by_heads.json", "model.hidden_size",
-                     "num_attention_heads (16), got 1000");
+    test_expect_bad_input("hidden_not_divisible_by_heads.json", "model.hidden_size",
+                          "num_attention_heads (16), got 1000");
 }
 
 static void test_batch_not_divisible_by_micro_batch_times_dp_is_rejected(void)
 {
     /* 15 % (1 x 2) != 0. */
-    expect_bad_input("batch_not_divisible.json", "training.global_batch_size",
-                     "micro_batch_size x parallel.data_parallel_size = 1 x 2 = 2, got 15");
+    test_expect_bad_input("batch_not_divisible.json", "training.global_batch_size",
+                          "micro_batch_size x parallel.data_parallel_size = 1 x 2 = 2, got 15");
 }
 
 static void test_interleaved_without_virtual_stages_is_rejected(void)
 {
-    expect_bad_input("interleaved_without_virtual_stages.json",
-                     "parallel.virtual_pipeline_model_parallel_size", "interleaved");
+    test_expect_bad_input("interleaved_without_virtual_stages.json",
+                          "parallel.virtual_pipeline_model_parallel_size", "interleaved");
 }
 
 static void test_virtual_stages_without_interleaved_is_rejected(void)
 {
-    expect_bad_input("virtual_stages_without_interleaved.json",
-                     "parallel.virtual_pipeline_model_parallel_size", "\"1f1b\"");
+    test_expect_bad_input("virtual_stages_without_interleaved.json",
+                          "parallel.virtual_pipeline_model_parallel_size", "\"1f1b\"");
 }
 
 static void test_interleaved_layers_not_divisible_by_stages_is_rejected(void)
 {
     /* 12 layers over 4 stages x 2 chunks = 8 chunks. */
-    expect_bad_input("interleaved_layers_not_divisible.json", "model.num_layers",
-                     "4 x 2 = 8, got 12");
+    test_expect_bad_input("interleaved_layers_not_divisible.json", "model.num_layers",
+                          "4 x 2 = 8, got 12");
 }
 
 static void test_interleaved_on_one_stage_is_rejected(void)
 {
-    expect_bad_input("interleaved_single_stage.json", "parallel.pipeline_model_parallel_size",
-                     "at least 2 stages");
+    test_expect_bad_input("interleaved_single_stage.json", "parallel.pipeline_model_parallel_size",
+                          "at least 2 stages");
 }
 
 static void test_more_stages_than_layers_is_rejected(void)
 {
-    expect_bad_input("pp_exceeds_layers.json", "parallel.pipeline_model_parallel_size",
-                     "model.num_layers (2)");
+    test_expect_bad_input("pp_exceeds_layers.json", "parallel.pipeline_model_parallel_size",
+                          "model.num_layers (2)");
 }
 
 static void test_experts_not_divisible_by_ep_is_rejected(void)
 {
-    expect_bad_input("experts_not_divisible_by_ep.json", "model.num_experts",
-                     "expert_model_parallel_size (4), got 6");
+    test_expect_bad_input("experts_not_divisible_by_ep.json", "model.num_experts",
+                          "expert_model_parallel_size (4), got 6");
 }
 
 static void test_ep_not_dividing_dp_is_rejected(void)
 {
-    expect_bad_input("ep_not_dividing_dp.json", "parallel.expert_model_parallel_size",
-                     "data_parallel_size (2), got 4");
+    test_expect_bad_input("ep_not_dividing_dp.json", "parallel.expert_model_parallel_size",
+                          "data_parallel_size (2), got 4");
 }
 
 static void test_expert_parallelism_on_dense_model_is_rejected(void)
 {
-    expect_bad_input("ep_on_dense_model.json", "parallel.expert_model_parallel_size",
-                     "dense model");
+    test_expect_bad_input("ep_on_dense_model.json", "parallel.expert_model_parallel_size",
+                          "dense model");
 }
 
 static void test_topk_above_expert_count_is_rejected(void)
 {
-    expect_bad_input("topk_exceeds_experts.json", "model.moe_router_topk",
-                     "num_experts (2), got 4");
+    test_expect_bad_input("topk_exceeds_experts.json", "model.moe_router_topk",
+                          "num_experts (2), got 4");
 }
 
 static void test_num_layers_must_match_listed_layers(void)
 {
-    expect_bad_input("layers_num_layers_mismatch.json", "model.num_layers",
-                     "model.layers (2), got 3");
+    test_expect_bad_input("layers_num_layers_mismatch.json", "model.num_layers",
+                          "model.layers (2), got 3");
 }
 
 /* ------------------------------------------------- derived defaults */
@@ -190,7 +137,7 @@ static void test_swiglu_ffn_default_follows_megatron(void)
     const char *const set[] = {"swiglu=true"};
     wl_workload w;
     np_error err;
-    CU_ASSERT_EQUAL_FATAL(load_text(minimal_gpt, set, 1, &w, &err), 0);
+    CU_ASSERT_EQUAL_FATAL(test_wl_load_text(minimal_gpt, set, 1, &w, &err), 0);
     /* Megatron: int(4 x 1024 x 2/3 / 64) x 64 = int(2730.67 / 64) x 64
      * = 42 x 64 = 2688. */
     CU_ASSERT_EQUAL(w.model.ffn_hidden_size, 2688);
@@ -202,7 +149,7 @@ static void test_moe_defaults_apply_when_experts_are_set(void)
     const char *const set[] = {"num_experts=8", "ffn_hidden_size=3000"};
     wl_workload w;
     np_error err;
-    CU_ASSERT_EQUAL_FATAL(load_text(minimal_gpt, set, 2, &w, &err), 0);
+    CU_ASSERT_EQUAL_FATAL(test_wl_load_text(minimal_gpt, set, 2, &w, &err), 0);
     CU_ASSERT_EQUAL(w.model.num_experts, 8);
     CU_ASSERT_EQUAL(w.model.moe_router_topk, 2);
     CU_ASSERT_EQUAL(w.model.moe_ffn_hidden_size, 3000);
@@ -214,7 +161,7 @@ static void test_sequence_parallel_is_dropped_at_tp_1(void)
     const char *const set[] = {"training.sequence_parallel=true"};
     wl_workload w;
     np_error err;
-    CU_ASSERT_EQUAL_FATAL(load_text(minimal_gpt, set, 1, &w, &err), 0);
+    CU_ASSERT_EQUAL_FATAL(test_wl_load_text(minimal_gpt, set, 1, &w, &err), 0);
     CU_ASSERT_FALSE(w.training.sequence_parallel);
     wl_free(&w);
 }
@@ -225,7 +172,7 @@ static void test_cluster_size_mismatch_states_all_four_numbers(void)
 {
     wl_workload w;
     np_error err;
-    CU_ASSERT_EQUAL_FATAL(load("workloads/llama.json", &w, &err), 0);
+    CU_ASSERT_EQUAL_FATAL(test_wl_load("workloads/llama.json", &w, &err), 0);
     CU_ASSERT_EQUAL(wl_check_cluster(&w, 8192, &err), NP_EXIT_INPUT);
     CU_ASSERT_EQUAL(err.code, NP_EXIT_INPUT);
     CU_ASSERT_STRING_EQUAL(err.key, "parallel");
@@ -239,7 +186,7 @@ static void test_cluster_without_npus_is_rejected(void)
 {
     wl_workload w;
     np_error err;
-    CU_ASSERT_EQUAL_FATAL(load("workloads/small_gpt.json", &w, &err), 0);
+    CU_ASSERT_EQUAL_FATAL(test_wl_load("workloads/small_gpt.json", &w, &err), 0);
     CU_ASSERT_EQUAL(wl_check_cluster(&w, 0, &err), NP_EXIT_INPUT);
     wl_free(&w);
 }
@@ -252,7 +199,7 @@ static void test_interleaved_needs_micro_batches_divisible_by_stages(void)
                                "global_batch_size=12"};
     wl_workload w;
     np_error err;
-    CU_ASSERT_EQUAL_FATAL(load_with("workloads/small_gpt.json", set, 3, &w, &err), 0);
+    CU_ASSERT_EQUAL_FATAL(test_wl_load_with("workloads/small_gpt.json", set, 3, &w, &err), 0);
     CU_ASSERT_EQUAL(wl_num_micro_batches(&w), 6);
     CU_ASSERT_EQUAL(wl_check_cluster(&w, 8, &err), NP_EXIT_INPUT);
     CU_ASSERT_STRING_EQUAL(err.key, "training.global_batch_size");
@@ -267,7 +214,7 @@ static void test_interleaved_with_divisible_micro_batches_fits(void)
     const char *const set[] = {"schedule=interleaved", "virtual_pipeline_model_parallel_size=2"};
     wl_workload w;
     np_error err;
-    CU_ASSERT_EQUAL_FATAL(load_with("workloads/small_gpt.json", set, 2, &w, &err), 0);
+    CU_ASSERT_EQUAL_FATAL(test_wl_load_with("workloads/small_gpt.json", set, 2, &w, &err), 0);
     CU_ASSERT_EQUAL(w.schedule, SCHED_INTERLEAVED);
     CU_ASSERT_EQUAL(wl_check_cluster(&w, 8, &err), 0);
     wl_free(&w);

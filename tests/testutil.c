@@ -383,3 +383,64 @@ void test_job_free(test_job *j)
     cm_free(&j->cm);
     wl_free(&j->w);
 }
+
+/* ------------------------------------------------------ workload loading */
+
+int test_wl_load(const char *relative, wl_workload *w, np_error *err)
+{
+    return wl_load(test_path(relative), NULL, 0, w, err);
+}
+
+int test_wl_load_with(const char *relative, const char *const *overrides, int n, wl_workload *w,
+                      np_error *err)
+{
+    return wl_load(test_path(relative), overrides, n, w, err);
+}
+
+int test_wl_load_text(const char *text, const char *const *overrides, int n, wl_workload *w,
+                      np_error *err)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/tmp/npusim_wl_XXXXXX.json");
+    int fd = mkstemps(path, 5);
+    CU_ASSERT_FATAL(fd >= 0);
+    FILE *f = fdopen(fd, "w");
+    fputs(text, f);
+    fclose(f);
+    int rc = wl_load(path, overrides, n, w, err);
+    unlink(path);
+    return rc;
+}
+
+void test_expect_bad_input(const char *file, const char *key, const char *text)
+{
+    char relative[256];
+    snprintf(relative, sizeof relative, "tests/bad_input/%s", file);
+    wl_workload w;
+    np_error err;
+    int rc = test_wl_load(relative, &w, &err);
+    CU_ASSERT_EQUAL(rc, NP_EXIT_INPUT);
+    CU_ASSERT_EQUAL(err.code, NP_EXIT_INPUT);
+    CU_ASSERT_STRING_EQUAL(err.key, key);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.text, text));
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.source, file));
+    if (strcmp(err.key, key) != 0 || !strstr(err.text, text))
+        fprintf(stderr, "\n  %s: key \"%s\", text \"%s\"\n", file, err.key, err.text);
+    CU_ASSERT_PTR_NULL(w.model.layer_specs); /* nothing left to free */
+    wl_free(&w);
+}
+
+void test_expect_override_error(const char *file, const char *override, const char *key,
+                                const char *text)
+{
+    const char *const set[] = {override};
+    wl_workload w;
+    np_error err;
+    CU_ASSERT_EQUAL(test_wl_load_with(file, set, 1, &w, &err), NP_EXIT_INPUT);
+    CU_ASSERT_STRING_EQUAL(err.source, "<command line>");
+    CU_ASSERT_STRING_EQUAL(err.key, key);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.text, text));
+    if (strcmp(err.key, key) != 0 || !strstr(err.text, text))
+        fprintf(stderr, "\n  %s: key \"%s\", text \"%s\"\n", override, err.key, err.text);
+    wl_free(&w);
+}

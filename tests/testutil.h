@@ -201,4 +201,19 @@ int test_write_all(int fd, const void *data, size_t size);
 /* In a child: SimGrid with npusim's configuration and no log output. */
 void test_simgrid_init(void);
 
+/* Workload loading for the loader's tests: a file relative to the source
+ * root, with overrides, or a text written to a temporary file. */
+int test_wl_load(const char *relative, wl_workload *w, np_error *err);
+int test_wl_load_with(const char *relative, const char *const *overrides, int n, wl_workload *w,
+                      np_error *err);
+int test_wl_load_text(const char *text, const char *const *overrides, int n, wl_workload *w,
+                      np_error *err);
+/* Loading tests/bad_input/FILE fails with NP_EXIT_INPUT, err.key equal to key
+ * and err.text containing text. */
+void test_expect_bad_input(const char *file, const char *key, const char *text);
+/* Loading FILE with the one override fails on the command line, naming key,
+ * with err.text containing text. */
+void test_expect_override_error(const char *file, const char *override, const char *key,
+                                const char *text);
+
 #endif

@@ -56,6 +56,14 @@ typedef struct key_spec {
     const struct key_spec *children;
     const char *const *names; /* KEY_ENUM */
     int num_names;
+    /* Largest value accepted for a number, an integer or the entries of a
+     * number list (0: the type's own bound), and its unit for messages and
+     * docs/workload-format.md.  Every bound sits far above any published
+     * model or run and keeps the arithmetic after it finite and within int
+     * or long; the simulation's own size is bounded separately (simrun
+     * --allow-large). */
+    double max;
+    const char *unit;
 } key_spec;
 
 /* The tables (workload_keys.c): the top level, a layer of "model.layers" and

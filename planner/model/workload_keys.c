@@ -101,45 +101,56 @@ void wl_set_defaults(wl_workload *w)
 #define STRING(n, t, nd, off, sz) {.name = n, .type = t, .need = nd, .offset = off, .size = sz}
 #define ENUM(n, nd, off, list, count)                                              \
     {.name = n, .type = KEY_ENUM, .need = nd, .offset = off, .names = list, .num_names = count}
+#define RANGED(n, t, nd, off, hi, u) {.name = n, .type = t, .need = nd, .offset = off, .max = hi, .unit = u}
 #define NESTED(n, t, nd, table) {.name = n, .type = t, .need = nd, .children = table}
 #define END {.name = NULL}
 // clang-format on
 
 const key_spec wl_time_table_keys[] = {
-    SCALAR("batch", KEY_NUMBER_LIST, REQUIRED,
-           L_OFF(time_batch)), /* first: see read_time_table() */
-    SCALAR("forward_s", KEY_NUMBER_LIST, REQUIRED, L_OFF(time_forward_s)),
-    SCALAR("backward_s", KEY_NUMBER_LIST, REQUIRED, L_OFF(time_backward_s)),
+    RANGED("batch", KEY_NUMBER_LIST, REQUIRED, L_OFF(time_batch), 65536,
+           "samples"), /* first: see read_time_table() */
+    RANGED("forward_s", KEY_NUMBER_LIST, REQUIRED, L_OFF(time_forward_s), 1e5, "s"),
+    RANGED("backward_s", KEY_NUMBER_LIST, REQUIRED, L_OFF(time_backward_s), 1e5, "s"),
     END,
 };
 
 const key_spec wl_layer_keys[] = {
     STRING("name", KEY_NAME, REQUIRED, L_OFF(name), L_SIZE(name)),
-    SCALAR("forward_flops", KEY_NONNEGATIVE_NUMBER, REQUIRED, L_OFF(forward_flops)),
-    SCALAR("params", KEY_NONNEGATIVE_NUMBER, REQUIRED, L_OFF(params)),
-    SCALAR("activation_bytes", KEY_NONNEGATIVE_NUMBER, REQUIRED, L_OFF(activation_bytes)),
-    SCALAR("output_bytes", KEY_NONNEGATIVE_NUMBER, REQUIRED, L_OFF(output_bytes)),
+    RANGED("forward_flops", KEY_NONNEGATIVE_NUMBER, REQUIRED, L_OFF(forward_flops), 1e18,
+           "FLOP per sample"),
+    RANGED("params", KEY_NONNEGATIVE_NUMBER, REQUIRED, L_OFF(params), 1e13, "parameters"),
+    RANGED("activation_bytes", KEY_NONNEGATIVE_NUMBER, REQUIRED, L_OFF(activation_bytes), 1e12,
+           "bytes per sample"),
+    RANGED("output_bytes", KEY_NONNEGATIVE_NUMBER, REQUIRED, L_OFF(output_bytes), 1e12,
+           "bytes per sample"),
     NESTED("time_table", KEY_TIME_TABLE, OPTIONAL, wl_time_table_keys),
     END,
 };
 
 static const key_spec model_keys[] = {
-    SCALAR("num_layers", KEY_POSITIVE_INT, REQUIRED_UNLESS_LAYERS, W_OFF(model.num_layers)),
-    SCALAR("hidden_size", KEY_POSITIVE_LONG, REQUIRED_UNLESS_LAYERS, W_OFF(model.hidden_size)),
-    SCALAR("ffn_hidden_size", KEY_POSITIVE_LONG, OPTIONAL, W_OFF(model.ffn_hidden_size)),
-    SCALAR("num_attention_heads", KEY_POSITIVE_INT, REQUIRED_UNLESS_LAYERS,
-           W_OFF(model.num_attention_heads)),
-    SCALAR("num_query_groups", KEY_POSITIVE_INT, OPTIONAL, W_OFF(model.num_query_groups)),
-    SCALAR("seq_length", KEY_POSITIVE_LONG, REQUIRED_UNLESS_LAYERS, W_OFF(model.seq_length)),
-    SCALAR("vocab_size", KEY_POSITIVE_LONG, REQUIRED_UNLESS_LAYERS, W_OFF(model.vocab_size)),
+    RANGED("num_layers", KEY_POSITIVE_INT, REQUIRED_UNLESS_LAYERS, W_OFF(model.num_layers), 10000,
+           "layers"),
+    RANGED("hidden_size", KEY_POSITIVE_LONG, REQUIRED_UNLESS_LAYERS, W_OFF(model.hidden_size),
+           1048576, ""),
+    RANGED("ffn_hidden_size", KEY_POSITIVE_LONG, OPTIONAL, W_OFF(model.ffn_hidden_size), 4194304,
+           ""),
+    RANGED("num_attention_heads", KEY_POSITIVE_INT, REQUIRED_UNLESS_LAYERS,
+           W_OFF(model.num_attention_heads), 65536, ""),
+    RANGED("num_query_groups", KEY_POSITIVE_INT, OPTIONAL, W_OFF(model.num_query_groups), 65536,
+           ""),
+    RANGED("seq_length", KEY_POSITIVE_LONG, REQUIRED_UNLESS_LAYERS, W_OFF(model.seq_length),
+           16777216, "tokens"),
+    RANGED("vocab_size", KEY_POSITIVE_LONG, REQUIRED_UNLESS_LAYERS, W_OFF(model.vocab_size),
+           16777216, "tokens"),
     SCALAR("swiglu", KEY_BOOL, OPTIONAL, W_OFF(model.swiglu)),
     SCALAR("untie_embeddings_and_output_weights", KEY_BOOL, OPTIONAL,
            W_OFF(model.untie_embeddings_and_output_weights)),
-    SCALAR("num_experts", KEY_NONNEGATIVE_INT, OPTIONAL, W_OFF(model.num_experts)),
-    SCALAR("moe_router_topk", KEY_POSITIVE_INT, OPTIONAL, W_OFF(model.moe_router_topk)),
-    SCALAR("moe_ffn_hidden_size", KEY_POSITIVE_LONG, OPTIONAL, W_OFF(model.moe_ffn_hidden_size)),
-    SCALAR("moe_expert_capacity_factor", KEY_NONNEGATIVE_NUMBER, OPTIONAL,
-           W_OFF(model.moe_expert_capacity_factor)),
+    RANGED("num_experts", KEY_NONNEGATIVE_INT, OPTIONAL, W_OFF(model.num_experts), 65536, ""),
+    RANGED("moe_router_topk", KEY_POSITIVE_INT, OPTIONAL, W_OFF(model.moe_router_topk), 65536, ""),
+    RANGED("moe_ffn_hidden_size", KEY_POSITIVE_LONG, OPTIONAL, W_OFF(model.moe_ffn_hidden_size),
+           4194304, ""),
+    RANGED("moe_expert_capacity_factor", KEY_NONNEGATIVE_NUMBER, OPTIONAL,
+           W_OFF(model.moe_expert_capacity_factor), 1000, ""),
     STRING("moe_token_trace", KEY_STRING, OPTIONAL, W_OFF(model.moe_token_trace),
            W_SIZE(model.moe_token_trace)),
     NESTED("layers", KEY_LAYERS, OPTIONAL, wl_layer_keys),
@@ -147,8 +158,10 @@ static const key_spec model_keys[] = {
 };
 
 static const key_spec training_keys[] = {
-    SCALAR("global_batch_size", KEY_POSITIVE_LONG, REQUIRED, W_OFF(training.global_batch_size)),
-    SCALAR("micro_batch_size", KEY_POSITIVE_INT, OPTIONAL, W_OFF(training.micro_batch_size)),
+    RANGED("global_batch_size", KEY_POSITIVE_LONG, REQUIRED, W_OFF(training.global_batch_size),
+           1073741824, "sequences"),
+    RANGED("micro_batch_size", KEY_POSITIVE_INT, OPTIONAL, W_OFF(training.micro_batch_size), 65536,
+           "sequences"),
     ENUM("params_dtype", OPTIONAL, W_OFF(training.params_dtype), dtype_names, DTYPE_COUNT),
     SCALAR("use_distributed_optimizer", KEY_BOOL, OPTIONAL,
            W_OFF(training.use_distributed_optimizer)),
@@ -159,15 +172,16 @@ static const key_spec training_keys[] = {
 };
 
 static const key_spec parallel_keys[] = {
-    SCALAR("tensor_model_parallel_size", KEY_POSITIVE_INT, REQUIRED,
-           W_OFF(parallel.tensor_model_parallel_size)),
-    SCALAR("pipeline_model_parallel_size", KEY_POSITIVE_INT, REQUIRED,
-           W_OFF(parallel.pipeline_model_parallel_size)),
-    SCALAR("data_parallel_size", KEY_POSITIVE_INT, REQUIRED, W_OFF(parallel.data_parallel_size)),
-    SCALAR("virtual_pipeline_model_parallel_size", KEY_POSITIVE_INT, OPTIONAL,
-           W_OFF(parallel.virtual_pipeline_model_parallel_size)),
-    SCALAR("expert_model_parallel_size", KEY_POSITIVE_INT, OPTIONAL,
-           W_OFF(parallel.expert_model_parallel_size)),
+    RANGED("tensor_model_parallel_size", KEY_POSITIVE_INT, REQUIRED,
+           W_OFF(parallel.tensor_model_parallel_size), 1048576, "NPUs"),
+    RANGED("pipeline_model_parallel_size", KEY_POSITIVE_INT, REQUIRED,
+           W_OFF(parallel.pipeline_model_parallel_size), 1048576, "stages"),
+    RANGED("data_parallel_size", KEY_POSITIVE_INT, REQUIRED, W_OFF(parallel.data_parallel_size),
+           1048576, "replicas"),
+    RANGED("virtual_pipeline_model_parallel_size", KEY_POSITIVE_INT, OPTIONAL,
+           W_OFF(parallel.virtual_pipeline_model_parallel_size), 1024, "chunks"),
+    RANGED("expert_model_parallel_size", KEY_POSITIVE_INT, OPTIONAL,
+           W_OFF(parallel.expert_model_parallel_size), 1048576, "NPUs"),
     END,
 };
 

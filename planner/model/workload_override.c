@@ -10,6 +10,7 @@
  * its canonical form is recorded so that a later error on that key names the
  * command line as its source.
  */
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -163,12 +164,30 @@ static int path_check_schema(const load_ctx *c, const override_path *p, const ch
     return 0;
 }
 
-/* The override's value: a JSON literal, or else the text as a JSON string. */
-static json_t *override_value(const char *text)
+/* Text that a JSON reader would take for a number, an object, an array or a
+ * quoted string: its failure to parse is a mistake to report, not a word. */
+static bool looks_like_json(const char *text)
+{
+    while (*text == ' ' || *text == '\t')
+        text++;
+    return strchr("{[\"-0123456789", *text) != NULL && *text != '\0';
+}
+
+/* The override's value: a JSON literal, or else a bare word as a JSON
+ * string (--set schedule=gpipe).  Text that starts like a number, object,
+ * array or quoted string must parse: 18446744073709551616 is an integer out
+ * of range and {"a":1,"a":2} a duplicate key, not the strings they spell.
+ * Returns 0 with *out set, or the error's code. */
+static int override_value(const load_ctx *c, const char *key, const char *text, json_t **out)
 {
     json_error_t jerr;
-    json_t *v = json_loads(text, JSON_DECODE_ANY | JSON_REJECT_DUPLICATES, &jerr);
-    return v ? v : json_string(text);
+    *out = json_loads(text, JSON_DECODE_ANY | JSON_REJECT_DUPLICATES, &jerr);
+    if (*out)
+        return 0;
+    if (looks_like_json(text))
+        return wl_fail_cmdline(c, key, "value is not valid JSON: %s", jerr.text);
+    *out = json_string(text);
+    return *out ? 0 : wl_fail_cmdline(c, key, "value is not valid UTF-8");
 }
 
 /* The container that step i descends into; a missing object is created, a
@@ -237,9 +256,9 @@ static int apply_override(load_ctx *c, json_t *root, const char *text)
         rc = path_check_schema(c, &p, key);
     if (rc)
         return rc;
-    json_t *value = override_value(equals + 1);
-    if (!value)
-        return wl_fail_cmdline(c, key, "value is not valid UTF-8");
+    json_t *value;
+    if ((rc = override_value(c, key, equals + 1, &value)))
+        return rc;
     path_format(&p, p.num_steps, p.canonical, sizeof p.canonical);
     rc = tree_set(c, root, &p, value, key);
     if (!rc)

@@ -8,6 +8,7 @@
  * are read here too, since they are tables of keys like any other object.
  */
 #include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -62,6 +63,15 @@ static int fail_type(const load_ctx *c, const key_spec *k, const json_t *v, cons
     return wl_fail(c, key, "expected %s, got %s", expected, json_describe(v, got, sizeof got));
 }
 
+/* A number above the key's bound (or not finite): the error's code, else 0. */
+static int number_above_max(const load_ctx *c, const key_spec *k, double x, const char *key)
+{
+    if (isfinite(x) && (k->max <= 0 || x <= k->max))
+        return 0;
+    return wl_fail(c, key, "expected a number no larger than %g%s%s, got %g", k->max,
+                   k->unit && *k->unit ? " " : "", k->unit ? k->unit : "", x);
+}
+
 static int read_integer(const load_ctx *c, const key_spec *k, const json_t *v, void *field,
                         const char *key)
 {
@@ -70,10 +80,13 @@ static int read_integer(const load_ctx *c, const key_spec *k, const json_t *v, v
     json_int_t x = json_integer_value(v);
     json_int_t low = k->type == KEY_NONNEGATIVE_INT ? 0 : 1;
     json_int_t high = k->type == KEY_POSITIVE_LONG ? MAX_LONG_SIZE : INT_MAX;
+    if (k->max > 0 && k->max < (double)high)
+        high = (json_int_t)k->max;
     if (x < low)
         return fail_type(c, k, v, key);
     if (x > high)
-        return wl_fail(c, key, "expected an integer no larger than %lld, got %lld", (long long)high,
+        return wl_fail(c, key, "expected an integer no larger than %lld%s%s, got %lld",
+                       (long long)high, k->unit && *k->unit ? " " : "", k->unit ? k->unit : "",
                        (long long)x);
     if (k->type == KEY_POSITIVE_LONG)
         *(long *)field = (long)x;
@@ -128,6 +141,11 @@ static int read_number_list(const load_ctx *c, const key_spec *k, const json_t *
             return wl_fail(c, element_key, "expected a non-negative number, got %s",
                            json_describe(x, got, sizeof got));
         }
+        char element_key[KEY_CAPACITY];
+        key_index(element_key, key, i);
+        int rc = number_above_max(c, k, json_number_value(x), element_key);
+        if (rc)
+            return rc;
         values[i] = json_number_value(x);
     }
     return 0;
@@ -142,6 +160,7 @@ static int read_value(load_ctx *c, const key_spec *k, const json_t *v, void *rec
                       const char *key)
 {
     void *field = (char *)record + k->offset;
+    int rc;
     switch (k->type) {
     case KEY_POSITIVE_INT:
     case KEY_NONNEGATIVE_INT:
@@ -150,6 +169,8 @@ static int read_value(load_ctx *c, const key_spec *k, const json_t *v, void *rec
     case KEY_NONNEGATIVE_NUMBER:
         if (!json_is_number(v) || json_number_value(v) < 0)
             return fail_type(c, k, v, key);
+        if ((rc = number_above_max(c, k, json_number_value(v), key)))
+            return rc;
         *(double *)field = json_number_value(v);
         return 0;
     case KEY_BOOL:
