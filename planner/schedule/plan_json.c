@@ -1,7 +1,8 @@
 /*
  * plan_json.c -- plans to and from JSON (see plan_json.h).
  *
- * Written with jansson's builder and read back with a small key table; the
+ * Written with jansson's builder (into np_file's temporary file, renamed
+ * onto the target once complete) and read back with a small key table; the
  * reader trusts nothing: every array length is checked against the counts
  * it implies, and the result goes through plan_check() like a planner's.
  */
@@ -10,6 +11,8 @@
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "np_file.h"
 
 static json_t *int_array(const int *values, int count)
 {
@@ -54,11 +57,21 @@ int plan_write_json(const char *path, const plan *pl, const char *workload_path,
         json_object_set_new(o, "solver_status", json_string(pl->solver_status));
         json_object_set_new(o, "solver_gap", json_real(pl->solver_gap));
     }
-    int rc_dump = json_dump_file(o, path, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+    /* Whole or not at all (np_file.h): a failed write leaves an existing
+     * plan file as it was. */
+    np_file out;
+    int rc_out = np_file_begin(&out, path, "--plan-out", err);
+    if (!rc_out) {
+        if (json_dumpf(o, out.f, JSON_INDENT(2) | JSON_PRESERVE_ORDER) != 0) {
+            np_file_abort(&out);
+            rc_out = np_error_set(err, NP_EXIT_INTERNAL, path, "--plan-out", 0,
+                                  "cannot write the plan file");
+        } else {
+            rc_out = np_file_commit(&out, err);
+        }
+    }
     json_decref(o);
-    if (rc_dump != 0)
-        return np_error_set(err, NP_EXIT_INTERNAL, path, "", 0, "cannot write the plan file");
-    return 0;
+    return rc_out;
 }
 
 /* ---- reading ---------------------------------------------------------- */

@@ -19,6 +19,8 @@
 #include "np_error.h"
 #include "plan.h"
 
+/* Writes pl (and the workload's path, when not NULL) to path, whole or not
+ * at all (np_file.h); 0 or NP_EXIT_INTERNAL with err naming path. */
 int plan_write_json(const char *path, const plan *pl, const char *workload_path, np_error *err);
 
 /* Reads path into out (plan_free() it); num_layers is the cost model's layer

@@ -7,7 +7,15 @@
  * the platform, builds the cost model, runs the planner, generates the
  * schedule, replays it on SimGrid and reports.  Every user error is one line
  * on stderr naming the file and key, with an exit code from np_exit_code.
+ *
+ * Output files never destroy anything (np_file.h): every output path is
+ * checked before the simulation starts (a missing or unwritable folder, a
+ * directory, a device or a read-only file is refused, naming the option), a
+ * whole file is written to a temporary file renamed into place once
+ * complete, and a CSV row is appended whole under a lock.  A failed write
+ * on standard output (simrun > /dev/full) is an output failure too.
  */
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +25,7 @@
 #include "engine.h"
 #include "memory.h"
 #include "frontier.h"
+#include "np_file.h"
 #include "plan_json.h"
 #include "planner.h"
 #include "report.h"
@@ -73,9 +82,15 @@ static const char usage_text[] =
     "  --help             this text\n"
     "  --cfg=NAME:VALUE   passed to SimGrid (e.g. --cfg=network/model:LV08)\n"
     "\n"
+    "output files (--csv, --trace, --plan-out, --frontier) are checked before the\n"
+    "simulation: a missing folder, a directory, a device or a read-only file is\n"
+    "refused.  Whole files are replaced only once completely written; CSV rows are\n"
+    "appended whole under a lock, fields quoted as RFC 4180 says.\n"
+    "\n"
     "exit codes: 0 success; 1 bad command line; 2 bad or missing input file\n"
     "(workload, platform); 3 the plan does not fit in device memory;\n"
-    "4 simulation or output failure.\n";
+    "4 simulation or output failure (also a refused output path, or standard\n"
+    "output that cannot be written).\n";
 
 typedef struct cli {
     const char *platform_path;
@@ -291,14 +306,25 @@ static int fail(const np_error *err)
     return err->code ? err->code : NP_EXIT_INTERNAL;
 }
 
-static void join_overrides(const cli *c, char *buf, int size)
+/* The --set assignments joined by ';', whole (malloc'd; NULL when out of
+ * memory): the CSV's overrides column. */
+static char *join_overrides(const cli *c)
 {
-    buf[0] = '\0';
+    size_t size = 1;
+    for (int i = 0; i < c->num_overrides; i++)
+        size += strlen(c->overrides[i]) + 1;
+    char *buf = malloc(size), *end = buf;
+    if (!buf)
+        return NULL;
+    *end = '\0';
     for (int i = 0; i < c->num_overrides; i++) {
+        size_t n = strlen(c->overrides[i]);
         if (i)
-            strncat(buf, ";", size - strlen(buf) - 1);
-        strncat(buf, c->overrides[i], size - strlen(buf) - 1);
+            *end++ = ';';
+        memcpy(end, c->overrides[i], n + 1);
+        end += n;
     }
+    return buf;
 }
 
 /* What every planner's run shares: the workload, the platform and the cost
@@ -307,7 +333,7 @@ typedef struct job {
     wl_workload w;
     sim_platform pf;
     cm_model cm;
-    char overrides[2048];
+    char *overrides;             /* join_overrides() */
     double baseline_iteration_s; /* the first successful run, for speed-ups */
     int rows;
     int several; /* --planner all: output files get the planner's name */
@@ -325,6 +351,56 @@ static const char *output_path(const char *base, const char *planner, int severa
     int stem = dot && (!slash || dot > slash) ? (int)(dot - base) : (int)strlen(base);
     snprintf(buf, size, "%.*s.%s%s", stem, base, planner, stem < (int)strlen(base) ? dot : "");
     return buf;
+}
+
+/* Standard output's first write error (an errno), 0 while none. */
+static int stdout_errno;
+
+static void flush_stdout(void)
+{
+    errno = 0;
+    if (fflush(stdout) != 0 && !stdout_errno)
+        stdout_errno = errno ? errno : EIO;
+}
+
+/* Flushes standard output at exit: a table that did not reach its reader
+ * (simrun > /dev/full) is an output failure, said on stderr. */
+static int finish_stdout(void)
+{
+    flush_stdout();
+    int e = stdout_errno;
+    if (!e && ferror(stdout))
+        e = EIO;
+    if (!e)
+        return 0;
+    fprintf(stderr, "simrun: cannot write standard output: %s\n", strerror(e));
+    return NP_EXIT_INTERNAL;
+}
+
+/* Every output of the run, checked before anything is simulated
+ * (np_file_check_target): --csv is appended to; --frontier, --plan-out and
+ * --trace are replaced, the last two once per planner under --planner all
+ * (several), as output_path() names them. */
+static int check_outputs(const cli *c, int several, np_error *err)
+{
+    int rc;
+    if (c->csv_path && (rc = np_file_check_target(c->csv_path, "--csv", NP_FILE_APPEND, err)))
+        return rc;
+    if (c->frontier_path &&
+        (rc = np_file_check_target(c->frontier_path, "--frontier", NP_FILE_REPLACE, err)))
+        return rc;
+    const char *bases[2] = {c->plan_out, c->trace_path}, *keys[2] = {"--plan-out", "--trace"};
+    int n = 1;
+    const planner_desc *all = several ? planner_all(&n) : NULL;
+    for (int b = 0; b < 2; b++)
+        for (int i = 0; bases[b] && i < n; i++) {
+            char buf[1024];
+            const char *path =
+                output_path(bases[b], all ? all[i].name : NULL, several, buf, sizeof buf);
+            if ((rc = np_file_check_target(path, keys[b], NP_FILE_REPLACE, err)))
+                return rc;
+        }
+    return 0;
 }
 
 /* Simulates one plan and reports it (table row, CSV row, plan file, trace). */
@@ -381,7 +457,7 @@ static int simulate_and_report(const cli *c, job *j, plan *pl, np_error *err)
             report_print_table_row(stdout, &row, j->baseline_iteration_s);
             if (c->stages)
                 report_print_stages(stdout, &row);
-            fflush(stdout);
+            flush_stdout();
         }
     }
     engine_result_free(&res);
@@ -491,13 +567,16 @@ static int load_inputs(cli *c, job *j, np_error *err)
         return np_error_set(err, c->planner ? NP_EXIT_USAGE : NP_EXIT_INPUT,
                             c->planner ? "<command line>" : c->workload_path,
                             c->planner ? "--planner" : "planner", 0, "unknown planner '%s'", name);
+    if ((rc = check_outputs(c, !c->plan_in && strcmp(name, "all") == 0, err)))
+        return rc;
     if ((rc = engine_simgrid_init(&c->simgrid_argc, c->simgrid_argv, err)))
         return rc;
     if ((rc = platform_load(c->platform_path, &j->pf, err)))
         return rc;
     if ((rc = wl_check_cluster(&j->w, j->pf.num_npus, err)))
         return rc;
-    join_overrides(c, j->overrides, sizeof j->overrides);
+    if (!(j->overrides = join_overrides(c)))
+        return np_error_set(err, NP_EXIT_INTERNAL, "<command line>", "--set", 0, "out of memory");
     return cm_build(&j->w, &j->pf.cluster, 0, &j->cm, err);
 }
 
@@ -572,8 +651,10 @@ int main(int argc, char **argv)
 {
     cli c = {0};
     int rc = parse_args(argc, argv, &c);
-    if (rc >= 0)
-        return rc;
+    if (rc >= 0) {
+        int out = finish_stdout(); /* --help > /dev/full */
+        return rc ? rc : out;
+    }
     job j;
     memset(&j, 0, sizeof j);
     np_error err;
@@ -582,5 +663,8 @@ int main(int argc, char **argv)
     cm_free(&j.cm);
     platform_free(&j.pf);
     wl_free(&j.w);
-    return rc ? fail(&err) : 0;
+    free(j.overrides);
+    rc = rc ? fail(&err) : 0;
+    int out = finish_stdout();
+    return rc ? rc : out;
 }

@@ -8,9 +8,10 @@
  */
 #include "report.h"
 
-#include <errno.h>
+#include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
+
+#include "np_file.h"
 
 const char report_csv_header[] =
     "platform,workload,planner,schedule,npus,tp,pp,dp,vpp,micro_batch_size,"
@@ -109,9 +110,14 @@ void report_print_stages(FILE *out, const report_row *row)
     }
 }
 
+/* One CSV field, quoted as RFC 4180 asks when it holds a comma, a quote, a
+ * CR or an LF (quotes doubled), so that every row stays one record whatever
+ * a path, a planner name from a saved plan or an override holds. */
 static void csv_field(FILE *f, const char *s)
 {
-    if (!strpbrk(s, ",\"\n")) {
+    if (!s)
+        s = "";
+    if (!strpbrk(s, ",\"\r\n")) {
         fputs(s, f);
         return;
     }
@@ -124,26 +130,29 @@ static void csv_field(FILE *f, const char *s)
     fputc('"', f);
 }
 
-int report_csv_append(const char *path, const report_row *row, np_error *err)
+/* The row, newline included, formatted into memory (free() it), so that it
+ * reaches the file in one piece. */
+static char *csv_format_row(const report_row *row, size_t *len)
 {
-    struct stat st;
-    int is_new = stat(path, &st) != 0 || st.st_size == 0;
-    FILE *f = fopen(path, "a");
+    char *buf = NULL;
+    FILE *f = open_memstream(&buf, len);
     if (!f)
-        return np_error_set(err, NP_EXIT_INTERNAL, path, "", 0,
-                            "cannot open CSV file for append: %s", strerror(errno));
-    if (is_new)
-        fprintf(f, "%s\n", report_csv_header);
+        return NULL;
     const engine_result *r = row->r;
     const plan *pl = row->pl;
     char rc[48];
     csv_field(f, row->platform);
     fputc(',', f);
     csv_field(f, row->workload);
-    fprintf(f, ",%s,%s,%d,%d,%d,%d,%d,%d,%d,%ld,%s,", pl->planner, wl_schedule_name(pl->schedule),
-            row->num_npus, pl->tensor_parallel, pl->num_stages, pl->data_parallel, pl->num_chunks,
-            pl->micro_batch_size, pl->num_micro_batches, row->w->training.global_batch_size,
-            report_recompute_summary(pl, rc, sizeof rc));
+    fputc(',', f);
+    csv_field(f, pl->planner);
+    fputc(',', f);
+    csv_field(f, wl_schedule_name(pl->schedule));
+    fprintf(f, ",%d,%d,%d,%d,%d,%d,%d,%ld,", row->num_npus, pl->tensor_parallel, pl->num_stages,
+            pl->data_parallel, pl->num_chunks, pl->micro_batch_size, pl->num_micro_batches,
+            row->w->training.global_batch_size);
+    csv_field(f, report_recompute_summary(pl, rc, sizeof rc));
+    fputc(',', f);
     double recompute_s = 0;
     for (int s = 0; s < r->num_stages; s++)
         recompute_s += r->stages[s].recompute_s;
@@ -153,11 +162,24 @@ int report_csv_append(const char *path, const report_row *row, np_error *err)
             pl->predicted_iteration_s, pl->planner_wall_s, r->wall_s, r->activities);
     csv_field(f, pl->solver_status);
     fprintf(f, ",%.6g,", pl->solver_gap);
-    csv_field(f, row->overrides ? row->overrides : "");
+    csv_field(f, row->overrides);
     fputc('\n', f);
     int failed = ferror(f);
-    if (fclose(f) != 0 || failed)
-        return np_error_set(err, NP_EXIT_INTERNAL, path, "", 0, "cannot write CSV row: %s",
-                            strerror(errno));
-    return 0;
+    if (fclose(f) != 0 || failed) {
+        free(buf);
+        return NULL;
+    }
+    return buf;
+}
+
+int report_csv_append(const char *path, const report_row *row, np_error *err)
+{
+    size_t len = 0;
+    char *line = csv_format_row(row, &len);
+    if (!line)
+        return np_error_set(err, NP_EXIT_INTERNAL, path, "--csv", 0,
+                            "cannot format the CSV row: out of memory");
+    int rc = np_file_append(path, "--csv", report_csv_header, line, len, err);
+    free(line);
+    return rc;
 }

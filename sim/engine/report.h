@@ -3,8 +3,12 @@
  * CSV row appended to --csv FILE.
  *
  * The CSV header is fixed and documented in README.md ("CSV columns"); a row
- * is written and flushed as soon as its run ends, so a sweep that dies keeps
- * every finished row.
+ * is written as soon as its run ends, so a sweep that dies keeps every
+ * finished row.  Rows go through np_file_append(): formatted in memory, then
+ * appended in one write loop under an exclusive lock, the header added only
+ * when the file is empty under that lock, so simultaneous runs appending to
+ * one file never split a row or repeat the header.  String fields holding a
+ * comma, a quote, CR or LF are quoted as RFC 4180 says.
  */
 #ifndef SIM_REPORT_H
 #define SIM_REPORT_H
@@ -31,7 +35,9 @@ void report_print_table_head(FILE *out);
 void report_print_table_row(FILE *out, const report_row *row, double baseline_iteration_s);
 void report_print_stages(FILE *out, const report_row *row);
 
-/* Appends one row (and the header if the file is new or empty). */
+/* Appends one row (and the header if the file is new or empty).  0, or
+ * NP_EXIT_INTERNAL with err naming path and "--csv"; the file then holds no
+ * part of the row. */
 int report_csv_append(const char *path, const report_row *row, np_error *err);
 
 /* "none", "selective", "full", "mixed(n/s/f)" with the layer counts, or

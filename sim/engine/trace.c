@@ -11,8 +11,10 @@
  * Design choices:
  *   - Streaming fprintf into a 1 MiB stdio buffer, no JSON DOM: a full 16K-NPU
  *     trace is a few hundred thousand events and is written in well under a
- *     second.  Every string (op names, worker names, planner name) goes
- *     through trace_string(), which escapes quotes, backslashes and control
+ *     second.  The stream is a temporary file that np_file_commit() renames
+ *     onto the target only once it is complete (np_file.h), so a failed
+ *     write leaves the target as it was and never removes it.  Every string (op names, worker
+ * names, planner name) goes through trace_string(), which escapes quotes, backslashes and control
  *     characters as JSON requires.
  *   - Times are printed from integer nanoseconds ("%lld.%03lld" µs), so that
  *     ts + dur of one event is exactly the rounded end and events that touch
@@ -36,10 +38,11 @@
  */
 #include "trace.h"
 
-#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
+
+#include "np_file.h"
 
 #define TRACE_BUFFER_BYTES (1 << 20)
 
@@ -256,10 +259,10 @@ int trace_write_chrome(const char *path, const engine_result *r, const plan *pl,
     int rc = trace_check(path, r, pl, sc, err);
     if (rc)
         return rc;
-    FILE *f = fopen(path, "w");
-    if (!f)
-        return np_error_set(err, NP_EXIT_INTERNAL, path, "", 0,
-                            "cannot open trace file for writing: %s", strerror(errno));
+    np_file out;
+    if ((rc = np_file_begin(&out, path, "--trace", err)))
+        return rc;
+    FILE *f = out.f;
     setvbuf(f, NULL, _IOFBF, TRACE_BUFFER_BYTES);
 
     trace_writer t = {.f = f, .first = 1};
@@ -277,16 +280,7 @@ int trace_write_chrome(const char *path, const engine_result *r, const plan *pl,
             "\"workers_written\":%d,\"workers_without_memory\":%d}}\n",
             r->iteration_s, pl->num_stages, dp, replicas, t.workers, t.workers_without_memory);
 
-    int failed = ferror(f);
-    int saved = errno;
-    if (fclose(f) != 0 && !failed) {
-        failed = 1;
-        saved = errno;
-    }
-    if (failed) {
-        remove(path); /* a truncated JSON file would only mislead a viewer */
-        return np_error_set(err, NP_EXIT_INTERNAL, path, "", 0, "cannot write trace file: %s",
-                            strerror(saved));
-    }
-    return 0;
+    /* Written whole or not at all: a truncated JSON file would only mislead a
+     * viewer, and the target is never removed (np_file.h). */
+    return np_file_commit(&out, err);
 }

@@ -33,8 +33,11 @@ typedef struct trace_options {
 void trace_init_options(trace_options *o);
 
 /* Writes the timeline of r (a run of plan pl with schedule sc, recorded with
- * record_spans) to path.  Returns 0, or an np_exit_code with err naming path
- * (cannot open or write it) or saying what is missing (no spans recorded). */
+ * record_spans) to path, whole or not at all (np_file_begin/commit: a
+ * temporary file renamed onto path once complete; a directory, a device or
+ * a read-only file is refused, and path is never removed).  Returns 0, or an
+ * np_exit_code with err naming path (cannot write it) or saying what is
+ * missing (no spans recorded). */
 int trace_write_chrome(const char *path, const engine_result *r, const plan *pl, const schedule *sc,
                        const trace_options *o, np_error *err);
 
