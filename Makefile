@@ -23,6 +23,7 @@ test: build
 	sh tests/layers_test.sh
 	$(BUILD)/npusim_tests
 	sh tests/cli_test.sh $(BUILD)/simrun
+	sh tests/output_test.sh $(BUILD)/simrun
 	sh tests/analysis_test.sh
 
 # The same suite under AddressSanitizer and UndefinedBehaviorSanitizer.

@@ -2,12 +2,14 @@
  * frontier_csv.c -- the frontier written as CSV, one row per entry, in the
  * "Frontier CSV" format of analysis/README.md (frontier.h documents the
  * columns).  Kept apart from the search so that how the file is written can
- * change without touching how the frontier is computed.
+ * change without touching how the frontier is computed: it goes through
+ * np_file, written whole to a temporary file and renamed into place.
  */
 
 #include <stdio.h>
 
 #include "frontier.h"
+#include "np_file.h"
 
 static void recompute_label(const frontier_entry *e, char *buf, int size)
 {
@@ -25,10 +27,11 @@ static void recompute_label(const frontier_entry *e, char *buf, int size)
 
 int frontier_write_csv(const char *path, const frontier *f, np_error *err)
 {
-    FILE *out = fopen(path, "w");
-    if (!out)
-        return np_error_set(err, NP_EXIT_INTERNAL, path, "", 0,
-                            "cannot open the frontier CSV for writing");
+    np_file file; /* all or nothing: a failed write leaves an older file as it was */
+    int rc = np_file_begin(&file, path, "--frontier", err);
+    if (rc)
+        return rc;
+    FILE *out = file.f;
     fprintf(out, "devices,tp,pp,dp,micro_batch_size,recompute,iteration_s,memory_bytes,"
                  "feasible,capacity_bytes\n");
     for (int i = 0; i < f->count; i++) {
@@ -39,7 +42,5 @@ int frontier_write_csv(const char *path, const frontier *f, np_error *err)
                 e->pipeline_parallel, e->data_parallel, e->micro_batch_size, label, e->iteration_s,
                 e->memory_bytes, e->fits ? "true" : "false", f->capacity_bytes);
     }
-    if (fclose(out) != 0)
-        return np_error_set(err, NP_EXIT_INTERNAL, path, "", 0, "error writing the frontier CSV");
-    return 0;
+    return np_file_commit(&file, err);
 }
