@@ -62,9 +62,14 @@
  *     are addressed as model.layers[3].params or model.layers.3.params.
  */
 #include <stdarg.h>
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "workload_internal.h"
 
@@ -120,10 +125,61 @@ int wl_fail_memory(const load_ctx *c, const char *key)
 
 /* ------------------------------------------------------------------ load */
 
+/* Largest workload file read: far above any layer-by-layer model. */
+#define MAX_WORKLOAD_FILE_BYTES (64L << 20)
+
+/* Opens the workload for reading: a regular file of sane size (a directory,
+ * /dev/zero or a FIFO would give a misleading syntax error or block).  The
+ * open does not block on a FIFO.  Returns the fd, or -1 with the error set. */
+static int open_regular(const load_ctx *c)
+{
+    int fd = open(c->path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) {
+        np_error_set(c->err, NP_EXIT_INPUT, c->path, "", 0, "cannot read: %s", strerror(errno));
+        return -1;
+    }
+    struct stat st;
+    const char *problem = NULL;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))
+        problem = "not a regular file";
+    else if (st.st_size > MAX_WORKLOAD_FILE_BYTES)
+        problem = "larger than 64 MiB, which no workload needs";
+    if (problem) {
+        np_error_set(c->err, NP_EXIT_INPUT, c->path, "", 0, "cannot read workload: %s", problem);
+        close(fd);
+        return -1;
+    }
+    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+    return fd;
+}
+
+/* True when the file starts like XML: the platform given where the workload
+ * goes (simrun PLATFORM.xml WORKLOAD.json). */
+static bool looks_like_xml(int fd)
+{
+    char head[64];
+    ssize_t n = pread(fd, head, sizeof head, 0);
+    for (ssize_t i = 0; i < n; i++)
+        if (!isspace((unsigned char)head[i]))
+            return head[i] == '<';
+    return false;
+}
+
 static json_t *load_json(const load_ctx *c)
 {
+    int fd = open_regular(c);
+    if (fd < 0)
+        return NULL;
     json_error_t jerr;
-    json_t *root = json_load_file(c->path, JSON_REJECT_DUPLICATES, &jerr);
+    json_t *root = json_loadfd(fd, JSON_REJECT_DUPLICATES, &jerr);
+    if (!root && looks_like_xml(fd)) {
+        np_error_set(c->err, NP_EXIT_INPUT, c->path, "", 0,
+                     "this looks like a platform XML file, not a workload JSON: the platform "
+                     "comes first (simrun PLATFORM.xml WORKLOAD.json)");
+        close(fd);
+        return NULL;
+    }
+    close(fd);
     if (!root) {
         if (jerr.line > 0)
             np_error_set(c->err, NP_EXIT_INPUT, c->path, "", jerr.line,
