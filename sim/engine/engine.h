@@ -24,24 +24,15 @@
 
 #include <stdbool.h>
 
+#include "collective.h"
 #include "costmodel.h"
 #include "plan.h"
 #include "platform.h"
 #include "schedule.h"
 #include "workload.h"
 
-/* Collective algorithms (collective.h: names, which collective each serves). */
-typedef enum coll_algorithm {
-    COLL_RING_FLOW = 0,    /* one flow per ring edge carrying 2(N−1)/N·S (DESIGN.md) */
-    COLL_RING,             /* step-by-step ring: a flow per step to the successor */
-    COLL_HIERARCHICAL,     /* intra-server RS, inter-server all-reduce, intra-server AG */
-    COLL_HALVING_DOUBLING, /* recursive halving / doubling: the radix-2 butterfly */
-    COLL_BUTTERFLY,        /* radix-R butterfly, R = engine_options.dp_radix */
-    COLL_PAIRWISE,         /* all-to-all: N−1 pairwise exchange steps */
-    COLL_BRUCK,            /* all-to-all: ⌈log2 N⌉ steps (Bruck et al. 1997) */
-    COLL_ALGORITHM_COUNT
-} coll_algorithm;
-
+/* The collective algorithms (coll_algorithm) and their names are
+ * collective.h's. */
 typedef struct engine_options {
     coll_algorithm dp_algorithm;
     int dp_radix;                         /* R of COLL_BUTTERFLY; < 2 means 4 */
@@ -71,6 +62,11 @@ typedef struct engine_options {
 } engine_options;
 
 void engine_init_options(engine_options *o);
+
+/* Checks the collective choices of o (each a valid algorithm for its
+ * collective, a radix ≥ 2 or the default); the error names the option
+ * (--dp-algorithm ...) and the accepted names.  0 or NP_EXIT_USAGE. */
+int coll_check_options(const engine_options *o, np_error *err);
 
 /* 0 when the run can be folded to K replicas, else NP_EXIT_USAGE with the
  * reason the replicas are not symmetric. */
@@ -120,10 +116,10 @@ int engine_run(const sim_platform *pf, const wl_workload *w, const cm_model *cm,
                const schedule *sc, const engine_options *o, engine_result *out, np_error *err);
 void engine_result_free(engine_result *r);
 
-/* Starts SimGrid for this process with npusim's configuration (DESIGN.md:
- * CM02, no cross-traffic, no TCP window cap) and quiet logs.  Call once,
- * before platform_load().  A --cfg or --log SimGrid rejects is an np_error
- * (NP_EXIT_USAGE), not an abort. */
+/* Starts SimGrid for this process with npusim's configuration
+ * (docs/design.md, SimGrid facts: CM02, no cross-traffic, no TCP window cap)
+ * and quiet logs.  Call once, before platform_load().  A --cfg or --log
+ * SimGrid rejects is an np_error (NP_EXIT_USAGE), not an abort. */
 int engine_simgrid_init(int *argc, char **argv, np_error *err);
 
 #endif

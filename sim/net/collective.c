@@ -1,20 +1,17 @@
 /*
- * collective.c -- algorithm names, groups, and the dispatch to the
- * algorithm files (see collective.h for the algorithms and their costs).
+ * collective.c -- algorithm names, and the dispatch to the algorithm files
+ * (see collective.h for the algorithms and their costs).
  *
- * The engine calls coll_allreduce() for a stage's data-parallel gradients and
- * (for MoE) coll_alltoall() for an expert-parallel group; both build the group
- * of the calling worker, read the algorithm from engine_options and run
- * coll_run().  A choice that does not apply to the collective (an all-to-all
- * algorithm for an all-reduce) falls back to the collective's default; the CLI
- * rejects such choices before a run with coll_check_options().
+ * A choice that does not apply to the collective (an all-to-all algorithm for
+ * an all-reduce) falls back to the collective's default; the CLI rejects such
+ * choices before a run (coll_check_choice).  Which group runs which
+ * collective with which algorithm is the caller's: the engine's data-parallel
+ * and expert-parallel calls are sim/engine/engine_collective.c.
  */
-#include <stdlib.h>
 #include <string.h>
-#include <xbt/asserts.h>
 
 #include "collective.h"
-#include "engine_internal.h"
+#include "collective_internal.h"
 
 static const struct {
     const char *name;
@@ -77,7 +74,7 @@ void coll_algorithm_list(coll_kind k, char *buf, size_t size)
     }
 }
 
-static int check_choice(coll_algorithm a, coll_kind k, const char *option, np_error *err)
+int coll_check_choice(coll_algorithm a, coll_kind k, const char *option, np_error *err)
 {
     if (coll_algorithm_supports(a, k))
         return 0;
@@ -89,62 +86,11 @@ static int check_choice(coll_algorithm a, coll_kind k, const char *option, np_er
                         coll_kind_name(k), names);
 }
 
-int coll_check_options(const engine_options *o, np_error *err)
-{
-    int rc = check_choice(o->dp_algorithm, COLL_ALLREDUCE, "--dp-algorithm", err);
-    if (!rc && o->dp_algorithm == COLL_HIERARCHICAL)
-        rc = check_choice(o->dp_inter_algorithm, COLL_ALLREDUCE, "--dp-inter-algorithm", err);
-    if (!rc && o->dp_algorithm == COLL_HIERARCHICAL && o->dp_inter_algorithm == COLL_HIERARCHICAL)
-        rc = np_error_set(err, NP_EXIT_USAGE, "<command line>", "--dp-inter-algorithm", 0,
-                          "the inter-server part of \"hierarchical\" cannot itself be "
-                          "\"hierarchical\"");
-    if (!rc)
-        rc = check_choice(o->ep_alltoall_algorithm, COLL_ALLTOALL, "--ep-alltoall-algorithm", err);
-    if (!rc && o->dp_radix != 0 && o->dp_radix < 2)
-        rc = np_error_set(err, NP_EXIT_USAGE, "<command line>", "--dp-radix", 0,
-                          "the butterfly radix must be at least 2 (0: the default, 4), got %d",
-                          o->dp_radix);
-    return rc;
-}
-
 void coll_params_init(coll_params *p, coll_kind k)
 {
     p->algorithm = coll_default_algorithm(k);
     p->radix = 4;
     p->inter_algorithm = COLL_RING_FLOW;
-}
-
-/* ---- groups ---------------------------------------------------------------- */
-
-static int group_of_replicas(engine *e, worker *w, int first, int size, int id, coll_group *g)
-{
-    g->members = malloc((size_t)size * sizeof *g->members);
-    if (!g->members)
-        return -1;
-    for (int i = 0; i < size; i++)
-        g->members[i] = engine_worker(e, w->stage, first + i);
-    g->size = size;
-    g->me = w->replica - first;
-    g->id = id;
-    return 0;
-}
-
-int coll_group_dp(engine *e, worker *w, coll_group *g)
-{
-    return group_of_replicas(e, w, 0, e->dp, COLL_GROUP_DP, g);
-}
-
-int coll_group_ep(engine *e, worker *w, int ep_size, coll_group *g)
-{
-    if (ep_size < 1 || e->dp % ep_size)
-        return -1;
-    return group_of_replicas(e, w, w->replica - w->replica % ep_size, ep_size, COLL_GROUP_EP, g);
-}
-
-void coll_group_free(coll_group *g)
-{
-    free(g->members);
-    g->members = NULL;
 }
 
 /* ---- dispatch -------------------------------------------------------------- */
@@ -195,53 +141,13 @@ void coll_run_view(coll_ctx *c, const coll_view *v, int kind, const coll_params 
     }
 }
 
-void coll_run(engine *e, coll_kind kind, const coll_group *g, const coll_params *p, double bytes)
+void coll_run(transport *t, coll_kind kind, const coll_group *g, const coll_params *p, double bytes)
 {
     if (g->size < 2 || bytes <= 0)
         return;
     coll_ctx c;
-    coll_ctx_enter(&c, e, g);
+    coll_ctx_enter(&c, t, g);
     coll_view all = {NULL, g->size, g->me};
     coll_run_view(&c, &all, kind, p, bytes);
     coll_ctx_leave(&c);
-}
-
-void coll_allreduce(engine *e, worker *w, double bytes)
-{
-    if (e->dp < 2 || bytes <= 0)
-        return;
-    coll_params p = {.algorithm = e->opt->dp_algorithm,
-                     .radix = e->opt->dp_radix,
-                     .inter_algorithm = e->opt->dp_inter_algorithm};
-    coll_group g;
-    if (coll_group_dp(e, w, &g))
-        xbt_die("npusim: out of memory building a data-parallel group");
-    if (e->opt->dp_param_gather_ratio > 0) {
-        /* Megatron's distributed optimizer: reduce-scatter the gradients,
-         * update the local shard, all-gather the parameters (in the
-         * parameters' dtype).  Hierarchical has no RS/AG form: its
-         * between-servers algorithm stands in. */
-        if (!coll_algorithm_supports(p.algorithm, COLL_REDUCE_SCATTER))
-            p.algorithm = p.inter_algorithm;
-        coll_run(e, COLL_REDUCE_SCATTER, &g, &p, bytes);
-        coll_run(e, COLL_ALLGATHER, &g, &p, bytes * e->opt->dp_param_gather_ratio);
-    } else {
-        coll_run(e, COLL_ALLREDUCE, &g, &p, bytes);
-    }
-    coll_group_free(&g);
-}
-
-void coll_alltoall(engine *e, worker *w, int ep_size, double bytes)
-{
-    if (ep_size < 2 || bytes <= 0)
-        return;
-    coll_params p;
-    coll_params_init(&p, COLL_ALLTOALL);
-    p.algorithm = e->opt->ep_alltoall_algorithm;
-    coll_group g;
-    if (coll_group_ep(e, w, ep_size, &g))
-        xbt_die("npusim: expert-parallel size %d does not divide data-parallel size %d", ep_size,
-                e->dp);
-    coll_run(e, COLL_ALLTOALL, &g, &p, bytes);
-    coll_group_free(&g);
 }

@@ -1,15 +1,17 @@
 /*
- * collective.h -- collectives among pipeline workers, built from flows.
+ * collective.h -- collectives among endpoints, built from flows.
  *
- * A collective runs among a GROUP of workers (the data-parallel replicas of a
- * stage, an expert-parallel group, any list): every member calls it with the
- * same group, kind, parameters and byte count, in the same order as every
- * other collective of that group (MPI's rule).  A worker holds tp NPUs; every
- * TP rank runs its own copy of the collective on its own NIC (rank r talks to
- * rank r of the other members), so one message between two members is tp
- * SimGrid flows, or scale-up transfers when the two NPUs share a server.
- * Contention between concurrent flows is SimGrid's max-min sharing on the
- * platform's real links.
+ * A collective runs among a GROUP of endpoints (transport.h: tp NPUs each; for
+ * the engine the data-parallel replicas of a stage, an expert-parallel group,
+ * any list of pipeline workers): every member calls it with the same group,
+ * kind, parameters and byte count, in the same order as every other
+ * collective of that group (MPI's rule).  Every TP rank of a member runs its
+ * own copy of the collective on its own NIC (rank r talks to rank r of the
+ * other members), so one message between two members is one transport
+ * transfer: tp SimGrid flows, or scale-up transfers when the two NPUs share a
+ * server.  Contention between concurrent flows is SimGrid's max-min sharing
+ * on the platform's real links.  The collectives know nothing of the engine:
+ * which group to form and which algorithm to run is the caller's choice.
  *
  * Sizes: `bytes` is S, the whole vector of one NPU: the all-reduce input, the
  * reduce-scatter input (each member ends with S/N), the all-gather output
@@ -30,9 +32,9 @@
  *   pairwise          all-to-all (N−1)(α + S/(N·B))             collective_alltoall.c
  *   bruck             all-to-all Σ_k (α + c_k·S/(N·B)), k < ⌈log2 N⌉,
  *                     c_k = #{j < N : bit k of j set}  (N/2 when N = 2^m)
- * The transport that carries the messages is collective_transport.c; the
- * names, groups and dispatch are collective.c; collective_bench.c runs one
- * collective on its own (tests, benchmarks).
+ * Messages are transport transfers (transport.c) that meet their receiver in
+ * collective_transport.c; the names and dispatch are collective.c;
+ * collective_bench.c runs one collective on its own (tests, benchmarks).
  */
 #ifndef SIM_COLLECTIVE_H
 #define SIM_COLLECTIVE_H
@@ -40,9 +42,20 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "engine.h"
 #include "np_error.h"
 #include "platform.h"
+#include "transport.h"
+
+typedef enum coll_algorithm {
+    COLL_RING_FLOW = 0,    /* one flow per ring edge carrying 2(N−1)/N·S (docs/design.md) */
+    COLL_RING,             /* step-by-step ring: a flow per step to the successor */
+    COLL_HIERARCHICAL,     /* intra-server RS, inter-server all-reduce, intra-server AG */
+    COLL_HALVING_DOUBLING, /* recursive halving / doubling: the radix-2 butterfly */
+    COLL_BUTTERFLY,        /* radix-R butterfly, R = coll_params.radix */
+    COLL_PAIRWISE,         /* all-to-all: N−1 pairwise exchange steps */
+    COLL_BRUCK,            /* all-to-all: ⌈log2 N⌉ steps (Bruck et al. 1997) */
+    COLL_ALGORITHM_COUNT
+} coll_algorithm;
 
 typedef enum coll_kind {
     COLL_ALLREDUCE = 0,
@@ -64,10 +77,10 @@ bool coll_algorithm_supports(coll_algorithm a, coll_kind k);
 coll_algorithm coll_default_algorithm(coll_kind k);
 /* Writes "ring-flow, ring, ..." (the algorithms of kind k) into buf. */
 void coll_algorithm_list(coll_kind k, char *buf, size_t size);
-/* Checks the collective choices of o (each a valid algorithm for its
- * collective, a radix ≥ 2 or the default); the error names the option
- * (--dp-algorithm ...) and the accepted names.  0 or NP_EXIT_USAGE. */
-int coll_check_options(const engine_options *o, np_error *err);
+/* 0 when a serves kind k, else NP_EXIT_USAGE: the error names `option`
+ * (--dp-algorithm ...) and the accepted names.  The engine checks its
+ * options with it (coll_check_options, engine.h). */
+int coll_check_choice(coll_algorithm a, coll_kind k, const char *option, np_error *err);
 
 typedef struct coll_params {
     coll_algorithm algorithm;
@@ -79,30 +92,20 @@ void coll_params_init(coll_params *p, coll_kind k); /* default algorithm, radix 
 
 /* A group: its members in order (a member's index is its position) and the
  * caller's index.  `id` tells apart groups that could share their first
- * member and size (a DP group and an EP group of the same replicas): the
- * members' calls are matched on (id, first member, size). */
-struct worker;
-struct engine;
+ * member and size (a data-parallel and an expert-parallel group of the same
+ * workers): the members' calls are matched on (id, first member, size), the
+ * first member by address, so every member must point to the same endpoint
+ * for a given position. */
 typedef struct coll_group {
-    struct worker **members; /* [size] */
+    const endpoint *const *members; /* [size] */
     int size;
     int me;
     int id;
 } coll_group;
 
-enum { COLL_GROUP_DP = 1, COLL_GROUP_EP = 2 };
-
-/* The data-parallel group of w: workers (w.stage, d), d = 0..dp−1.  The
- * member array is allocated; coll_group_free releases it. */
-int coll_group_dp(struct engine *e, struct worker *w, coll_group *g);
-/* The expert-parallel group of w: the ep_size consecutive replicas of its
- * stage that hold it (ep_size divides dp). */
-int coll_group_ep(struct engine *e, struct worker *w, int ep_size, coll_group *g);
-void coll_group_free(coll_group *g);
-
-/* Runs one collective as member g->me; returns when the member's part is
- * done.  Called from the member's actor. */
-void coll_run(struct engine *e, coll_kind kind, const coll_group *g, const coll_params *p,
+/* Runs one collective as member g->me, its messages carried by t; returns
+ * when the member's part is done.  Called from the member's actor. */
+void coll_run(transport *t, coll_kind kind, const coll_group *g, const coll_params *p,
               double bytes);
 
 /* ---- collective_bench.c: one collective on its own ------------------------ */

@@ -27,7 +27,7 @@
  * rotations and repacking are memory copies, not timed.
  */
 #include "collective.h"
-#include "engine_internal.h"
+#include "collective_internal.h"
 
 void coll_pairwise_alltoall(coll_ctx *c, const coll_view *v, double bytes)
 {

@@ -1,9 +1,9 @@
 /*
  * collective_bench.c -- one collective on its own, for tests and benchmarks.
  *
- * Builds just enough of an engine (platform, workers with their NPUs, no
- * schedule) for the collective code to run unchanged, starts one actor per
- * member at the same instant and runs simgrid_run() until every member is
+ * Builds what a collective needs and nothing more (a transport on the
+ * platform, one endpoint of tp NPUs per member, the groups), starts one actor
+ * per member at the same instant and runs simgrid_run() until every member is
  * done.  The groups are laid out as the engine lays out a stage's replicas,
  * so a bench of 128 members × 8 NPUs on the 16K platform moves exactly the
  * flows of one stage's data-parallel all-reduce in the real run.
@@ -14,17 +14,19 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <xbt/asserts.h>
 
+#include <simgrid/actor.h>
 #include <simgrid/barrier.h>
+#include <simgrid/exec.h>
 
 #include "collective.h"
-#include "engine_internal.h"
+#include "transport.h"
 
 typedef struct bench_member {
-    engine *e;
-    worker *w;
+    transport *t;
+    coll_group g; /* its group, itself as member g.me */
     const coll_bench_spec *spec;
+    sg_bar_t finish;
     double end_s;
 } bench_member;
 
@@ -49,15 +51,11 @@ static double wall_now_s(void)
 static void bench_member_main(int argc, char **argv)
 {
     bench_member *m = sg_actor_self_get_data();
-    coll_group g;
-    if (coll_group_dp(m->e, m->w, &g))
-        xbt_die("npusim: out of memory building a bench group");
-    coll_run(m->e, m->spec->kind, &g, &m->spec->params, m->spec->bytes);
-    coll_group_free(&g);
-    m->end_s = engine_now(m->e);
+    coll_run(m->t, m->spec->kind, &m->g, &m->spec->params, m->spec->bytes);
+    m->end_s = transport_now(m->t);
     /* SimGrid cancels an ending actor's activities: stay until every member
      * is done, so that no flow this member started is cut short. */
-    sg_barrier_wait(m->e->finish);
+    sg_barrier_wait(m->finish);
 }
 
 int coll_bench_run(const sim_platform *pf, const coll_bench_spec *s, coll_bench_result *out,
@@ -70,37 +68,45 @@ int coll_bench_run(const sim_platform *pf, const coll_bench_spec *s, coll_bench_
                             "a bench of %d group(s) of %d members × %d NPUs needs %ld NPUs, "
                             "the platform has %d",
                             s->num_groups, s->group_size, s->tp, npus, pf->num_npus);
-    engine_options opt;
-    memset(&opt, 0, sizeof opt);
-    engine e = {.pf = pf, .opt = &opt, .tp = s->tp, .dp = s->group_size, .p = s->num_groups};
     int n = s->group_size * s->num_groups;
-    e.finish = sg_barrier_init((unsigned)n);
-    e.workers = calloc((size_t)n, sizeof *e.workers);
+    endpoint *endpoints = calloc((size_t)n, sizeof *endpoints);
+    const endpoint **group_members = malloc((size_t)n * sizeof *group_members);
     int *ranks = malloc((size_t)npus * sizeof *ranks);
     sg_host_t *hosts = malloc((size_t)npus * sizeof *hosts);
     bench_member *members = calloc((size_t)n, sizeof *members);
-    if (!e.workers || !ranks || !hosts || !members) {
-        free(e.workers);
+    if (!endpoints || !group_members || !ranks || !hosts || !members) {
+        free(endpoints);
+        free(group_members);
         free(ranks);
         free(hosts);
         free(members);
-        sg_barrier_destroy(e.finish);
         return np_error_set(err, NP_EXIT_INTERNAL, "<bench>", "", 0, "out of memory");
     }
-    e.t0 = simgrid_get_clock();
+    sg_bar_t finish = sg_barrier_init((unsigned)n);
+    transport t;
+    transport_init(&t, pf, s->tp);
     for (int i = 0; i < n; i++) {
-        worker *w = &e.workers[i];
-        w->stage = i / s->group_size;
-        w->replica = i % s->group_size;
-        w->eng = &e;
-        w->ranks = ranks + (size_t)i * s->tp;
-        w->hosts = hosts + (size_t)i * s->tp;
+        endpoint *ep = &endpoints[i];
+        ep->ranks = ranks + (size_t)i * s->tp;
+        ep->hosts = hosts + (size_t)i * s->tp;
         for (int r = 0; r < s->tp; r++) {
-            w->ranks[r] = r + s->tp * i; /* = r + tp·(d + N·s), as in the engine */
-            w->hosts[r] = pf->host_of_rank[w->ranks[r]];
+            ep->ranks[r] = r + s->tp * i; /* = r + tp·(d + N·s), as in the engine */
+            ep->hosts[r] = pf->host_of_rank[ep->ranks[r]];
         }
-        members[i] = (bench_member){.e = &e, .w = w, .spec = s};
-        sg_actor_t a = sg_actor_init("coll-bench", w->hosts[0]);
+        group_members[i] = ep;
+    }
+    for (int i = 0; i < n; i++) {
+        int group = i / s->group_size;
+        members[i] = (bench_member){
+            .t = &t,
+            .g = {.members = group_members + (size_t)group * s->group_size,
+                  .size = s->group_size,
+                  .me = i % s->group_size,
+                  .id = 0}, /* the bench forms no other kind of group */
+            .spec = s,
+            .finish = finish,
+        };
+        sg_actor_t a = sg_actor_init("coll-bench", endpoints[i].hosts[0]);
         sg_actor_set_data(a, &members[i]);
         sg_actor_start(a, bench_member_main, 0, NULL);
     }
@@ -110,8 +116,10 @@ int coll_bench_run(const sim_platform *pf, const coll_bench_spec *s, coll_bench_
     for (int i = 0; i < n; i++)
         if (members[i].end_s > out->time_s)
             out->time_s = members[i].end_s;
-    out->activities = e.activities;
-    free(e.workers);
+    out->activities = t.activities;
+    sg_barrier_destroy(finish);
+    free(endpoints);
+    free(group_members);
     free(ranks);
     free(hosts);
     free(members);
@@ -128,7 +136,7 @@ typedef struct bench_flow {
 static void bench_flow_main(int argc, char **argv)
 {
     bench_flow *f = sg_actor_self_get_data();
-    sg_exec_wait(engine_flow_start(f->src, f->dst, f->bytes));
+    sg_exec_wait(transport_flow_start(f->src, f->dst, f->bytes));
     f->end_s = simgrid_get_clock() - f->t0;
 }
 

@@ -33,7 +33,7 @@
  * first, costs two extra steps and is not modelled.
  */
 #include "collective.h"
-#include "engine_internal.h"
+#include "collective_internal.h"
 
 #define MAX_STAGES 64
 

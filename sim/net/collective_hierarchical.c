@@ -28,7 +28,7 @@
 #include <xbt/asserts.h>
 
 #include "collective.h"
-#include "engine_internal.h"
+#include "collective_internal.h"
 
 typedef struct member_place {
     int server, index;
@@ -46,10 +46,9 @@ static int place_compare(const void *a, const void *b)
  * members per server when all servers hold the same number, else 0. */
 static int group_by_server(const coll_ctx *c, const coll_view *v, member_place *places)
 {
-    int per_node = c->e->pf->cluster.npus_per_node;
+    int per_node = c->t->pf->cluster.npus_per_node;
     for (int i = 0; i < v->n; i++) {
-        const worker *w = c->g->members[coll_view_member(v, i)];
-        places[i].server = w->ranks[0] / per_node;
+        places[i].server = coll_view_endpoint(c, v, i)->ranks[0] / per_node;
         places[i].index = i;
     }
     qsort(places, (size_t)v->n, sizeof *places, place_compare);

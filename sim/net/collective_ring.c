@@ -21,12 +21,13 @@
  * the all-reduce ((N−1)/N·S for RS or AG), then waits out the latencies of the
  * remaining steps, (2(N−1)−1)·α (resp. (N−2)·α).  On an idle fabric
  *   α + 2(N−1)/N·S/B + (2N−3)·α = 2(N−1)(α + S/(N·B)),
- * the step ring's time, with N messages instead of 2N(N−1) (DESIGN.md,
- * measured on SimGrid).  What it gives up: the steps' pipelining is assumed
- * perfect, so a slow link delays the whole edge rather than one chunk.
+ * the step ring's time, with N messages instead of 2N(N−1) (measured on
+ * SimGrid: docs/design.md, SimGrid facts).  What it gives up: the steps'
+ * pipelining is assumed perfect, so a slow link delays the whole edge rather
+ * than one chunk.
  */
 #include "collective.h"
-#include "engine_internal.h"
+#include "collective_internal.h"
 
 static int ring_next(const coll_view *v) { return (v->me + 1) % v->n; }
 static int ring_prev(const coll_view *v) { return (v->me + v->n - 1) % v->n; }
@@ -69,7 +70,7 @@ static double ring_step_latency_s(const coll_ctx *c, const coll_view *v)
         double a = coll_latency_s(c, v, i, next);
         if (a > slowest)
             slowest = a;
-        if (a > c->e->pf->cluster.scaleup_latency_s)
+        if (a > c->t->pf->cluster.scaleup_latency_s)
             break; /* the first edge between servers */
     }
     return slowest;

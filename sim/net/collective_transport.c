@@ -1,13 +1,13 @@
 /*
  * collective_transport.c -- how collective messages travel and meet.
  *
- * A message from member a to member b is an engine transfer
- * (engine_transfer_start): one SimGrid flow per TP rank, from rank r of a to
- * rank r of b, or, when the two NPUs share a server, a scale-up transfer of
- * cl_p2p_time() that no XML link carries.  The sender never waits; the
- * receiver waits on the flows (engine_transfer_wait).
+ * A message from member a to member b is a transport transfer between their
+ * endpoints (transport_start, transport.h): one SimGrid flow per TP rank, from
+ * rank r of a to rank r of b, or, when the two NPUs share a server, a
+ * scale-up transfer of cl_p2p_time() that no XML link carries.  The sender
+ * never waits; the receiver waits on the flows (transport_wait).
  *
- * The engine's channels match transfers in FIFO order, which is not enough
+ * Matching transfers in FIFO order (the engine's channels) is not enough
  * here: in a butterfly stage a member hears from R−1 partners, and a fast
  * partner of the next stage may post before a slow one of this stage.  So
  * collective messages carry a tag (the algorithm's step) and a source, and the
@@ -16,7 +16,7 @@
  * call creates it, each member joins the oldest live session of its group it
  * has not joined yet (collectives of a group are called in the same order by
  * every member), and the last member to leave frees it; so no state outlives
- * a collective and the engine needs no hook.  A session holds one inbox per
+ * a collective and the caller needs no hook.  A session holds one inbox per
  * member: the pending messages and a semaphore on which the owner sleeps
  * while it waits for a message not yet posted; a sender releases it only when
  * it posts exactly the awaited message, so a wait costs one acquisition.
@@ -29,8 +29,10 @@
 #include <string.h>
 #include <xbt/asserts.h>
 
+#include <simgrid/semaphore.h>
+
 #include "collective.h"
-#include "engine_internal.h"
+#include "collective_internal.h"
 
 typedef struct coll_msg {
     int tag, from;
@@ -47,7 +49,7 @@ typedef struct coll_inbox {
 
 struct coll_session {
     coll_session *next;
-    const worker *first; /* the key: (id, first member, size) */
+    const endpoint *first; /* the key: (id, first member, size) */
     int id, size;
     int joined, left;
     unsigned char *has_joined; /* [size] */
@@ -101,7 +103,7 @@ static void session_destroy(coll_session *s)
     free(s);
 }
 
-void coll_ctx_enter(coll_ctx *c, engine *e, const coll_group *g)
+void coll_ctx_enter(coll_ctx *c, transport *t, const coll_group *g)
 {
     coll_session *s = live_head;
     while (s && !session_matches(s, g))
@@ -110,7 +112,7 @@ void coll_ctx_enter(coll_ctx *c, engine *e, const coll_group *g)
         s = session_create(g);
     s->has_joined[g->me] = 1;
     s->joined++;
-    c->e = e;
+    c->t = t;
     c->g = g;
     c->session = s;
     c->next_tag = 0;
@@ -155,7 +157,7 @@ void coll_send(coll_ctx *c, const coll_view *v, int to, int tag, double bytes)
 {
     int to_index = coll_view_member(v, to);
     coll_msg m = {.tag = tag, .from = c->g->me};
-    m.t = engine_transfer_start(c->e, c->g->members[c->g->me], c->g->members[to_index], bytes);
+    m.t = transport_start(c->t, c->g->members[c->g->me], c->g->members[to_index], bytes);
     inbox_push(&c->session->inbox[to_index], m);
 }
 
@@ -184,22 +186,12 @@ void coll_recv(coll_ctx *c, const coll_view *v, int from, int tag)
     }
     coll_msg m = in->msgs[k];
     in->msgs[k] = in->msgs[--in->count];
-    engine_transfer_wait(c->e, &m.t);
+    transport_wait(c->t, &m.t);
 }
 
 double coll_latency_s(const coll_ctx *c, const coll_view *v, int a, int b)
 {
-    const worker *wa = c->g->members[coll_view_member(v, a)];
-    const worker *wb = c->g->members[coll_view_member(v, b)];
-    if (engine_same_server(c->e, wa->ranks[0], wb->ranks[0]))
-        return c->e->pf->cluster.scaleup_latency_s;
-    return sg_host_get_route_latency(wa->hosts[0], wb->hosts[0]);
+    return transport_latency_s(c->t, coll_view_endpoint(c, v, a), coll_view_endpoint(c, v, b));
 }
 
-void coll_sleep(coll_ctx *c, double duration_s)
-{
-    if (duration_s <= 0)
-        return;
-    sg_actor_sleep_for(duration_s);
-    c->e->activities++;
-}
+void coll_sleep(coll_ctx *c, double duration_s) { transport_sleep(c->t, duration_s); }

@@ -1,0 +1,100 @@
+/*
+ * engine_collective.c -- engine: the collectives of a worker, chosen from
+ * engine_options.
+ *
+ * The collectives themselves (sim/net/collective.h) run on groups of
+ * endpoints and take their algorithm as a parameter; what makes them the
+ * engine's is here: which workers form a group (the data-parallel replicas of
+ * a stage, an expert-parallel group of consecutive replicas), which algorithm
+ * each runs (--dp-algorithm, --dp-radix, --dp-inter-algorithm,
+ * --ep-alltoall-algorithm), and the gradient sync of the distributed
+ * optimizer (a reduce-scatter and an all-gather instead of an all-reduce).
+ */
+#include <stdlib.h>
+#include <xbt/asserts.h>
+
+#include "engine_internal.h"
+
+/* Group ids: a data-parallel and an expert-parallel group of the same
+ * replicas are different groups (coll_group.id). */
+enum { COLL_GROUP_DP = 1, COLL_GROUP_EP = 2 };
+
+int coll_check_options(const engine_options *o, np_error *err)
+{
+    int rc = coll_check_choice(o->dp_algorithm, COLL_ALLREDUCE, "--dp-algorithm", err);
+    if (!rc && o->dp_algorithm == COLL_HIERARCHICAL)
+        rc = coll_check_choice(o->dp_inter_algorithm, COLL_ALLREDUCE, "--dp-inter-algorithm", err);
+    if (!rc && o->dp_algorithm == COLL_HIERARCHICAL && o->dp_inter_algorithm == COLL_HIERARCHICAL)
+        rc = np_error_set(err, NP_EXIT_USAGE, "<command line>", "--dp-inter-algorithm", 0,
+                          "the inter-server part of \"hierarchical\" cannot itself be "
+                          "\"hierarchical\"");
+    if (!rc)
+        rc = coll_check_choice(o->ep_alltoall_algorithm, COLL_ALLTOALL, "--ep-alltoall-algorithm",
+                               err);
+    if (!rc && o->dp_radix != 0 && o->dp_radix < 2)
+        rc = np_error_set(err, NP_EXIT_USAGE, "<command line>", "--dp-radix", 0,
+                          "the butterfly radix must be at least 2 (0: the default, 4), got %d",
+                          o->dp_radix);
+    return rc;
+}
+
+/* The group of the `size` replicas of w's stage from replica `first`, w's
+ * endpoint among them.  The member array is allocated; free g->members. */
+static void group_of_replicas(engine *e, worker *w, int first, int size, int id, coll_group *g)
+{
+    const endpoint **members = malloc((size_t)size * sizeof *members);
+    if (!members)
+        xbt_die("npusim: out of memory building a collective group");
+    for (int i = 0; i < size; i++)
+        members[i] = &engine_worker(e, w->stage, first + i)->ep;
+    g->members = members;
+    g->size = size;
+    g->me = w->replica - first;
+    g->id = id;
+}
+
+static void group_free(coll_group *g)
+{
+    free((void *)g->members);
+    g->members = NULL;
+}
+
+void engine_dp_allreduce(engine *e, worker *w, double bytes)
+{
+    if (e->dp < 2 || bytes <= 0)
+        return;
+    coll_params p = {.algorithm = e->opt->dp_algorithm,
+                     .radix = e->opt->dp_radix,
+                     .inter_algorithm = e->opt->dp_inter_algorithm};
+    coll_group g;
+    group_of_replicas(e, w, 0, e->dp, COLL_GROUP_DP, &g);
+    if (e->opt->dp_param_gather_ratio > 0) {
+        /* Megatron's distributed optimizer: reduce-scatter the gradients,
+         * update the local shard, all-gather the parameters (in the
+         * parameters' dtype).  Hierarchical has no RS/AG form: its
+         * between-servers algorithm stands in. */
+        if (!coll_algorithm_supports(p.algorithm, COLL_REDUCE_SCATTER))
+            p.algorithm = p.inter_algorithm;
+        coll_run(&e->net, COLL_REDUCE_SCATTER, &g, &p, bytes);
+        coll_run(&e->net, COLL_ALLGATHER, &g, &p, bytes * e->opt->dp_param_gather_ratio);
+    } else {
+        coll_run(&e->net, COLL_ALLREDUCE, &g, &p, bytes);
+    }
+    group_free(&g);
+}
+
+void engine_ep_alltoall(engine *e, worker *w, int ep_size, double bytes)
+{
+    if (ep_size < 2 || bytes <= 0)
+        return;
+    if (e->dp % ep_size)
+        xbt_die("npusim: expert-parallel size %d does not divide data-parallel size %d", ep_size,
+                e->dp);
+    coll_params p;
+    coll_params_init(&p, COLL_ALLTOALL);
+    p.algorithm = e->opt->ep_alltoall_algorithm;
+    coll_group g;
+    group_of_replicas(e, w, w->replica - w->replica % ep_size, ep_size, COLL_GROUP_EP, &g);
+    coll_run(&e->net, COLL_ALLTOALL, &g, &p, bytes);
+    group_free(&g);
+}

@@ -1,0 +1,79 @@
+/*
+ * engine_fold.c -- fold: the light actors of replicas folded away
+ * (--fold-dp K).
+ *
+ * With folding only K data-parallel replicas run their pipelines; replica d
+ * is represented by replica d mod K.  Every other replica still joins its
+ * stage's collectives, through a light actor that starts each one when its
+ * representative does (fold_release_replicas), so collective traffic and its
+ * contention stay on the fabric; it then runs the optimizer step that follows
+ * them.  engine_check_fold() refuses runs whose replicas are not symmetric.
+ */
+#include "engine_internal.h"
+
+int engine_check_fold(const wl_workload *w, const plan *pl, int fold_dp, np_error *err)
+{
+    const char *src = "<command line>";
+    int dp = pl->data_parallel;
+    if (fold_dp == 0 || fold_dp == dp)
+        return 0;
+    if (fold_dp < 0 || fold_dp > dp || dp % fold_dp != 0)
+        return np_error_set(err, NP_EXIT_USAGE, src, "--fold-dp", 0,
+                            "cannot fold %d data-parallel replicas to %d: K must divide the "
+                            "data-parallel size so that every simulated replica stands for the "
+                            "same number of others",
+                            dp, fold_dp);
+    if (w->model.num_experts > 0 && w->parallel.expert_model_parallel_size > 1)
+        return np_error_set(err, NP_EXIT_USAGE, src, "--fold-dp", 0,
+                            "cannot fold: expert parallelism (ep = %d) exchanges tokens between "
+                            "data-parallel replicas, so their pipelines are not independent",
+                            w->parallel.expert_model_parallel_size);
+    if (pl->schedule == SCHED_PIPEDREAM)
+        return np_error_set(err, NP_EXIT_USAGE, src, "--fold-dp", 0,
+                            "cannot fold: asynchronous PipeDream has no per-iteration "
+                            "data-parallel synchronisation to keep replicas in lockstep");
+    return 0;
+}
+
+/* A representative starts the collective of the replicas it stands for. */
+void fold_release_replicas(worker *w)
+{
+    engine *e = w->eng;
+    for (int d = w->replica + e->fold; d < e->dp; d += e->fold)
+        sg_sem_release(engine_worker(e, w->stage, d)->collective_start);
+}
+
+/* A replica folded away joins every bucket's all-reduce when its
+ * representative starts it. */
+static void folded_replica_buckets(worker *w)
+{
+    const overlap_plan *ov = &w->eng->overlap[w->stage];
+    for (int b = 0; b < ov->num_buckets; b++) {
+        sg_sem_acquire(w->collective_start);
+        engine_dp_allreduce(w->eng, w, ov->bucket_bytes[b]);
+    }
+}
+
+/* A replica folded away: it joins its stage's collectives, each when its
+ * representative reaches it, as it would in lockstep, and runs the
+ * optimizer step that follows them; its pipeline ops are not simulated. */
+void fold_replica_main(int argc, char **argv)
+{
+    worker *w = sg_actor_self_get_data();
+    const sched_stage *st = &w->eng->sc->stages[w->stage];
+    for (int i = 0; i < st->num_ops; i++) {
+        const sched_op *op = &st->ops[i];
+        if (op->kind == OP_DP_ALLREDUCE && w->eng->overlap) {
+            folded_replica_buckets(w);
+        } else if (op->kind == OP_DP_ALLREDUCE) {
+            sg_sem_acquire(w->collective_start);
+            double start = engine_now(w->eng);
+            engine_dp_allreduce(w->eng, w, op->bytes);
+            w->dp_comm_s += engine_now(w->eng) - start;
+        } else if (op->kind == OP_OPTIMIZER) {
+            worker_run_compute(w, op, i, 1);
+        }
+    }
+    w->end_s = engine_now(w->eng);
+    worker_linger(w);
+}

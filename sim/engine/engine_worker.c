@@ -1,0 +1,254 @@
+/*
+ * engine_worker.c -- worker: the actor that replays a stage's op list.
+ *
+ * One actor per simulated pipeline worker (stage s, replica d) sits on the NPU
+ * of its TP rank 0 and runs the ops in order: consecutive compute ops as one
+ * SimGrid execution, a send as a blocking transfer posted to the peer's
+ * channel, a receive as a wait on its own channel, the data-parallel sync as
+ * a collective (or, with --dp-overlap, a wait for the bucket actor of
+ * engine_overlap.c).  It keeps the worker's accounting as it goes: busy and
+ * exposed times, device memory and its peak, and the timeline's spans.
+ */
+#include <stdlib.h>
+#include <xbt/asserts.h>
+
+#include "engine_internal.h"
+
+/* ---- channels ---------------------------------------------------------- */
+
+static void channel_push(channel *ch, transfer t)
+{
+    if (ch->head == ch->tail)
+        ch->head = ch->tail = 0;
+    if (ch->tail == ch->capacity) {
+        int cap = ch->capacity ? 2 * ch->capacity : 8;
+        transfer *items = realloc(ch->items, (size_t)cap * sizeof *items);
+        if (!items)
+            xbt_die("npusim: out of memory growing a channel");
+        ch->items = items;
+        ch->capacity = cap;
+    }
+    ch->items[ch->tail++] = t;
+}
+
+/* A blocking send: starts the transfer, waits for it, then hands it to
+ * `to`'s channel ch, where channel_receive() finds it arrived. */
+static void channel_send(engine *e, worker *from, worker *to, int ch, double bytes)
+{
+    transfer t = transport_start(&e->net, &from->ep, &to->ep, bytes);
+    transport_wait(&e->net, &t);
+    channel_push(&to->chan[ch], t);
+    sg_sem_release(to->chan[ch].posted);
+}
+
+/* Waits for the oldest transfer on w's channel ch; returns the time spent
+ * waiting after the data was posted (exposed communication). */
+static double channel_receive(engine *e, worker *w, int ch)
+{
+    double asked = engine_now(e);
+    channel *c = &w->chan[ch];
+    sg_sem_acquire(c->posted);
+    transfer t = c->items[c->head++];
+    transport_wait(&e->net, &t);
+    double since = asked > t.sent_s ? asked : t.sent_s;
+    return engine_now(e) - since;
+}
+
+/* ---- the worker actor ---------------------------------------------------- */
+
+static void span_record_at(worker *w, const sched_op *op, double start_s, double end_s)
+{
+    if (!w->eng->opt->record_spans)
+        return;
+    if (w->num_spans == w->span_capacity) {
+        int cap = w->span_capacity ? 2 * w->span_capacity : 64;
+        engine_span *s = realloc(w->spans, (size_t)cap * sizeof *s);
+        if (!s)
+            xbt_die("npusim: out of memory recording the timeline");
+        w->spans = s;
+        w->span_capacity = cap;
+    }
+    engine_span *s = &w->spans[w->num_spans++];
+    s->start_s = start_s;
+    s->end_s = end_s;
+    s->memory_bytes = w->mem_bytes;
+    s->micro_batch = op->micro_batch;
+    s->kind = op->kind;
+    s->chunk = op->chunk;
+}
+
+static void span_record(worker *w, const sched_op *op, double start_s)
+{
+    span_record_at(w, op, start_s, engine_now(w->eng));
+}
+
+static void mem_acquire(worker *w, const sched_op *op)
+{
+    if (op->mem_delta_bytes > 0)
+        w->mem_bytes += op->mem_delta_bytes;
+    w->mem_bytes += op->mem_transient_bytes;
+    if (w->mem_bytes > w->peak_bytes)
+        w->peak_bytes = w->mem_bytes;
+}
+
+static void mem_release(worker *w, const sched_op *op)
+{
+    w->mem_bytes -= op->mem_transient_bytes;
+    if (op->mem_delta_bytes < 0)
+        w->mem_bytes += op->mem_delta_bytes;
+}
+
+static bool is_compute(int kind)
+{
+    return kind == OP_FORWARD || kind == OP_BACKWARD || kind == OP_WEIGHT_GRAD ||
+           kind == OP_RECOMPUTE || kind == OP_OPTIMIZER;
+}
+
+/* Accounts a compute op that ran from start_s to end_s. */
+static void compute_account(worker *w, const sched_op *op, double start_s, double end_s)
+{
+    mem_acquire(w, op);
+    mem_release(w, op);
+    span_record_at(w, op, start_s, end_s);
+    if (op->kind == OP_OPTIMIZER)
+        return;
+    double duration_s = op->compute_s + op->comm_s;
+    w->busy_s += duration_s;
+    w->tp_comm_s += op->comm_s;
+    if (op->kind == OP_RECOMPUTE)
+        w->recompute_s += duration_s;
+    w->pipeline_end_s = end_s;
+}
+
+/* Executes duration_s on the worker's NPU (nothing for a zero length). */
+static void npu_execute(worker *w, double duration_s)
+{
+    if (duration_s > 0) {
+        sg_actor_execute(duration_s * sg_host_get_speed(w->ep.hosts[0]));
+        w->eng->net.activities++;
+    }
+}
+
+/* Runs a gradient op whose buckets become ready during it (--dp-overlap):
+ * the op runs in as many equal pieces, each ending with one bucket handed to
+ * the communication actor. */
+static void run_releasing_buckets(worker *w, double before_s, double duration_s, int buckets)
+{
+    npu_execute(w, before_s + duration_s / buckets);
+    sg_sem_release(w->bucket_ready);
+    for (int k = 1; k < buckets; k++) {
+        npu_execute(w, duration_s / buckets);
+        sg_sem_release(w->bucket_ready);
+    }
+}
+
+/* Runs the consecutive compute ops ops[0 .. count) from the first (op index
+ * `first` of the stage): nothing else can run on the NPU between them, so
+ * one SimGrid execution of their total length replays them exactly (one
+ * activity instead of several, e.g. a recompute and its backward), unless a
+ * gradient bucket must be handed over part-way.  Returns how many ops it ran. */
+int worker_run_compute(worker *w, const sched_op *ops, int first, int count)
+{
+    const overlap_plan *ov = w->eng->overlap && w->simulated ? &w->eng->overlap[w->stage] : NULL;
+    int n = 0;
+    double pending_s = 0;
+    double start_s = engine_now(w->eng);
+    while (n < count && is_compute(ops[n].kind)) {
+        double d = ops[n].compute_s + ops[n].comm_s;
+        int buckets = ov ? ov->buckets_at_op[first + n] : 0;
+        if (buckets > 0) {
+            run_releasing_buckets(w, pending_s, d, buckets);
+            pending_s = 0;
+        } else {
+            pending_s += d;
+        }
+        n++;
+    }
+    npu_execute(w, pending_s);
+    double t = start_s;
+    for (int i = 0; i < n; i++) {
+        double end_s = i + 1 < n ? t + ops[i].compute_s + ops[i].comm_s : engine_now(w->eng);
+        compute_account(w, &ops[i], t, end_s);
+        t = end_s;
+    }
+    return n;
+}
+
+/* Megatron's point-to-point calls wait for their requests
+ * (p2p_communication.py, _communicate), so a send holds its worker until its
+ * data has arrived; it returns the time spent. */
+static double timed_send(worker *w, const sched_op *op, int ch)
+{
+    engine *e = w->eng;
+    double start = engine_now(e);
+    channel_send(e, w, engine_worker(e, op->peer, w->replica), ch, op->bytes);
+    return engine_now(e) - start;
+}
+
+static void run_op(worker *w, const sched_op *op)
+{
+    engine *e = w->eng;
+    switch ((op_kind)op->kind) {
+    case OP_FORWARD:
+    case OP_BACKWARD:
+    case OP_WEIGHT_GRAD:
+    case OP_RECOMPUTE:
+    case OP_OPTIMIZER:
+        break; /* worker_main runs compute ops in blocks (worker_run_compute) */
+    case OP_SEND_FORWARD:
+        w->p2p_exposed_s += timed_send(w, op, CH_FORWARD);
+        break;
+    case OP_SEND_BACKWARD:
+        w->p2p_exposed_s += timed_send(w, op, CH_BACKWARD);
+        break;
+    case OP_RECV_FORWARD:
+        w->p2p_exposed_s += channel_receive(e, w, CH_FORWARD);
+        break;
+    case OP_RECV_BACKWARD:
+        w->p2p_exposed_s += channel_receive(e, w, CH_BACKWARD);
+        break;
+    case OP_DP_ALLREDUCE: {
+        double start = engine_now(e);
+        if (e->overlap) {
+            sg_sem_acquire(w->buckets_done); /* what the overlap did not hide */
+        } else {
+            fold_release_replicas(w);
+            engine_dp_allreduce(e, w, op->bytes);
+        }
+        w->dp_comm_s += engine_now(e) - start;
+        break;
+    }
+    case OP_ALLTOALL:
+    case OP_KIND_COUNT:
+        break;
+    }
+}
+
+/* SimGrid cancels the activities an actor started when the actor ends, so a
+ * worker whose last flow is still travelling (a collective's last send, whose
+ * receiver is slower) must not end before it lands: every worker waits for
+ * all the others, and none of their flows is in flight by then. */
+void worker_linger(worker *w)
+{
+    w->eng->finished++;
+    sg_barrier_wait(w->eng->finish);
+}
+
+void worker_main(int argc, char **argv)
+{
+    worker *w = sg_actor_self_get_data();
+    const sched_stage *st = &w->eng->sc->stages[w->stage];
+    w->mem_bytes = w->peak_bytes = st->static_bytes + st->workspace_bytes;
+    for (int i = 0; i < st->num_ops;) {
+        if (is_compute(st->ops[i].kind)) {
+            i += worker_run_compute(w, &st->ops[i], i, st->num_ops - i);
+            continue;
+        }
+        double start = engine_now(w->eng);
+        run_op(w, &st->ops[i]);
+        span_record(w, &st->ops[i], start);
+        i++;
+    }
+    w->end_s = engine_now(w->eng);
+    worker_linger(w);
+}
