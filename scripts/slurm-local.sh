@@ -43,12 +43,15 @@ D_PORT=${SLURM_LOCAL_D_PORT:-6818}
 WAIT=${SLURM_LOCAL_WAIT:-30}
 export SLURM_CONF="$CONF"
 
-# alive PIDFILE: the pid in PIDFILE names a live process
+# alive PIDFILE: the pid in PIDFILE names a live process whose name is the
+# file's (DIR/slurmd.pid: slurmd), so a stale file whose pid was reused by
+# another program is not taken for the daemon.
 alive() {
     [ -s "$1" ] || return 1
     pid=$(cat "$1" 2>/dev/null) || return 1
     case $pid in '' | *[!0-9]*) return 1 ;; esac
-    kill -0 "$pid" 2>/dev/null
+    kill -0 "$pid" 2>/dev/null || return 1
+    [ "$(cat "/proc/$pid/comm" 2>/dev/null)" = "$(basename "$1" .pid)" ]
 }
 
 # stop_pid NAME PIDFILE: SIGTERM the pid in PIDFILE, wait up to 20 s for it to
