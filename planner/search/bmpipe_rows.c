@@ -16,7 +16,6 @@
 
 #include "bmpipe_internal.h"
 #include "memory.h"
-#include "memory.h"
 #include "step_order.h"
 
 /* Appends row (s, j, held) unless a row of stage s for the same chunk j
