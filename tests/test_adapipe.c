@@ -3,7 +3,7 @@
  * of the same objective over every partition and every per-layer unit mask,
  * hand-computed knapsack cases, and the published speed-up bound.
  *
- * The objective (PLANNERS.md "AdaPipe"; planner_adapipe.c) is the 1F1B
+ * The objective (docs/planners.md "AdaPipe"; planner_adapipe.c) is the 1F1B
  * critical path Σ_s T_s + (m−1)·max_s T_s, T_s = Σ (f + b + recomputed units)
  * of stage s + 2·c (its boundary send, none after the last stage), over the
  * plans whose every stage fits memory:

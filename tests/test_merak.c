@@ -3,7 +3,7 @@
  * hand, and the planner's choice of r0 against a fine sweep of r0.
  *
  * r_k = 1 − (1 − r0)·(p−1)/(p−1−k) for k < p−1, the last stage none, clamped
- * to [0, 1] (PLANNERS.md "Merak").  The sweep builds each candidate plan from
+ * to [0, 1] (docs/planners.md "Merak").  The sweep builds each candidate plan from
  * that definition (Megatron's uniform stages, full recompute on the first
  * ceil(r_k·n_k) decoder layers of stage k, with and without the shifted
  * critical path), keeps those mem_check_fits() accepts, prices them with the

@@ -289,6 +289,16 @@ static void test_bad_platforms_are_input_errors_naming_the_problem(void)
         {"platform_duplicate_rank.xml", "", 0, "both have rank 0"},
         {"platform_mixed_speed.xml", "speed", 0, "host 'npu-4' has speed"},
         {"platform_mixed_prop.xml", "hbm_bytes", 0, "host 'npu-4' has \"32e9\""},
+        /* Found by fuzzing: each once aborted SimGrid, reached it as an
+         * infinite duration, passed as a deadlock or took minutes to load. */
+        {"platform_scaleup_latency_huge.xml", "scaleup_latency_s", 11, "from 0 to 1 s"},
+        {"platform_kernel_launch_huge.xml", "kernel_launch_s", 13, "from 0 to 1 s"},
+        {"platform_link_latency_inf.xml", "lat", 0, "has latency inf s"},
+        {"platform_link_bandwidth_tiny.xml", "bw", 0, "has bandwidth 1e-300 B/s"},
+        {"platform_no_version.xml", "version", 4, "no version"},
+        {"platform_fat_tree_too_large.xml", "topo_parameters", 5, "at least 8e+06 hosts"},
+        {"platform_no_hosts.xml", "", 0, "the platform has 0 hosts"},
+        {"platform_truncated.xml", "", 0, "cut short"},
         /* Rejected by SimGrid's own parser: the child did not abort, and the
          * line is SimGrid's (the cluster is built at its end tag, line 14). */
         {"platform_syntax.xml", "", 14, "Unexpected end-tag `</clustre>'"},

@@ -113,7 +113,8 @@ void bmp_solve(glp_prob *lp, double time_limit_s, int branching, const double *i
         glp_smcp lp_parm;
         glp_init_smcp(&lp_parm);
         lp_parm.msg_lev = GLP_MSG_OFF;
-        lp_parm.presolve = GLP_ON; /* 2.7 s instead of 5 s on the 126 × 16 × 3 root LP */
+        lp_parm.presolve = GLP_ON; /* 2.7 s instead of 5 s on the 128 × 16 × 3 root LP (126
+                                      decoders, embedding, head) */
         if (time_limit_s > 0)
             lp_parm.tm_lim = (int)ceil(time_limit_s * 1000.0);
         out->rc = glp_simplex(lp, &lp_parm);

@@ -58,7 +58,7 @@ int bf_search(const plan *shape, unsigned option_mask, bf_cost_fn cost, void *ct
  * (−1 when it exceeds BF_MAX_CANDIDATES or the shape is empty). */
 long bf_count(int num_layers, int num_chunks, unsigned option_mask);
 
-/* The BMPipe objective (PLANNERS.md "BMPipe") as a bf_cost_fn.  With
+/* The BMPipe objective (docs/planners.md "BMPipe") as a bf_cost_fn.  With
  *   F_s + B_s = Σ over the layers of stage s of cm_forward_total_s +
  *               cm_backward_total_s(layer, its recompute option),
  *   c_k       = cl_p2p_time(output bytes of chunk k's last layer, scale-out)

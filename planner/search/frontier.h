@@ -154,7 +154,7 @@ int frontier_entry_plan(const wl_workload *w, const cl_cluster *c, const frontie
  * micro-batches: the 1F1B critical path
  *   T = Σ_s S_s + (m − 1)·max_s S_s + max_s (DP all-reduce_s + optimizer_s),
  * S_s = Σ_{l in s} (F_l + B_l + W_l + TP collectives + recompute_l) + 2·c_s,
- * c_s the boundary send of stage s (PLANNERS.md, BMPipe's τ ≥ F + B + 2c). */
+ * c_s the boundary send of stage s (docs/planners.md, BMPipe's τ ≥ F + B + 2c). */
 double frontier_plan_time_s(const cm_model *cm, const cl_cluster *c, const plan *pl);
 
 #endif

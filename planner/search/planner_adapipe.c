@@ -2,7 +2,7 @@
  * planner_adapipe.c -- AdaPipe-style adaptive recomputation and partitioning
  * (Sun et al., "AdaPipe: Optimizing Pipeline Parallelism with Adaptive
  * Recomputation and Partitioning", ASPLOS'24), reconstructed from the paper's
- * abstract and two-level formulation (PLANNERS.md, "AdaPipe").
+ * abstract and two-level formulation (docs/planners.md, "AdaPipe").
  *
  * Two levels.  Level 1 (adapipe_recompute.c) chooses, for every candidate
  * stage, which units of its layers to recompute so that it fits its memory

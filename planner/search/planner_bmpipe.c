@@ -6,7 +6,7 @@
  * recompute option (none, selective, full) every layer uses, so that the
  * stages balance under each stage's own memory budget: early stages hold
  * more micro-batches in flight and must recompute more; later ones can keep
- * activations and take more layers.  The formulation follows PLANNERS.md
+ * activations and take more layers.  The formulation follows docs/planners.md
  * "BMPipe" ([rec]: reconstructed from the paper's abstract), over model
  * chunks k = j·p + s (virtual chunk j of stage s, Megatron's layout; v = 1
  * outside the interleaved schedule):
@@ -39,11 +39,11 @@
  * (plan_layer_recompute()).  H_k is how many micro-batches chunk k holds
  * when a backward of chunk j (with its transient R_{j·p+s}) starts: for the
  * flat schedules one row, H = mem_inflight() (1F1B min(p−s, m), GPipe m,
- * ZB-H2 2(p−s)−1); for the interleaved schedule the held counts at every
+ * ZB-H1 min(p, m), ZB-H2 min(2p−1, m)); for the interleaved schedule the held counts at every
  * backward of the order memory.c replays (Megatron's warm-up, then one
  * forward and one backward; sched_step_at()), constants of (p, v, m, s), one
  * row per distinct (H, j) with dominated ones dropped (p = 2, v = 2: at most
- * 4 rows per stage).  PLANNERS.md's α[v][s], every chunk's count at the
+ * 4 rows per stage).  docs/planners.md's α[v][s], every chunk's count at the
  * first backward plus the largest transient at once, is not that peak:
  * with p = v = 2 stage 0 later holds 4 chunk-0 micro-batches (α says 3), and a chunk's
  * transient only comes with its own backward.  R_k is a variable bounded

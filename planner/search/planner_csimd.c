@@ -5,7 +5,7 @@
  * Problem (Zhou et al., "CSIMD: Cross-Search Algorithm with Improved
  * Multi-dimensional Dichotomy for Micro-Batch-Based Pipeline Parallel
  * Training in DNN", Euro-Par 2024, and its TPDS'25 extension; reconstructed
- * from the abstract and /work/shared/PLANNERS.md).  A pipeline of p stages
+ * from the abstract and docs/planners.md).  A pipeline of p stages
  * runs the B = global_batch / dp samples of one replica as M micro-batches of
  * sizes b_1..b_M (sum B; M is the workload's micro-batch count, the same for
  * the three planners).  Choose the cuts and the sizes that minimise the

@@ -3,7 +3,7 @@
  *
  * Source.  Z. Cai et al., "TensorOpt: Exploring the Tradeoffs in Distributed
  * DNN Training With Auto-Parallelism", IEEE TPDS 33(8), 2022 [rec: from the
- * abstract and PLANNERS.md].  Each operator has configurations, each with a
+ * abstract and docs/planners.md].  Each operator has configurations, each with a
  * cost (time, memory); instead of one optimum, keep per configuration the
  * frontier of non-dominated (time, memory) pairs, combine operators with the
  * Pareto-sum F1 ⊕ F2 = Pareto{(t1 + t2, m1 + m2)} and alternatives with the
@@ -46,7 +46,7 @@
  *     else on the scale-out fabric).
  *   - Stages run concurrently, so they do not Pareto-sum: the iteration is
  *     the 1F1B critical path T = Σ_s S_s + (m − 1)·max_s S_s + tail (Narayanan
- *     et al. SC'21 §2.2; PLANNERS.md, BMPipe's preparation time plus (m−1)τ),
+ *     et al. SC'21 §2.2; docs/planners.md, BMPipe's preparation time plus (m−1)τ),
  *     tail = max_s (DP gradient all-reduce + optimizer step), and memory per
  *     device is max_s M_s.  Both grow with every stage's S_s and M_s, so for
  *     a memory bound μ the fastest choice takes, in every stage, its fastest

@@ -2,7 +2,7 @@
  * planner_merak.c -- Merak's stage-aware recomputation and shifted critical
  * path (Lai et al., "Merak: An Efficient Distributed DNN Training Framework
  * with Automated 3D Parallelism for Giant Foundation Models", TPDS 2023;
- * PLANNERS.md, "Merak").
+ * docs/planners.md, "Merak").
  *
  * Partition.  Merak shards the model into equal stages; we use Megatron's
  * uniform rule (planner_megatron.c): decoder layers split evenly, the

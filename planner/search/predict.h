@@ -3,7 +3,7 @@
  *
  * Megatron, TensorOpt (ft), PipeDream, AdaPipe and Merak all state the same
  * prediction, the 1F1B critical path (Narayanan et al. SC'21 §2.2;
- * PLANNERS.md, BMPipe's preparation time plus (m−1)·τ, τ ≥ F + B + 2c):
+ * docs/planners.md, BMPipe's preparation time plus (m−1)·τ, τ ≥ F + B + 2c):
  *   T   = Σ_s S'_s + (m − 1)·max_s S_s + max_s (AR_s + O_s),
  *   S_s = Σ_{l in s} (F_l + B_l + W_l + TP collectives_l + recompute_l) + 2·c_s,
  * S'_s = S_s, or S_s without its recompute when the plan shifts it (Merak's

@@ -10,6 +10,7 @@
  * file and key, with an exit code from np_exit_code.  The command line is
  * cli_args.c's, output files and standard output cli_output.c's (cli.h).
  */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -189,7 +190,11 @@ static int load_inputs(cli *c, job *j, np_error *err)
         return rc;
     if ((rc = engine_simgrid_init(&c->simgrid_argc, c->simgrid_argv, err)))
         return rc;
-    if ((rc = platform_load(c->platform_path, &j->pf, err)))
+    platform_limits lim;
+    platform_init_limits(&lim);
+    if (c->allow_large)
+        lim.max_elements = INFINITY; /* --allow-large lifts the platform's bound too */
+    if ((rc = platform_load_with(c->platform_path, &lim, &j->pf, err)))
         return rc;
     if ((rc = wl_check_cluster(&j->w, j->pf.num_npus, err)))
         return rc;

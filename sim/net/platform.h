@@ -24,9 +24,24 @@ typedef struct sim_platform {
     sg_host_t *host_of_rank; /* [num_npus] */
 } sim_platform;
 
-/* Checks the file before SimGrid sees it (exists, is a regular file), then
- * loads it with SimGrid's aborts caught (platform_guarded) and checks that
- * every server can reach the others.  Returns 0 or NP_EXIT_INPUT. */
+/* What a platform may cost to build.  SimGrid builds about a million
+ * elements (hosts, switches, links) in 7 s and 1.2 GB on a 2-core machine;
+ * the default bound, PLATFORM_MAX_ELEMENTS, keeps a load near 15 s and
+ * 2 GB.  A 16K-NPU 2-level fat tree is about 41 thousand. */
+#define PLATFORM_MAX_ELEMENTS 2e6
+typedef struct platform_limits {
+    double max_elements; /* INFINITY: no bound (simrun --allow-large) */
+} platform_limits;
+void platform_init_limits(platform_limits *lim); /* the defaults above */
+
+/* Checks the file before SimGrid sees it (a regular file, XML with a
+ * versioned <platform>, within lim), then loads it with SimGrid's aborts
+ * caught (platform_guarded), reads every host and link figure in range and
+ * checks that every server can reach the others.  Returns 0 or
+ * NP_EXIT_INPUT. */
+int platform_load_with(const char *path, const platform_limits *lim, sim_platform *out,
+                       np_error *err);
+/* platform_load_with() with the default limits. */
 int platform_load(const char *path, sim_platform *out, np_error *err);
 void platform_free(sim_platform *p);
 

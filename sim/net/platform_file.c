@@ -1,0 +1,315 @@
+/*
+ * platform_file.c -- the platform file, checked before SimGrid parses it.
+ *
+ * SimGrid aborts on what it cannot parse (platform_trap.c catches that), but
+ * some files it accepts are still wrong for us, or cost more than the
+ * machine has, and are cheaper to refuse from the text:
+ *   - not a regular file (a directory, /dev/zero, a FIFO that would block),
+ *     or over 256 MiB: said as such;
+ *   - a workload JSON given where the platform goes: a hint that the
+ *     platform comes first;
+ *   - a <platform> element without a version: SimGrid would print its
+ *     "BIG FAT WARNING" banner and convert the file, we ask for version 4.x;
+ *   - clusters whose SimGrid platform would be too large to build: every
+ *     <cluster> is sized from its radical (hosts) and, for a FAT_TREE, its
+ *     topo_parameters (switches and links per level, SimGrid's PGFT), and the
+ *     sum is held to platform_limits.max_elements.  SimGrid builds about a
+ *     million elements in 7 s and 1.2 GB here ("2;4,2;1,4;1,1000000", eight
+ *     hosts but eight million links, took 56 s and 10 GB).
+ * The same scan finds the fat tree's taper (the folding check needs it).
+ * The scan reads elements and attributes only outside comments; it is not a
+ * validating XML parser, SimGrid remains that.
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "platform_internal.h"
+
+#define MAX_PLATFORM_FILE_BYTES (256L << 20)
+#define MAX_FAT_TREE_LEVELS 8
+
+void platform_init_limits(platform_limits *lim) { lim->max_elements = PLATFORM_MAX_ELEMENTS; }
+
+/* ------------------------------------------------------------- the text */
+
+/* Reads the whole file (a regular file of at most 256 MiB) into a
+ * NUL-terminated buffer; NULL with the error set. */
+static char *read_platform_text(const char *path, np_error *err)
+{
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) {
+        np_error_set(err, NP_EXIT_INPUT, path, "", 0, "cannot open platform file: %s",
+                     strerror(errno));
+        return NULL;
+    }
+    struct stat st;
+    const char *problem = NULL;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))
+        problem = "not a regular file";
+    else if (st.st_size > MAX_PLATFORM_FILE_BYTES)
+        problem = "larger than 256 MiB";
+    char *text = problem ? NULL : malloc((size_t)st.st_size + 1);
+    size_t n = 0;
+    if (text) {
+        ssize_t got;
+        while (n < (size_t)st.st_size && (got = read(fd, text + n, (size_t)st.st_size - n)) > 0)
+            n += (size_t)got;
+        text[n] = '\0';
+    } else if (!problem) {
+        problem = "out of memory";
+    }
+    close(fd);
+    if (problem)
+        np_error_set(err, NP_EXIT_INPUT, path, "", 0, "cannot read platform file: %s", problem);
+    return text;
+}
+
+/* The next element tag at or after s, skipping comments, <?...?> and
+ * <!DOCTYPE ...>: *tag is set to its '<' and the return value is its end
+ * ('>'), or NULL when there is none (or the tag is not closed). */
+static const char *next_element(const char *s, const char **tag)
+{
+    while ((s = strchr(s, '<')) != NULL) {
+        if (strncmp(s, "<!--", 4) == 0) {
+            const char *end = strstr(s + 4, "-->");
+            if (!end)
+                return NULL;
+            s = end + 3;
+        } else if (s[1] == '?' || s[1] == '!' || s[1] == '/') {
+            s++;
+        } else {
+            *tag = s;
+            return strchr(s, '>');
+        }
+    }
+    return NULL;
+}
+
+/* True when the tag [tag, end) is the element `name`. */
+static int tag_is(const char *tag, const char *end, const char *name)
+{
+    size_t n = strlen(name);
+    return (size_t)(end - tag) > n && strncmp(tag + 1, name, n) == 0 &&
+           (isspace((unsigned char)tag[n + 1]) || tag[n + 1] == '>' || tag[n + 1] == '/');
+}
+
+/* Copies attribute `name` of the tag [tag, end) into buf; 0 when absent. */
+static int tag_attribute(const char *tag, const char *end, const char *name, char *buf, size_t size)
+{
+    size_t n = strlen(name);
+    for (const char *s = tag; s + n + 2 < end; s++) {
+        if (!isspace((unsigned char)s[0]) || strncmp(s + 1, name, n) != 0)
+            continue;
+        const char *q = s + 1 + n;
+        while (isspace((unsigned char)*q))
+            q++;
+        if (*q++ != '=')
+            continue;
+        while (isspace((unsigned char)*q))
+            q++;
+        char quote = *q++;
+        const char *close = (quote == '"' || quote == '\'') ? memchr(q, quote, end - q) : NULL;
+        if (!close)
+            return 0;
+        snprintf(buf, size, "%.*s", (int)(close - q), q);
+        return 1;
+    }
+    return 0;
+}
+
+static int line_of(const char *text, const char *at)
+{
+    int line = 1;
+    for (const char *s = text; s < at; s++)
+        line += *s == '\n';
+    return line;
+}
+
+/* ---------------------------------------------------------- cluster size */
+
+/* "1,2,3" into v[0..]; the count, or -1 on anything but positive integers. */
+static int parse_list(const char *s, double *v, int max, const char **end)
+{
+    int n = 0;
+    while (n < max) {
+        char *e;
+        errno = 0;
+        double x = strtod(s, &e);
+        if (e == s || !(x >= 1) || x != floor(x) || errno == ERANGE)
+            return -1;
+        v[n++] = x;
+        s = e;
+        if (*s != ',')
+            break;
+        s++;
+    }
+    *end = s;
+    return n;
+}
+
+/* A fat tree's "L;m1..mL;w1..wL;p1..pL" (SimGrid's PGFT: a level-i switch
+ * has m_i children over p_i links each, w_i parents at level i): 0 with the
+ * lists filled, or -1. */
+static int parse_fat_tree(const char *t, int *levels, double *m, double *w, double *p)
+{
+    char *e;
+    long l = strtol(t, &e, 10);
+    const char *s = e;
+    if (e == t || l < 1 || l > MAX_FAT_TREE_LEVELS || *s != ';' ||
+        parse_list(s + 1, m, MAX_FAT_TREE_LEVELS, &s) != l || *s != ';' ||
+        parse_list(s + 1, w, MAX_FAT_TREE_LEVELS, &s) != l || *s != ';' ||
+        parse_list(s + 1, p, MAX_FAT_TREE_LEVELS, &s) != l)
+        return -1;
+    *levels = (int)l;
+    return 0;
+}
+
+/* Hosts, switches and links of a fat tree: Π m_i hosts; at level k,
+ * Π_{i>k} m_i · Π_{i≤k} w_i switches, each node of level k−1 with w_k·p_k
+ * links up. */
+static double fat_tree_elements(int levels, const double *m, const double *w, const double *p)
+{
+    double below = 1, total = 0;
+    for (int i = 0; i < levels; i++)
+        below *= m[i];
+    total = below; /* the hosts */
+    double nodes = below;
+    for (int k = 0; k < levels; k++) {
+        total += nodes * w[k] * p[k]; /* links from level k up */
+        nodes = nodes / m[k] * w[k];  /* switches of level k + 1 */
+        total += nodes;
+    }
+    return total;
+}
+
+/* The smallest (w_{i+1}·p_{i+1}) / (m_i·p_i) over the levels below the top. */
+static double fat_tree_taper(int levels, const double *m, const double *w, const double *p)
+{
+    double taper = 1.0;
+    for (int i = 0; i + 1 < levels; i++)
+        taper = fmin(taper, w[i + 1] * p[i + 1] / (m[i] * p[i]));
+    return taper;
+}
+
+/* Hosts of a radical "0-16383" or "0-3,8,10-11"; -1 when unreadable. */
+static double radical_hosts(const char *r)
+{
+    double hosts = 0;
+    while (*r) {
+        char *e;
+        double a = strtod(r, &e), b = a;
+        if (e == r)
+            return -1;
+        r = e;
+        if (*r == '-') {
+            b = strtod(r + 1, &e);
+            if (e == r + 1)
+                return -1;
+            r = e;
+        }
+        hosts += fabs(b - a) + 1;
+        if (*r == ',')
+            r++;
+        else if (*r)
+            return -1;
+    }
+    return hosts;
+}
+
+/* Size of one <cluster>: hosts plus their private links (the fat tree's
+ * when it is one).  The taper of a FAT_TREE goes to *taper. */
+static int cluster_size(const char *path, const char *text, const char *tag, const char *end,
+                        double *elements, double *taper, np_error *err)
+{
+    char topology[32] = "", params[256] = "", radical[256] = "";
+    tag_attribute(tag, end, "topology", topology, sizeof topology);
+    tag_attribute(tag, end, "radical", radical, sizeof radical);
+    if (strcmp(topology, "FAT_TREE") == 0 &&
+        tag_attribute(tag, end, "topo_parameters", params, sizeof params)) {
+        int levels;
+        double m[MAX_FAT_TREE_LEVELS], w[MAX_FAT_TREE_LEVELS], p[MAX_FAT_TREE_LEVELS];
+        if (parse_fat_tree(params, &levels, m, w, p))
+            return np_error_set(err, NP_EXIT_INPUT, path, "topo_parameters", line_of(text, tag),
+                                "expected \"L;m1,..,mL;w1,..,wL;p1,..,pL\" with L from 1 to %d "
+                                "and positive integers, got \"%s\"",
+                                MAX_FAT_TREE_LEVELS, params);
+        *elements += fat_tree_elements(levels, m, w, p);
+        *taper = fmin(*taper, fat_tree_taper(levels, m, w, p));
+        return 0;
+    }
+    double hosts = radical[0] ? radical_hosts(radical) : 0;
+    if (hosts > 0)
+        *elements += 3 * hosts; /* a host, its private link up and down */
+    return 0;
+}
+
+/* ------------------------------------------------------------------ check */
+
+int platform_precheck(const char *path, const platform_limits *lim, double *taper, np_error *err)
+{
+    *taper = 1.0;
+    char *text = read_platform_text(path, err);
+    if (!text)
+        return err ? err->code : NP_EXIT_INPUT;
+    int rc = 0;
+    const char *first = text;
+    while (isspace((unsigned char)*first))
+        first++;
+    const char *tag = NULL, *end = next_element(text, &tag);
+    if (*first == '{' || *first == '[')
+        rc = np_error_set(err, NP_EXIT_INPUT, path, "", 0,
+                          "this looks like a workload JSON file, not a platform XML: the "
+                          "platform comes first (simrun PLATFORM.xml WORKLOAD.json)");
+    else if (!end)
+        rc = np_error_set(err, NP_EXIT_INPUT, path, "", 0,
+                          "no <platform> element: the file is empty or cut short");
+    else if (!tag_is(tag, end, "platform"))
+        rc = np_error_set(err, NP_EXIT_INPUT, path, "", line_of(text, tag),
+                          "expected a SimGrid platform: the first element must be <platform "
+                          "version=\"4.1\">");
+    char version[32] = "";
+    if (!rc && !tag_attribute(tag, end, "version", version, sizeof version))
+        rc = np_error_set(err, NP_EXIT_INPUT, path, "version", line_of(text, tag),
+                          "the <platform> element has no version: expected version=\"4.1\"");
+    else if (!rc && (atof(version) < 4 || atof(version) >= 5))
+        rc =
+            np_error_set(err, NP_EXIT_INPUT, path, "version", line_of(text, tag),
+                         "expected a platform of version 4 (version=\"4.1\"), got \"%s\"", version);
+    double elements = 0;
+    while (!rc && (end = next_element(end, &tag)) != NULL) {
+        if (!tag_is(tag, end, "cluster"))
+            continue;
+        rc = cluster_size(path, text, tag, end, &elements, taper, err);
+        if (!rc && elements > lim->max_elements)
+            rc = np_error_set(err, NP_EXIT_INPUT, path, "topo_parameters", line_of(text, tag),
+                              "the platform has at least %.3g hosts, switches and links, over "
+                              "the limit of %.3g that SimGrid builds in about 15 s and 2 GB "
+                              "here (--allow-large loads it anyway)",
+                              elements, lim->max_elements);
+    }
+    free(text);
+    return rc;
+}
+
+int platform_prop_line(const char *path, const char *name)
+{
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return 0;
+    char needle[160], line[4096];
+    snprintf(needle, sizeof needle, "\"%s\"", name);
+    int number = 0, found = 0;
+    while (!found && fgets(line, sizeof line, f)) {
+        number++;
+        found = strstr(line, needle) && strstr(line, "prop");
+    }
+    fclose(f);
+    return found ? number : 0;
+}

@@ -1,0 +1,290 @@
+/*
+ * platform_props.c -- the loaded hosts and links read as an NPU cluster.
+ *
+ * Every property of cluster.h is read on rank 0 and must be a finite number
+ * in its range: bandwidths and capacities above 0, latencies and
+ * kernel_launch_s from 0 (the "free communication" test platforms say 0),
+ * matmul_efficiency in (0, 1], each below a ceiling far above any device
+ * (docs/platform-format.md lists them), so that every duration the model
+ * derives stays finite.  Every host must have the same speed and the same
+ * property text as rank 0 (cluster.h: all NPUs are identical); every link's
+ * bandwidth and latency must be in range too.  The scale-out figures are the
+ * SimGrid route from rank 0 to rank npus_per_node (the first NPU of the next
+ * node), after checking that every server reaches the others.
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <simgrid/host.h>
+#include <simgrid/link.h>
+#include <xbt/dynar.h>
+
+#include "platform_internal.h"
+
+typedef enum { PROP_POSITIVE, PROP_NON_NEGATIVE, PROP_FRACTION, PROP_COUNT } prop_range;
+
+/* Each property has a floor (the range's kind) and a ceiling far above any
+ * device, so that every time the model derives from it stays finite (a
+ * latency of 1e308 s once reached SimGrid as an infinite duration).
+ * Bandwidths reach 1e30 B/s: the "free communication" test platforms. */
+typedef struct prop_spec {
+    const char *name;
+    prop_range range;
+    double max;
+    const char *unit;
+    size_t offset; /* of the double in cl_cluster; npus_per_node is handled apart */
+} prop_spec;
+
+#define CLUSTER_FIELD(f) offsetof(cl_cluster, f)
+static const prop_spec platform_props[] = {
+    {"hbm_bytes", PROP_POSITIVE, 1e15, "bytes", CLUSTER_FIELD(hbm_bytes)},
+    {"hbm_bandwidth_Bps", PROP_POSITIVE, 1e30, "B/s", CLUSTER_FIELD(hbm_bandwidth_Bps)},
+    {"npus_per_node", PROP_COUNT, 1e6, "NPUs", 0},
+    {"scaleup_bandwidth_Bps", PROP_POSITIVE, 1e30, "B/s", CLUSTER_FIELD(scaleup_bandwidth_Bps)},
+    {"scaleup_latency_s", PROP_NON_NEGATIVE, 1.0, "s", CLUSTER_FIELD(scaleup_latency_s)},
+    {"matmul_efficiency", PROP_FRACTION, 1.0, "", CLUSTER_FIELD(matmul_efficiency)},
+    {"kernel_launch_s", PROP_NON_NEGATIVE, 1.0, "s", CLUSTER_FIELD(kernel_launch_s)},
+};
+
+/* Floors of the figures every time divides by (B/s, FLOP/s), ceilings of
+ * speed and of a link's latency. */
+#define MIN_BANDWIDTH_BPS 1e3
+#define MAX_BANDWIDTH_BPS 1e30
+#define MIN_SPEED_FLOPS 1e6
+#define MAX_SPEED_FLOPS 1e21
+#define MAX_LATENCY_S 1.0
+#define NUM_PLATFORM_PROPS ((int)(sizeof platform_props / sizeof platform_props[0]))
+
+/* "a positive number of at most 1e+15 bytes", for the error message. */
+static void prop_expectation(const prop_spec *spec, char *buf, size_t size)
+{
+    const char *unit = spec->unit[0] ? " " : "";
+    switch (spec->range) {
+    case PROP_POSITIVE:
+        snprintf(buf, size, "a positive number of at most %g%s%s", spec->max, unit, spec->unit);
+        return;
+    case PROP_NON_NEGATIVE:
+        snprintf(buf, size, "a number from 0 to %g%s%s", spec->max, unit, spec->unit);
+        return;
+    case PROP_FRACTION:
+        snprintf(buf, size, "a number in (0, 1]");
+        return;
+    case PROP_COUNT:
+        snprintf(buf, size, "a positive integer of at most %g", spec->max);
+        return;
+    }
+}
+
+static int prop_in_range(double v, const prop_spec *spec)
+{
+    if (v > spec->max)
+        return 0;
+    switch (spec->range) {
+    case PROP_POSITIVE:
+        return v > 0;
+    case PROP_NON_NEGATIVE:
+        return v >= 0;
+    case PROP_FRACTION:
+        return v > 0;
+    case PROP_COUNT:
+        return v >= 1 && v == floor(v);
+    }
+    return 0;
+}
+
+static int platform_read_prop(const char *path, sg_host_t host, const prop_spec *spec,
+                              double *value, np_error *err)
+{
+    const char *text = sg_host_get_property_value(host, spec->name);
+    if (!text)
+        return np_error_set(err, NP_EXIT_INPUT, path, spec->name, 0,
+                            "missing: host '%s' has no such property (expected <prop id=\"%s\" "
+                            "value=\"...\"/> inside its <cluster>)",
+                            sg_host_get_name(host), spec->name);
+    char *end;
+    errno = 0;
+    double v = strtod(text, &end);
+    while (isspace((unsigned char)*end))
+        end++;
+    if (end == text || *end || errno == ERANGE || !isfinite(v) || !prop_in_range(v, spec)) {
+        char expected[96];
+        prop_expectation(spec, expected, sizeof expected);
+        return np_error_set(err, NP_EXIT_INPUT, path, spec->name,
+                            platform_prop_line(path, spec->name), "expected %s, got \"%s\"",
+                            expected, text);
+    }
+    *value = v;
+    return 0;
+}
+
+static int platform_read_props(const char *path, sg_host_t host, cl_cluster *c, np_error *err)
+{
+    for (int i = 0; i < NUM_PLATFORM_PROPS; i++) {
+        const prop_spec *spec = &platform_props[i];
+        double v = 0;
+        int rc = platform_read_prop(path, host, spec, &v, err);
+        if (rc)
+            return rc;
+        if (spec->range == PROP_COUNT)
+            c->npus_per_node = (int)v;
+        else
+            *(double *)((char *)c + spec->offset) = v;
+    }
+    return 0;
+}
+
+/* cluster.h: all NPUs are identical.  Same speed, same property text. */
+static int platform_check_uniform(const char *path, const sim_platform *p, np_error *err)
+{
+    sg_host_t first = p->host_of_rank[0];
+    double speed = sg_host_get_speed(first);
+    for (int r = 1; r < p->num_npus; r++) {
+        sg_host_t h = p->host_of_rank[r];
+        if (sg_host_get_speed(h) != speed)
+            return np_error_set(err, NP_EXIT_INPUT, path, "speed", 0,
+                                "host '%s' has speed %g FLOP/s, host '%s' (rank 0) %g: "
+                                "all NPUs must be identical",
+                                sg_host_get_name(h), sg_host_get_speed(h), sg_host_get_name(first),
+                                speed);
+        for (int i = 0; i < NUM_PLATFORM_PROPS; i++) {
+            const char *name = platform_props[i].name;
+            const char *a = sg_host_get_property_value(first, name);
+            const char *b = sg_host_get_property_value(h, name);
+            if (!b || strcmp(a, b) != 0)
+                return np_error_set(err, NP_EXIT_INPUT, path, name, 0,
+                                    "host '%s' has %s%s%s, host '%s' (rank 0) \"%s\": "
+                                    "all NPUs must be identical",
+                                    sg_host_get_name(h), b ? "\"" : "no value", b ? b : "",
+                                    b ? "\"" : "", sg_host_get_name(first), a);
+        }
+    }
+    return 0;
+}
+
+/* Every server must be reachable: routes from NPU 0 to the first NPU of
+ * every other server, and back, have links (a routing zone without them
+ * would crash SimGrid in a route query or stop it mid-run).  Looked up under
+ * the abort trap, at about a microsecond each. */
+typedef struct route_probe {
+    sim_platform *p;
+    int missing_from, missing_to; /* ranks of the first pair without links, or -1 */
+    int probing_from, probing_to; /* the pair being looked up */
+} route_probe;
+
+static void probe_routes(void *ctx)
+{
+    route_probe *r = ctx;
+    const sim_platform *p = r->p;
+    int per_node = p->cluster.npus_per_node;
+    xbt_dynar_t links = xbt_dynar_new(sizeof(sg_link_t), NULL);
+    for (int n = per_node; n < p->num_npus && r->missing_from < 0; n += per_node) {
+        for (int dir = 0; dir < 2 && r->missing_from < 0; dir++) {
+            int from = dir ? n : 0, to = dir ? 0 : n;
+            r->probing_from = from; /* survives an abort inside the query */
+            r->probing_to = to;
+            xbt_dynar_reset(links);
+            sg_host_get_route(p->host_of_rank[from], p->host_of_rank[to], links);
+            if (xbt_dynar_is_empty(links)) {
+                r->missing_from = from;
+                r->missing_to = to;
+            }
+        }
+    }
+    xbt_dynar_free(&links);
+}
+
+static int platform_check_routes(const char *path, sim_platform *p, np_error *err)
+{
+    route_probe r = {p, -1, -1, -1, -1};
+    char message[1024] = "";
+    if (platform_guarded(probe_routes, &r, message, sizeof message)) {
+        r.missing_from = r.probing_from; /* SimGrid failed on this route */
+        r.missing_to = r.probing_to;
+    }
+    if (r.missing_from >= 0)
+        return np_error_set(err, NP_EXIT_INPUT, path, "", 0,
+                            "no network route from '%s' to '%s': every server must reach the "
+                            "others",
+                            sg_host_get_name(p->host_of_rank[r.missing_from]),
+                            sg_host_get_name(p->host_of_rank[r.missing_to]));
+    return 0;
+}
+
+/* Scale-out figures: the route from rank 0 to the first NPU of node 1. */
+static int platform_read_scaleout(const char *path, sim_platform *p, np_error *err)
+{
+    cl_cluster *c = &p->cluster;
+    if (p->num_npus <= c->npus_per_node) {
+        c->scaleout_bandwidth_Bps = c->scaleup_bandwidth_Bps;
+        c->scaleout_latency_s = c->scaleup_latency_s;
+        return 0;
+    }
+    int rc = platform_check_routes(path, p, err);
+    if (rc)
+        return rc;
+    sg_host_t a = p->host_of_rank[0], b = p->host_of_rank[c->npus_per_node];
+    c->scaleout_bandwidth_Bps = sg_host_get_route_bandwidth(a, b);
+    c->scaleout_latency_s = sg_host_get_route_latency(a, b);
+    if (!(c->scaleout_bandwidth_Bps > 0) || !isfinite(c->scaleout_bandwidth_Bps) ||
+        !(c->scaleout_latency_s >= 0))
+        return np_error_set(err, NP_EXIT_INPUT, path, "", 0,
+                            "no usable network route between '%s' and '%s' "
+                            "(bandwidth %g B/s, latency %g s)",
+                            sg_host_get_name(a), sg_host_get_name(b), c->scaleout_bandwidth_Bps,
+                            c->scaleout_latency_s);
+    return 0;
+}
+
+/* Every link of the platform: bandwidth in [1e3, 1e30] B/s, latency in
+ * [0, 1] s, both finite.  A bandwidth of 1e-300 or a latency of inf once
+ * made the engine report a deadlock, or SimGrid abort on an infinite
+ * duration, naming no key.  About 25K links at 16K NPUs: a millisecond. */
+static int platform_check_links(const char *path, np_error *err)
+{
+    size_t count = sg_link_count();
+    sg_link_t *links = sg_link_list();
+    int rc = 0;
+    for (size_t i = 0; i < count && !rc; i++) {
+        double bw = sg_link_get_bandwidth(links[i]), lat = sg_link_get_latency(links[i]);
+        if (!(bw >= MIN_BANDWIDTH_BPS && bw <= MAX_BANDWIDTH_BPS))
+            rc = np_error_set(err, NP_EXIT_INPUT, path, "bw", 0,
+                              "link '%s' has bandwidth %g B/s: expected %g to %g B/s",
+                              sg_link_get_name(links[i]), bw, MIN_BANDWIDTH_BPS, MAX_BANDWIDTH_BPS);
+        else if (!(lat >= 0 && lat <= MAX_LATENCY_S))
+            rc = np_error_set(err, NP_EXIT_INPUT, path, "lat", 0,
+                              "link '%s' has latency %g s: expected 0 to %g s",
+                              sg_link_get_name(links[i]), lat, MAX_LATENCY_S);
+    }
+    free(links);
+    return rc;
+}
+
+int platform_read_cluster(const char *path, sim_platform *p, np_error *err)
+{
+    cl_cluster *c = &p->cluster;
+    snprintf(c->name, sizeof c->name, "%s", path);
+    c->num_npus = p->num_npus;
+    c->peak_flops = sg_host_get_speed(p->host_of_rank[0]);
+    if (!(c->peak_flops >= MIN_SPEED_FLOPS && c->peak_flops <= MAX_SPEED_FLOPS))
+        return np_error_set(err, NP_EXIT_INPUT, path, "speed", 0,
+                            "host '%s' has speed %g: expected the peak FLOP/s, from %g to %g",
+                            sg_host_get_name(p->host_of_rank[0]), c->peak_flops, MIN_SPEED_FLOPS,
+                            MAX_SPEED_FLOPS);
+    int rc = platform_read_props(path, p->host_of_rank[0], c, err);
+    if (!rc)
+        rc = platform_check_links(path, err);
+    if (!rc)
+        rc = platform_check_uniform(path, p, err);
+    if (!rc && p->num_npus % c->npus_per_node)
+        rc = np_error_set(err, NP_EXIT_INPUT, path, "npus_per_node",
+                          platform_prop_line(path, "npus_per_node"),
+                          "%d NPUs do not fill whole nodes of %d", p->num_npus, c->npus_per_node);
+    if (!rc)
+        rc = platform_read_scaleout(path, p, err);
+    return rc;
+}
