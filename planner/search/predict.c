@@ -37,6 +37,17 @@ double predict_boundary_s(const cm_model *cm, const cl_cluster *c, const plan *p
                        predict_boundary_same_node(c, pl->tensor_parallel, pl->data_parallel, s));
 }
 
+double predict_stage_comm_s(const cm_model *cm, const cl_cluster *c, const plan *pl, int s,
+                            predict_sends sends)
+{
+    double gathers = 0.0;
+    if (s > 0)
+        gathers += cm->layers[pl->chunk_start[s] - 1].recv_gather_s;
+    if (s < pl->num_stages - 1)
+        gathers += cm->layers[pl->chunk_start[s + 1] - 1].recv_gather_s;
+    return 2.0 * predict_boundary_s(cm, c, pl, s, sends) + gathers;
+}
+
 double predict_layer_s(const cm_model *cm, const plan *pl, int l, bool skip_recompute)
 {
     const cm_layer *ly = &cm->layers[l];
@@ -79,7 +90,7 @@ double predict_1f1b_iteration_s(const cm_model *cm, const cl_cluster *c, const p
     bool shifted = pl->merak_shifted_recompute;
     double sum = 0.0, max = 0.0, tail = 0.0;
     for (int s = 0; s < pl->num_stages; s++) {
-        double stage_s = 2.0 * predict_boundary_s(cm, c, pl, s, sends);
+        double stage_s = predict_stage_comm_s(cm, c, pl, s, sends);
         double ends_s = stage_s; /* what the warm-up and cool-down pay */
         for (int l = pl->chunk_start[s]; l < pl->chunk_start[s + 1]; l++) {
             stage_s += predict_layer_s(cm, pl, l, false);
