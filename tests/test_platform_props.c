@@ -85,6 +85,20 @@ static void test_absent_properties_take_their_defaults(void)
     CU_ASSERT_EQUAL(r.cluster.collective_bus_efficiency, 1.0);
 }
 
+/* dgx_a100_128.xml carries the A100 preset's cited figures
+ * (platforms/gen_platform.py): FlashAttention-2 73%, Megatron's
+ * bias-dropout-add fusion, NCCL rings at 80% of NVLink. */
+static void test_a100_preset_carries_its_cited_figures(void)
+{
+    props_result r;
+    load(test_path("platforms/dgx_a100_128.xml"), &r);
+    CU_ASSERT_EQUAL_FATAL(r.rc, 0);
+    CU_ASSERT_EQUAL(r.cluster.gemm_table_points, 0);
+    CU_ASSERT_EQUAL(r.cluster.attention_efficiency, 0.73);
+    CU_ASSERT_EQUAL(r.cluster.elementwise_fusion, 1);
+    CU_ASSERT_EQUAL(r.cluster.collective_bus_efficiency, 0.8);
+}
+
 /* Without its optional lines the A100 platform reads as before: the same
  * required figures, the defaults, and a cost model identical to a cluster
  * where the optional fields were never set. */
@@ -176,6 +190,7 @@ void register_platform_props_tests(void)
     TEST_SUITE(
         "platform_props",
         {"absent properties take their defaults", test_absent_properties_take_their_defaults},
+        {"A100 preset carries its cited figures", test_a100_preset_carries_its_cited_figures},
         {"shipped platform without them reads as before",
          test_shipped_platform_without_them_reads_as_before},
         {"given properties are read", test_given_properties_are_read},
