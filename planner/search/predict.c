@@ -62,6 +62,9 @@ double predict_dp_allreduce_s(const cl_cluster *c, int tp, int dp, double grad_b
     if (!c || dp <= 1)
         return 0.0;
     cl_cluster dp_view = *c; /* replicas of one TP rank sharing a server */
+    /* The engine runs data-parallel collectives as flows and scale-up
+     * transfers at the link bandwidth (sim/net): no bus efficiency here. */
+    dp_view.collective_bus_efficiency = 1.0;
     if (c->npus_per_node > 0) {
         int t = tp > 0 ? tp : 1;
         dp_view.npus_per_node = c->npus_per_node / t > 0 ? c->npus_per_node / t : 1;
