@@ -17,7 +17,8 @@
  * All quantities are per NPU (one TP rank) and per micro-batch of
  * cm_model.micro_batch_size samples.  Times follow the roofline
  *   t = max(FLOPs / (peak · efficiency), bytes / HBM bandwidth) + launch
- * per operator; matmuls use the cluster's matmul efficiency.  Sources of each
+ * per operator; matmuls use the cluster's matmul efficiency (or its
+ * efficiency by GEMM shape), FlashAttention its attention efficiency.  Sources of each
  * formula are cited in costmodel.c and the costmodel_*.c files beside it
  * (costmodel_internal.h lists them).
  */
@@ -61,6 +62,10 @@ typedef struct cm_layer {
     double grad_bytes;    /* gradient bytes reduced over data parallelism per NPU */
     double forward_flops; /* model FLOPs of the forward pass on one NPU (for MFU) */
     double output_bytes;  /* tensor sent to the next stage by one TP rank */
+    /* Time the receiving stage spends all-gathering this output (or its
+     * gradient) over its TP group: Megatron's scatter/gather p2p without SP,
+     * where each rank sends 1/t of it; 0 otherwise. */
+    double recv_gather_s;
     int num_units;
     cm_unit units[CM_MAX_UNITS];
 } cm_layer;
@@ -122,8 +127,23 @@ double cm_roofline_s(const cl_cluster *c, double flops, double bytes, double eff
 /* Ring all-reduce of `bytes` over `ranks` NPUs: 2(N−1)(α + S/(N·B)) on the
  * scale-up fabric (scale-out when the group is wider than a node). */
 double cm_ring_allreduce_s(const cl_cluster *c, int ranks, double bytes);
-/* Ring all-gather or reduce-scatter of a `bytes` tensor: half an all-reduce. */
+/* Ring all-gather or reduce-scatter of a `bytes` tensor: half an all-reduce.
+ * On the scale-up fabric B is the link bandwidth times the platform's
+ * collective_bus_efficiency (1 when not given). */
 double cm_ring_allgather_s(const cl_cluster *c, int ranks, double bytes);
+/* One crossing of layer ly's output to the next stage, as the planners price
+ * a cut: the p2p send of output_bytes plus the receiver's all-gather
+ * (recv_gather_s, scatter/gather p2p). */
+double cm_boundary_s(const cl_cluster *c, const cm_layer *ly, int same_node);
+/* Efficiencies (costmodel_efficiency.c), each the platform's optional
+ * property or its default (cluster.h): a GEMM [m×k]·[k×n] by its smallest
+ * dimension (gemm_efficiency_table, else matmul_efficiency); the table alone
+ * at a smallest dimension; the fused attention kernel; the bus efficiency
+ * of ring collectives on the scale-up fabric. */
+double cm_gemm_efficiency(const cl_cluster *c, double m, double k, double n);
+double cm_gemm_table_efficiency(const cl_cluster *c, double min_dim);
+double cm_attention_efficiency(const cl_cluster *c);
+double cm_bus_efficiency(const cl_cluster *c);
 /* Weights + gradients + optimizer state per parameter (Megatron-LM's
  * distributed-optimizer table: bf16 18 or 6 + 12/dp, fp16 20 or 4 + 16/dp,
  * fp32 16 or 8 + 8/dp). */

@@ -9,6 +9,10 @@
  *   costmodel_transformer.c  the Transformer: embedding, decoder layer (GEMM
  *                            and attention FLOPs and bytes, recomputable
  *                            units, Korthikanti activations), LM head
+ *   costmodel_attention.c    the attention core: unfused (scores, softmax,
+ *                            dropout, AV) or FlashAttention-2
+ *   costmodel_efficiency.c   GEMM efficiency by shape, the attention
+ *                            kernel's, the collective bus efficiency
  *   costmodel_layers.c       layer-by-layer models (workload model.layers):
  *                            per-sample specs and profiled time tables t(b)
  * A new kind of layer (an MoE block, FlashAttention, context parallelism)
@@ -38,8 +42,13 @@ typedef struct shape {
     double D;     /* activation / weight bytes */
     int t, pp, dp, ep;
     bool sp, swiglu;
-    double mlp_width;   /* columns of FC1 per token: f, 2f with SwiGLU */
-    double norm_params; /* per norm: h (RMSNorm) or 2h (LayerNorm) */
+    double mlp_width;       /* columns of FC1 per token: f, 2f with SwiGLU */
+    double norm_params;     /* per norm: h (RMSNorm) or 2h (LayerNorm) */
+    bool flash;             /* fused attention (FlashAttention-2) */
+    bool attention_dropout; /* dropout probability > 0 on the attention probabilities */
+    bool hidden_dropout;    /* dropout probability > 0 after the projection and FC2 */
+    bool fused_elementwise; /* the platform's elementwise_fusion */
+    bool scatter_gather;    /* scatter/gather p2p applies: asked for, no SP, t > 1 */
     double state_bpp, grad_bpp, expert_state_bpp;
 } shape;
 
@@ -58,6 +67,24 @@ double cm_memop_s(const shape *x, double bytes);
 void cm_set_state(cm_layer *ly, const shape *x, double dense_params, double expert_params);
 /* Appends a recomputable unit to the layer. */
 void cm_add_unit(cm_layer *ly, const char *name, double forward_s, double bytes);
+
+/* ---- the attention core (costmodel_attention.c) ------------------------- */
+
+/* Scores, softmax, attention dropout and AV of one decoder layer on one rank
+ * (unfused), or the FlashAttention kernel that does them all. */
+typedef struct cm_attention {
+    /* Forward parts (FlashAttention: the kernel in scores_s, the rest 0) and
+     * their sum. */
+    double scores_s, softmax_s, dropout_s, av_s, forward_s;
+    /* Input-gradient parts (no weights); FlashAttention: grad_scores_s. */
+    double grad_scores_s, grad_av_s, grad_softmax_s, grad_dropout_s;
+    double output_s;   /* re-creating the core's output alone (the proj_input unit) */
+    double kept_bytes; /* what the core keeps for its backward (the core_attention unit) */
+    bool selective;    /* selective recompute drops kept_bytes; false with FlashAttention */
+} cm_attention;
+void cm_attention_core(const shape *x, cm_attention *out);
+/* FlashAttention's kept softmax statistics, b·(a/t)·s rows of 2 fp32 values. */
+double cm_flash_statistics_bytes(const shape *x);
 
 /* ---- Transformer layers (costmodel_transformer.c) ------------------------ */
 

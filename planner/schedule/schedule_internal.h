@@ -23,6 +23,11 @@ typedef struct sched_chunk {
     double transient_bytes;  /* largest per-layer recompute working set */
     double static_bytes, grad_bytes;
     double output_bytes;
+    /* Scatter/gather p2p (cm_layer.recv_gather_s): the TP all-gather of the
+     * activation this chunk receives before its forward, and of the
+     * gradient it receives before its backward; 0 where nothing is
+     * received (first chunk, last chunk, a single stage). */
+    double input_gather_s, grad_gather_s;
 } sched_chunk;
 
 typedef int (*sched_generator)(sched_stage *st, const plan *pl, const cm_model *cm, int stage);

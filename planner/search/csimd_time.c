@@ -12,7 +12,10 @@
  * cost model at every integer b, so we tabulate instead of fitting.  The
  * boundary tensor of stage k costs C_k(b) = cl_p2p_time(output bytes at b),
  * on the scale-up fabric when every replica's two stages share a server
- * (Megatron's tp-dp-pp rank order, as the engine places them).  The paper's
+ * (Megatron's tp-dp-pp rank order, as the engine places them).  The TP
+ * all-gather a receiver runs under scatter/gather p2p (cm_layer.recv_gather_s)
+ * is not in C_k: CSIMD plans GPipe on models whose stages rarely use TP
+ * without SP, and the simulation charges it anyway.  The paper's
  * recurrence, micro-batch j on stage k,
  *   E[k][j] = max(E[k-1][j] + C_{k-1}(b_j), E[k][j-1]) + F_k(b_j),
  * treats a transfer as a delay.  Our engine's sends block the sender until

@@ -17,8 +17,9 @@
  *   Y[l+1,k+1] ≥ Y[l,k]             no chunk is skipped: none is empty
  *   F_k + B_k = Σ q·(cm_forward_total_s + cm_backward_total_s(r))
  *               (TP collectives included; B counts b + w + recompute ρ^r)
- *   c_k = Σ_l (Y[l,k] − Y[l+1,k])·send_l, send_l = cl_p2p_time(output bytes
- *         of layer l, scale-out): the boundary tensor leaving chunk k
+ *   c_k = Σ_l (Y[l,k] − Y[l+1,k])·send_l, send_l = cm_boundary_s(layer l,
+ *         scale-out): the boundary tensor leaving chunk k (its send, plus
+ *         the receiver's TP all-gather under scatter/gather p2p)
  *   memory of stage s, one row per held vector H (below):
  *     Σ_{k of s} Σ q·(P_l + H_k·a_l^r) + R_k(H) ≤ M − workspace
  *   R_k ≥ Σ_r t_l^r·q[l,k,r] for every layer l of chunk k

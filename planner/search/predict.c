@@ -37,6 +37,17 @@ double predict_boundary_s(const cm_model *cm, const cl_cluster *c, const plan *p
                        predict_boundary_same_node(c, pl->tensor_parallel, pl->data_parallel, s));
 }
 
+double predict_stage_comm_s(const cm_model *cm, const cl_cluster *c, const plan *pl, int s,
+                            predict_sends sends)
+{
+    double gathers = 0.0;
+    if (s > 0)
+        gathers += cm->layers[pl->chunk_start[s] - 1].recv_gather_s;
+    if (s < pl->num_stages - 1)
+        gathers += cm->layers[pl->chunk_start[s + 1] - 1].recv_gather_s;
+    return 2.0 * predict_boundary_s(cm, c, pl, s, sends) + gathers;
+}
+
 double predict_layer_s(const cm_model *cm, const plan *pl, int l, bool skip_recompute)
 {
     const cm_layer *ly = &cm->layers[l];
@@ -51,6 +62,9 @@ double predict_dp_allreduce_s(const cl_cluster *c, int tp, int dp, double grad_b
     if (!c || dp <= 1)
         return 0.0;
     cl_cluster dp_view = *c; /* replicas of one TP rank sharing a server */
+    /* The engine runs data-parallel collectives as flows and scale-up
+     * transfers at the link bandwidth (sim/net): no bus efficiency here. */
+    dp_view.collective_bus_efficiency = 1.0;
     if (c->npus_per_node > 0) {
         int t = tp > 0 ? tp : 1;
         dp_view.npus_per_node = c->npus_per_node / t > 0 ? c->npus_per_node / t : 1;
@@ -79,7 +93,7 @@ double predict_1f1b_iteration_s(const cm_model *cm, const cl_cluster *c, const p
     bool shifted = pl->merak_shifted_recompute;
     double sum = 0.0, max = 0.0, tail = 0.0;
     for (int s = 0; s < pl->num_stages; s++) {
-        double stage_s = 2.0 * predict_boundary_s(cm, c, pl, s, sends);
+        double stage_s = predict_stage_comm_s(cm, c, pl, s, sends);
         double ends_s = stage_s; /* what the warm-up and cool-down pay */
         for (int l = pl->chunk_start[s]; l < pl->chunk_start[s + 1]; l++) {
             stage_s += predict_layer_s(cm, pl, l, false);

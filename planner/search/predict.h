@@ -5,10 +5,13 @@
  * prediction, the 1F1B critical path (Narayanan et al. SC'21 §2.2;
  * docs/planners.md, BMPipe's preparation time plus (m−1)·τ, τ ≥ F + B + 2c):
  *   T   = Σ_s S'_s + (m − 1)·max_s S_s + max_s (AR_s + O_s),
- *   S_s = Σ_{l in s} (F_l + B_l + W_l + TP collectives_l + recompute_l) + 2·c_s,
+ *   S_s = Σ_{l in s} (F_l + B_l + W_l + TP collectives_l + recompute_l) + 2·c_s + g_s,
  * S'_s = S_s, or S_s without its recompute when the plan shifts it (Merak's
  * shifted critical path: the warm-up and cool-down micro-batches skip it),
  * c_s the send of stage s's output to stage s + 1 (none after the last),
+ * g_s the TP all-gathers stage s runs on what it receives when boundary
+ * tensors are scattered (scatter/gather p2p without SP: the activation from
+ * s − 1 and the gradient from s + 1, cm_layer.recv_gather_s; 0 otherwise),
  * AR_s the ring all-reduce of the stage's gradients over the d data-parallel
  * replicas and O_s its optimizer step.  Recompute is what
  * plan_layer_recompute() charges, per layer or per unit (AdaPipe).
@@ -49,6 +52,11 @@ bool predict_boundary_same_node(const cl_cluster *c, int tp, int dp, int s);
  * and without a cluster. */
 double predict_boundary_s(const cm_model *cm, const cl_cluster *c, const plan *pl, int s,
                           predict_sends sends);
+
+/* 2·c_s + g_s: stage s's two boundary sends and the all-gathers of what it
+ * receives (one-chunk plans). */
+double predict_stage_comm_s(const cm_model *cm, const cl_cluster *c, const plan *pl, int s,
+                            predict_sends sends);
 
 /* F + B + W + TP collectives of layer l, plus the recompute the plan asks of
  * it unless skip_recompute. */
