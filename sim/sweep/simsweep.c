@@ -61,6 +61,7 @@ typedef struct args {
     const char *sweep_file;
     const char **files; /* --merge's fragments */
     int num_files;
+    const char **positional; /* free() it */
 } args;
 
 static int usage_error(const char *fmt, const char *arg)
@@ -95,7 +96,7 @@ static int parse_count(const char *text, const char *option, int min, int *out)
 /* -1 to go on, or an exit code. */
 static int parse_args(int argc, char **argv, args *a)
 {
-    const char **positional = calloc((size_t)argc, sizeof *positional);
+    const char **positional = a->positional = calloc((size_t)argc, sizeof *positional);
     int npos = 0, rc = -1;
     if (!positional)
         return NP_EXIT_INTERNAL;
@@ -156,12 +157,10 @@ static int parse_args(int argc, char **argv, args *a)
         a->out = positional[0];
         a->files = positional + 1;
         a->num_files = npos - 1;
-        return -1; /* positional is kept */
     } else if (rc < 0 && npos != 1)
         rc = usage_error("%s", npos ? "expected one sweep file" : "expected SWEEP.json");
     else if (rc < 0)
         a->sweep_file = positional[0];
-    free(positional);
     return rc;
 }
 
@@ -302,11 +301,14 @@ int main(int argc, char **argv)
 {
     args a = {0};
     int rc = parse_args(argc, argv, &a);
-    if (rc >= 0)
+    if (rc >= 0) {
+        free(a.positional);
         return rc;
+    }
     np_error err;
     np_error_clear(&err);
     rc = run(&a, &err);
+    free(a.positional);
     if (rc && err.code) {
         char buf[1400];
         fprintf(stderr, "simsweep: %s\n", np_error_format(&err, buf, sizeof buf));

@@ -370,8 +370,14 @@ static int run_list(runner *r, const sweep_point *const *list, int n, np_error *
     restore_signals(r);
     free(r->children);
     r->children = NULL;
-    if (!rc && got_stop)
+    if (!rc && got_stop) {
         rc = SWEEP_EXIT_INTERRUPTED;
+        if (!r->o->quiet)
+            fprintf(stderr,
+                    "simsweep: stopped by %s: %d of %d points not run; run the same "
+                    "command again to resume\n",
+                    strsignal(got_stop), n - r->done, n);
+    }
     return rc;
 }
 
