@@ -96,4 +96,35 @@ expect_error "wrong type override" 2 "pipeline_model_parallel_size" --set pipeli
 expect_error "model does not fit" 3 "does not fit" --set num_layers=400 --set hidden_size=8192 \
     --set num_attention_heads=64 "$P8" "$W8"
 
+# --- runs over the size bound (--allow-large) -------------------------------------
+# 2^30 sequences are 2^29 micro-batches per pipeline: refused from the estimate
+# before any planner or op list runs, so at once; --allow-large cannot help
+# (an op list holds at most 2^30 ops).  2^22 sequences are over the bound of
+# 5e7 activities only.
+started=$(date +%s)
+expect_error "2^30 sequences refused" 2 \
+    "workloads/small_gpt.json: training.global_batch_size: 1073741824 sequences give 536870912 micro-batches per pipeline: about .* SimGrid activities and .*, over the limit of 5e+07 activities" \
+    --set global_batch_size=1073741824 "$P8" "$W8"
+[ $(($(date +%s) - started)) -le 5 ] && ok || ko "2^30 sequences refused within 5 s"
+expect_error "2^30 sequences even with --allow-large" 2 "even with --allow-large" --allow-large \
+    --set global_batch_size=1073741824 "$P8" "$W8"
+expect_error "2^22 sequences over the bound" 2 "(--allow-large runs it anyway)" \
+    --set global_batch_size=4194304 "$P8" "$W8"
+expect_error "2^30 sequences under --planner all" 2 "training.global_batch_size: 1073741824" \
+    --planner all --set global_batch_size=1073741824 "$P8" "$W8"
+"$SIMRUN" --allow-large "$P8" "$W8" >"$TMP/out" 2>"$TMP/err" && grep -q "megatron" "$TMP/out" &&
+    ok || ko "--allow-large is accepted"
+"$SIMRUN" --help 2>&1 | grep -q -- "--allow-large" && ok || ko "--help documents --allow-large"
+# a saved plan over the bound names the plan file and its num_micro_batches
+"$SIMRUN" --quiet --plan-out "$TMP/base.json" "$P8" "$W8" 2>"$TMP/err" || ko "--plan-out for the plan cases"
+sed 's/"num_micro_batches": 8,/"num_micro_batches": 4194304,/' "$TMP/base.json" >"$TMP/big.json"
+expect_error "plan over the bound" 2 "$TMP/big.json: num_micro_batches: 4194304 micro-batches per pipeline" \
+    --plan "$TMP/big.json" --set global_batch_size=8388608 "$P8" "$W8"
+
+# --- a saved plan's own sizes are the plan file's fault --------------------------------
+sed 's/"tensor_parallel": 1,/"tensor_parallel": 3,/' "$TMP/base.json" >"$TMP/tp3.json"
+expect_error "plan with tensor_parallel 3" 2 "$TMP/tp3.json: tensor_parallel: 3" --plan "$TMP/tp3.json" "$P8" "$W8"
+grep -q "workloads/small_gpt.json: model.num_attention_heads" "$TMP/err" && ok ||
+    ko "the plan's tensor_parallel error gives the workload's reason"
+
 harness_done cli

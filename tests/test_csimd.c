@@ -355,7 +355,12 @@ static void check_equal_split(int samples, int m, int p, int layers_per_stage)
     memset(&w, 0, sizeof w);
     w.training.global_batch_size = samples;
     w.training.micro_batch_size = samples / m; /* m micro-batches */
-    w.parallel = (wl_parallel){1, p, 1, 1, 1};
+    w.parallel = (wl_parallel){.tensor_model_parallel_size = 1,
+                               .pipeline_model_parallel_size = p,
+                               .data_parallel_size = 1,
+                               .virtual_pipeline_model_parallel_size = 1,
+                               .expert_model_parallel_size = 1,
+                               .context_parallel_size = 1};
     plan pl;
     planner_options o;
     planner_init_options(&o, &w);

@@ -28,6 +28,22 @@ typedef enum recompute_kind {
     RECOMPUTE_COUNT
 } recompute_kind;
 
+/* How data parallelism shards the training state (Megatron-LM's
+ * --data-parallel-sharding-strategy): no_shard replicates everything,
+ * optim shards the optimizer state (the distributed optimizer, ZeRO-1),
+ * optim_grads also the gradients (ZeRO-2), optim_grads_params also the
+ * parameters (ZeRO-3, FSDP).  WL_SHARD_UNSET only lives inside the loader:
+ * after loading it is "optim" with use_distributed_optimizer, else
+ * "no_shard". */
+typedef enum wl_dp_sharding {
+    WL_SHARD_UNSET = -1,
+    WL_SHARD_NO_SHARD = 0,
+    WL_SHARD_OPTIM,
+    WL_SHARD_OPTIM_GRADS,
+    WL_SHARD_OPTIM_GRADS_PARAMS,
+    WL_SHARD_COUNT
+} wl_dp_sharding;
+
 typedef enum schedule_kind {
     SCHED_GPIPE = 0,
     SCHED_1F1B,
@@ -70,6 +86,10 @@ typedef struct wl_model {
     long moe_ffn_hidden_size;
     double moe_expert_capacity_factor; /* 0 = no capacity limit */
     char moe_token_trace[512];         /* path relative to the workload, or "" */
+    /* Dropout probabilities in [0, 1) (Megatron's defaults 0.1); 0 means no
+     * dropout: no masks kept, no dropout passes. */
+    double attention_dropout; /* on the attention probabilities */
+    double hidden_dropout;    /* after the attention projection and FC2 */
     /* Layer-by-layer models: num_layer_specs > 0 replaces the Transformer. */
     int num_layer_specs;
     wl_layer_spec *layer_specs;
@@ -82,6 +102,12 @@ typedef struct wl_training {
     bool use_distributed_optimizer;
     bool sequence_parallel;
     recompute_kind recompute_granularity; /* used by the Megatron planner */
+    bool use_flash_attn;                  /* fused attention (FlashAttention-2) */
+    /* Megatron's p2p scatter/gather: without SP each TP rank sends 1/t of the
+     * boundary tensor and the receiver all-gathers it (default true; Megatron's
+     * --no-scatter-gather-tensors-in-pipeline turns it off). */
+    bool scatter_gather_tensors_in_pipeline;
+    wl_dp_sharding data_parallel_sharding_strategy;
 } wl_training;
 
 typedef struct wl_parallel {
@@ -90,6 +116,15 @@ typedef struct wl_parallel {
     int data_parallel_size;
     int virtual_pipeline_model_parallel_size;
     int expert_model_parallel_size;
+    int context_parallel_size; /* read and stored; not simulated yet */
+    /* Layers of the first / last pipeline stage when set (0: not set, an even
+     * split); read and stored, not used yet. */
+    int decoder_first_pipeline_num_layers;
+    int decoder_last_pipeline_num_layers;
+    /* Count the embedding / the loss as one layer when splitting the pipeline
+     * (Megatron's --account-for-*-in-pipeline-split); read and stored. */
+    bool account_for_embedding_in_pipeline_split;
+    bool account_for_loss_in_pipeline_split;
 } wl_parallel;
 
 typedef struct wl_workload {
@@ -122,5 +157,7 @@ const char *wl_recompute_name(recompute_kind r);
 int wl_recompute_by_name(const char *name); /* -1 when unknown */
 double wl_dtype_bytes(wl_dtype d);
 const char *wl_dtype_name(wl_dtype d); /* "bf16", "fp16", "fp32" */
+/* "no_shard", "optim", "optim_grads", "optim_grads_params". */
+const char *wl_sharding_name(wl_dp_sharding s);
 
 #endif

@@ -51,6 +51,10 @@ int wl_fill_derived_defaults(const load_ctx *c, wl_workload *w)
         m->moe_ffn_hidden_size = m->ffn_hidden_size;
     if (w->parallel.tensor_model_parallel_size == 1)
         w->training.sequence_parallel = false; /* as Megatron does */
+    if (w->training.data_parallel_sharding_strategy == WL_SHARD_UNSET)
+        /* The distributed optimizer is ZeRO-1: it shards the optimizer state. */
+        w->training.data_parallel_sharding_strategy =
+            w->training.use_distributed_optimizer ? WL_SHARD_OPTIM : WL_SHARD_NO_SHARD;
     return 0;
 }
 

@@ -35,6 +35,7 @@ typedef enum key_type {
     KEY_NONNEGATIVE_INT,    /* int in [0, INT_MAX] */
     KEY_POSITIVE_LONG,      /* long in [1, MAX_LONG_SIZE] */
     KEY_NONNEGATIVE_NUMBER, /* double >= 0, integer or real in JSON */
+    KEY_PROBABILITY,        /* double in [0, 1): a dropout probability */
     KEY_BOOL,
     KEY_STRING,      /* char[size]; size 0: checked, not stored */
     KEY_NAME,        /* like KEY_STRING, but must not be empty */

@@ -21,11 +21,14 @@ static const char *const schedule_names[SCHED_COUNT] = {
 static const char *const recompute_names[RECOMPUTE_COUNT] = {"none", "selective", "full"};
 static const char *const dtype_names[] = {"bf16", "fp16", "fp32"};
 #define DTYPE_COUNT 3
+static const char *const sharding_names[WL_SHARD_COUNT] = {"no_shard", "optim", "optim_grads",
+                                                           "optim_grads_params"};
 
 /* Enum fields are stored through an int pointer by the generic reader. */
 _Static_assert(sizeof(schedule_kind) == sizeof(int), "enum must be int-sized");
 _Static_assert(sizeof(recompute_kind) == sizeof(int), "enum must be int-sized");
 _Static_assert(sizeof(wl_dtype) == sizeof(int), "enum must be int-sized");
+_Static_assert(sizeof(wl_dp_sharding) == sizeof(int), "enum must be int-sized");
 
 int wl_name_index(const char *const *names, int count, const char *name)
 {
@@ -62,6 +65,11 @@ const char *wl_dtype_name(wl_dtype d)
     return (d >= 0 && d < DTYPE_COUNT) ? dtype_names[d] : "unknown";
 }
 
+const char *wl_sharding_name(wl_dp_sharding s)
+{
+    return (s >= 0 && s < WL_SHARD_COUNT) ? sharding_names[s] : "unknown";
+}
+
 double wl_dtype_bytes(wl_dtype d)
 {
     switch (d) {
@@ -82,8 +90,13 @@ void wl_set_defaults(wl_workload *w)
     w->training.micro_batch_size = 1;
     w->training.params_dtype = WL_BF16;
     w->training.recompute_granularity = RECOMPUTE_NONE;
+    w->training.scatter_gather_tensors_in_pipeline = true;
+    w->training.data_parallel_sharding_strategy = WL_SHARD_UNSET; /* workload_checks.c */
+    w->model.attention_dropout = 0.1;
+    w->model.hidden_dropout = 0.1;
     w->parallel.virtual_pipeline_model_parallel_size = 1;
     w->parallel.expert_model_parallel_size = 1;
+    w->parallel.context_parallel_size = 1;
     w->schedule = SCHED_1F1B;
     snprintf(w->planner, sizeof w->planner, "megatron");
 }
@@ -153,6 +166,9 @@ static const key_spec model_keys[] = {
            W_OFF(model.moe_expert_capacity_factor), 1000, ""),
     STRING("moe_token_trace", KEY_STRING, OPTIONAL, W_OFF(model.moe_token_trace),
            W_SIZE(model.moe_token_trace)),
+    /* KEY_PROBABILITY carries its own range, [0, 1). */
+    SCALAR("attention_dropout", KEY_PROBABILITY, OPTIONAL, W_OFF(model.attention_dropout)),
+    SCALAR("hidden_dropout", KEY_PROBABILITY, OPTIONAL, W_OFF(model.hidden_dropout)),
     NESTED("layers", KEY_LAYERS, OPTIONAL, wl_layer_keys),
     END,
 };
@@ -168,6 +184,11 @@ static const key_spec training_keys[] = {
     SCALAR("sequence_parallel", KEY_BOOL, OPTIONAL, W_OFF(training.sequence_parallel)),
     ENUM("recompute_granularity", OPTIONAL, W_OFF(training.recompute_granularity), recompute_names,
          RECOMPUTE_COUNT),
+    SCALAR("use_flash_attn", KEY_BOOL, OPTIONAL, W_OFF(training.use_flash_attn)),
+    SCALAR("scatter_gather_tensors_in_pipeline", KEY_BOOL, OPTIONAL,
+           W_OFF(training.scatter_gather_tensors_in_pipeline)),
+    ENUM("data_parallel_sharding_strategy", OPTIONAL,
+         W_OFF(training.data_parallel_sharding_strategy), sharding_names, WL_SHARD_COUNT),
     END,
 };
 
@@ -182,6 +203,16 @@ static const key_spec parallel_keys[] = {
            W_OFF(parallel.virtual_pipeline_model_parallel_size), 1024, "chunks"),
     RANGED("expert_model_parallel_size", KEY_POSITIVE_INT, OPTIONAL,
            W_OFF(parallel.expert_model_parallel_size), 1048576, "NPUs"),
+    RANGED("context_parallel_size", KEY_POSITIVE_INT, OPTIONAL,
+           W_OFF(parallel.context_parallel_size), 1048576, "NPUs"),
+    RANGED("decoder_first_pipeline_num_layers", KEY_NONNEGATIVE_INT, OPTIONAL,
+           W_OFF(parallel.decoder_first_pipeline_num_layers), 10000, "layers"),
+    RANGED("decoder_last_pipeline_num_layers", KEY_NONNEGATIVE_INT, OPTIONAL,
+           W_OFF(parallel.decoder_last_pipeline_num_layers), 10000, "layers"),
+    SCALAR("account_for_embedding_in_pipeline_split", KEY_BOOL, OPTIONAL,
+           W_OFF(parallel.account_for_embedding_in_pipeline_split)),
+    SCALAR("account_for_loss_in_pipeline_split", KEY_BOOL, OPTIONAL,
+           W_OFF(parallel.account_for_loss_in_pipeline_split)),
     END,
 };
 
@@ -226,6 +257,9 @@ void wl_spec_expected(const key_spec *k, char *buf, size_t size)
         return;
     case KEY_NONNEGATIVE_NUMBER:
         snprintf(buf, size, "a non-negative number");
+        return;
+    case KEY_PROBABILITY:
+        snprintf(buf, size, "a number in [0, 1)");
         return;
     case KEY_BOOL:
         snprintf(buf, size, "true or false");

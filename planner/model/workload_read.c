@@ -173,6 +173,11 @@ static int read_value(load_ctx *c, const key_spec *k, const json_t *v, void *rec
             return rc;
         *(double *)field = json_number_value(v);
         return 0;
+    case KEY_PROBABILITY: /* [0, 1): a dropout of 1 would drop everything */
+        if (!json_is_number(v) || !(json_number_value(v) >= 0 && json_number_value(v) < 1))
+            return fail_type(c, k, v, key);
+        *(double *)field = json_number_value(v);
+        return 0;
     case KEY_BOOL:
         if (!json_is_boolean(v))
             return fail_type(c, k, v, key);

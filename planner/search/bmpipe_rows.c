@@ -16,7 +16,7 @@
 
 #include "bmpipe_internal.h"
 #include "memory.h"
-#include "schedule_internal.h"
+#include "step_order.h"
 
 /* Appends row (s, j, held) unless a row of stage s for the same chunk j
  * holds at least as much of every chunk; drops the rows it dominates. */

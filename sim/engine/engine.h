@@ -116,6 +116,57 @@ int engine_run(const sim_platform *pf, const wl_workload *w, const cm_model *cm,
                const schedule *sc, const engine_options *o, engine_result *out, np_error *err);
 void engine_result_free(engine_result *r);
 
+/* ---- engine_estimate.c: a run's size before its op lists exist ------------ */
+
+/* What a run of pl (with options o, on cluster c) will cost, in closed form
+ * from the plan's sizes (p, v, m, tp, dp, the replicas --fold-dp simulates)
+ * and its schedule: the ops of its op lists (one list per stage, shared by
+ * the replicas), the SimGrid activities the engine will start (what
+ * engine_result.activities then says), and the bytes the op lists and the
+ * engine will hold.  The counts are doubles: they may exceed any int. */
+typedef struct engine_estimate {
+    double compute_ops; /* F, B, W, recompute and optimizer ops, all stages */
+    double p2p_ops;     /* sends and receives, all stages */
+    double sends;       /* stage-to-stage sends of one pipeline (as many receives) */
+    double ops;         /* every op of the op lists */
+    double max_stage_ops;
+    int largest_stage;            /* the stage holding max_stage_ops */
+    double executions;            /* SimGrid executions */
+    double p2p_activities;        /* flows and sleeps of the stage-to-stage sends */
+    double collective_activities; /* flows and sleeps of the gradient syncs */
+    double activities;            /* the sum of the three */
+    double op_list_bytes;         /* the schedule's op lists */
+    double engine_bytes;          /* workers, actors, channels, timeline */
+    double bytes;                 /* op_list_bytes + engine_bytes */
+} engine_estimate;
+
+/* cm may be NULL (then --dp-overlap counts one bucket per chunk); pl's
+ * arrays may be NULL (then no recompute ops are counted). */
+void engine_estimate_run(const cl_cluster *c, const cm_model *cm, const plan *pl,
+                         const engine_options *o, engine_estimate *out);
+
+/* The bound on a run's size: above max_activities or max_bytes a caller
+ * refuses to build the op lists.  INFINITY lifts a bound. */
+typedef struct engine_limits {
+    double max_activities;
+    double max_bytes;
+} engine_limits;
+
+/* 5e7 activities (about 10 minutes at ~100K activities per second) and the
+ * machine's memory, MemTotal of /proc/meminfo (INFINITY when unreadable). */
+void engine_init_limits(engine_limits *l);
+
+/* 0 when e is within l, else NP_EXIT_INPUT with err naming source and key:
+ *   "<what>: about 3.2e+10 SimGrid activities and 1.9 TB, over the limit of
+ *   5e+07 activities (--allow-large runs it anyway)".
+ * A stage of more than 2^30 ops is refused whatever l says: an op list
+ * cannot hold it. */
+int engine_check_estimate(const engine_estimate *e, const engine_limits *l, const char *source,
+                          const char *key, const char *what, np_error *err);
+
+/* "1.9 TB", "512 MB": bytes in decimal units, two significant digits. */
+void engine_format_bytes(double bytes, char *buf, int size);
+
 /* Starts SimGrid for this process with npusim's configuration
  * (docs/design.md, SimGrid facts: CM02, no cross-traffic, no TCP window cap)
  * and quiet logs.  Call once, before platform_load().  A --cfg or --log

@@ -1,0 +1,113 @@
+/*
+ * cli.h -- what the files of simrun share: the parsed command line (cli),
+ * the inputs every planner's run shares (job), and the functions each file
+ * offers the others.
+ *
+ *   cli_args.c    the usage text and option parsing
+ *   cli_output.c  standard output, output paths and their pre-checks, errors
+ *   cli_size.c    the bound on a run's size (--allow-large), checked before
+ *                 any op list is built
+ *   simrun.c      the job: load the inputs, plan, simulate and report; main
+ */
+#ifndef SIM_CLI_H
+#define SIM_CLI_H
+
+#include <stdbool.h>
+#include <stdio.h>
+
+#include "costmodel.h"
+#include "engine.h"
+#include "np_error.h"
+#include "plan.h"
+#include "platform.h"
+#include "workload.h"
+
+#define MAX_OVERRIDES 64
+#define MAX_SIMGRID_ARGS 64
+
+typedef struct cli {
+    const char *platform_path;
+    const char *workload_path;
+    const char *overrides[MAX_OVERRIDES];
+    int num_overrides;
+    const char *planner;
+    const char *schedule;
+    const char *csv_path;
+    const char *plan_in;
+    const char *plan_out;
+    const char *trace_path;
+    const char *frontier_path;
+    const char *trace_replicas; /* "all" or a count, for --trace */
+    const char *fold_dp;
+    const char *dp_algorithm, *dp_inter_algorithm, *dp_radix, *ep_alltoall_algorithm;
+    const char *dp_bucket_bytes;
+    int dp_overlap;
+    int shifted_recompute;
+    int stages, quiet;
+    int allow_large;        /* --allow-large: no bound on a run's size */
+    int fold_dp_replicas;   /* parsed --fold-dp */
+    engine_options engine;  /* parsed collective options */
+    int trace_max_replicas; /* parsed --trace-replicas */
+    char *simgrid_argv[MAX_SIMGRID_ARGS];
+    int simgrid_argc;
+} cli;
+
+/* What every planner's run shares: the workload, the platform and the cost
+ * model of the workload's own parallel configuration. */
+typedef struct job {
+    wl_workload w;
+    sim_platform pf;
+    cm_model cm;
+    char *overrides;             /* join_overrides() */
+    double baseline_iteration_s; /* the first successful run, for speed-ups */
+    int rows;
+    int several; /* --planner all: output files get the planner's name */
+} job;
+
+/* ---- cli_args.c ------------------------------------------------------------- */
+
+/* Parses the command line into c; -1 to continue, or the exit code (--help:
+ * 0 after printing the usage; a usage error: 1 after saying it on stderr). */
+int parse_args(int argc, char **argv, cli *c);
+
+/* The --set assignments joined by ';', whole (malloc'd; NULL when out of
+ * memory): the CSV's overrides column. */
+char *join_overrides(const cli *c);
+
+/* ---- cli_output.c ------------------------------------------------------------- */
+
+/* An output file of one planner's run: base itself when one planner runs,
+ * "out/x.NAME.json" of "out/x.json" for each planner of --planner all
+ * (several); buf holds the result. */
+const char *output_path(const char *base, const char *planner, int several, char *buf, int size);
+
+/* Every output of the run, checked before anything is simulated
+ * (np_file_check_target), as output_path() names them. */
+int check_outputs(const cli *c, int several, np_error *err);
+
+/* Flushes standard output, remembering its first write error. */
+void flush_stdout(void);
+/* At exit: 0, or NP_EXIT_INTERNAL after saying on stderr that standard
+ * output could not be written (simrun > /dev/full). */
+int finish_stdout(void);
+
+/* Prints err on one line of stderr; returns its exit code. */
+int fail(const np_error *err);
+
+/* ---- cli_size.c ----------------------------------------------------------------- */
+
+/* The engine options of a run of c (collectives, --fold-dp, --trace, the
+ * distributed optimizer's parameter gather). */
+engine_options cli_engine_options(const cli *c, const job *j);
+
+/* Before any planner runs: the workload's own configuration (its p, v, tp,
+ * dp and micro-batches) against the bound, naming the workload file and
+ * training.global_batch_size.  0 or NP_EXIT_INPUT. */
+int check_workload_size(const cli *c, const job *j, np_error *err);
+
+/* A plan against the bound before its op lists are built: a saved plan
+ * (--plan) names its file and num_micro_batches, a planner's plan the
+ * workload file and training.global_batch_size.  0 or NP_EXIT_INPUT. */
+int check_plan_size(const cli *c, const job *j, const plan *pl, np_error *err);
+
+#endif

@@ -1,0 +1,280 @@
+/*
+ * cli_args.c -- simrun's command line: the usage text (--help) and the
+ * parsing of every option into struct cli (cli.h).  A bad command line is
+ * one line on stderr and exit code 1 (NP_EXIT_USAGE); nothing here opens a
+ * file.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "collective.h"
+#include "planner.h"
+
+static const char usage_text[] =
+    "usage: simrun [options] PLATFORM.xml WORKLOAD.json\n"
+    "\n"
+    "Simulates one training iteration of WORKLOAD on the cluster described by\n"
+    "PLATFORM (a SimGrid XML platform) and prints iteration time, tokens/s, MFU,\n"
+    "pipeline bubble, device memory and exposed communication.\n"
+    "\n"
+    "options:\n"
+    "  --set KEY=VALUE    override a workload key before it is checked (repeatable);\n"
+    "                     KEY is dotted (parallel.data_parallel_size) or bare\n"
+    "                     (data_parallel_size); VALUE is a JSON literal or a string\n"
+    "  --planner NAME     planner to run (default: the workload's \"planner\");\n"
+    "                     NAME is one of: %s;\n"
+    "                     \"all\" simulates every planner's plan and prints one table\n"
+    "                     (speed-up is relative to the first row, Megatron's, which\n"
+    "                     then takes the fastest uniform recompute that fits)\n"
+    "  --plan-out FILE    write the plan as JSON (with --planner all: FILE.NAME.json\n"
+    "                     for each planner)\n"
+    "  --plan FILE        replay a saved plan instead of running a planner\n"
+    "  --frontier FILE    also write TensorOpt's Pareto frontier of (iteration time,\n"
+    "                     memory per NPU) over TP/PP/DP, micro-batch and recompute, for\n"
+    "                     1, 2, 4, ... NPUs up to the platform's, as CSV\n"
+    "  --schedule NAME    pipeline schedule (default: the workload's \"schedule\")\n"
+    "  --csv FILE         append one result row to FILE (header written if new)\n"
+    "  --trace FILE       write the timeline as a Chrome trace (Perfetto, chrome://tracing)\n"
+    "  --trace-replicas N data-parallel replicas per stage in the trace (default 1; \"all\")\n"
+    "  --dp-algorithm A   data-parallel all-reduce: %s\n"
+    "                     (default ring-flow)\n"
+    "  --dp-inter-algorithm A  between-servers part of \"hierarchical\" (default ring-flow)\n"
+    "  --dp-radix R       radix of \"butterfly\" (default 4)\n"
+    "  --ep-alltoall-algorithm A  expert-parallel all-to-all: %s (default pairwise)\n"
+    "  --dp-overlap       bucket the gradient all-reduce and overlap it with the backward\n"
+    "                     (Megatron's overlap_grad_reduce)\n"
+    "  --dp-bucket-bytes N  bucket size for --dp-overlap (default Megatron's:\n"
+    "                     max(40M, 1M x DP) fp32 gradients)\n"
+    "  --shifted-recompute  Merak's shifted critical path on any plan: the last p-s\n"
+    "                     micro-batches of stage s skip recompute, the last stage never\n"
+    "                     recomputes (checked against memory)\n"
+    "  --fold-dp K        simulate the pipelines of K data-parallel replicas only; the\n"
+    "                     others join every collective, so its traffic stays on the fabric;\n"
+    "                     exact on non-blocking fat trees (refused, with the reason, on\n"
+    "                     tapered ones and where replicas are not symmetric)\n"
+    "  --stages           also print the per-stage table\n"
+    "  --quiet            print nothing on success (use with --csv)\n"
+    "  --allow-large      simulate runs over the size bound: by default a run whose\n"
+    "                     estimate exceeds 5e7 SimGrid activities (about 10 minutes)\n"
+    "                     or this machine's memory (MemTotal) is refused before any\n"
+    "                     op list is built, naming the key that drives its size, and\n"
+    "                     so is a platform of more than 2e6 elements\n"
+    "  --help             this text\n"
+    "  --cfg=NAME:VALUE   passed to SimGrid (e.g. --cfg=network/model:LV08)\n"
+    "\n"
+    "output files (--csv, --trace, --plan-out, --frontier) are checked before the\n"
+    "simulation: a missing folder, a directory, a device or a read-only file is\n"
+    "refused.  Whole files are replaced only once completely written; CSV rows are\n"
+    "appended whole under a lock, fields quoted as RFC 4180 says.\n"
+    "\n"
+    "exit codes: 0 success; 1 bad command line; 2 bad or missing input file\n"
+    "(workload, platform, plan; also a run over the size bound without\n"
+    "--allow-large); 3 the plan does not fit in device memory; 4 simulation or\n"
+    "output failure (also a refused output path, or standard output that cannot\n"
+    "be written).\n";
+
+static void print_usage(FILE *out)
+{
+    char names[256] = "";
+    int n;
+    const planner_desc *all = planner_all(&n);
+    for (int i = 0; i < n; i++) {
+        strncat(names, all[i].name, sizeof names - strlen(names) - 1);
+        if (i + 1 < n)
+            strncat(names, ", ", sizeof names - strlen(names) - 1);
+    }
+    char allreduce[128], alltoall[64];
+    coll_algorithm_list(COLL_ALLREDUCE, allreduce, sizeof allreduce);
+    coll_algorithm_list(COLL_ALLTOALL, alltoall, sizeof alltoall);
+    fprintf(out, usage_text, names, allreduce, alltoall);
+}
+
+static int usage_error(const char *fmt, const char *arg)
+{
+    fprintf(stderr, "simrun: ");
+    fprintf(stderr, fmt, arg);
+    fprintf(stderr, " (simrun --help lists the options)\n");
+    return NP_EXIT_USAGE;
+}
+
+/* A positive integer option value; 0 or an exit code after a usage error. */
+static int parse_count(const char *text, const char *option, int *out)
+{
+    char *end;
+    long v = strtol(text, &end, 10);
+    if (*text == '\0' || *end != '\0' || v < 1 || v > 1 << 30) {
+        fprintf(stderr, "simrun: %s expects a positive integer, got '%s'\n", option, text);
+        return NP_EXIT_USAGE;
+    }
+    *out = (int)v;
+    return 0;
+}
+
+/* An algorithm name for option `option`, or a usage error. */
+static int parse_algorithm(const char *name, const char *option, coll_kind kind,
+                           coll_algorithm *out)
+{
+    int a = coll_algorithm_by_name(name);
+    if (a < 0 || !coll_algorithm_supports((coll_algorithm)a, kind)) {
+        char names[128];
+        coll_algorithm_list(kind, names, sizeof names);
+        fprintf(stderr, "simrun: %s: unknown %s algorithm '%s', expected one of: %s\n", option,
+                coll_kind_name(kind), name, names);
+        return NP_EXIT_USAGE;
+    }
+    *out = (coll_algorithm)a;
+    return 0;
+}
+
+static int parse_collectives(cli *c)
+{
+    engine_init_options(&c->engine);
+    if (c->dp_algorithm &&
+        parse_algorithm(c->dp_algorithm, "--dp-algorithm", COLL_ALLREDUCE, &c->engine.dp_algorithm))
+        return NP_EXIT_USAGE;
+    if (c->dp_inter_algorithm && parse_algorithm(c->dp_inter_algorithm, "--dp-inter-algorithm",
+                                                 COLL_ALLREDUCE, &c->engine.dp_inter_algorithm))
+        return NP_EXIT_USAGE;
+    if (c->ep_alltoall_algorithm &&
+        parse_algorithm(c->ep_alltoall_algorithm, "--ep-alltoall-algorithm", COLL_ALLTOALL,
+                        &c->engine.ep_alltoall_algorithm))
+        return NP_EXIT_USAGE;
+    if (c->dp_radix && parse_count(c->dp_radix, "--dp-radix", &c->engine.dp_radix))
+        return NP_EXIT_USAGE;
+    c->engine.dp_overlap = c->dp_overlap;
+    if (c->dp_bucket_bytes) {
+        char *end;
+        double v = strtod(c->dp_bucket_bytes, &end);
+        if (*c->dp_bucket_bytes == '\0' || *end != '\0' || !(v >= 1) || isinf(v)) {
+            fprintf(stderr, "simrun: --dp-bucket-bytes expects a size in bytes >= 1, got '%s'\n",
+                    c->dp_bucket_bytes);
+            return NP_EXIT_USAGE;
+        }
+        c->engine.dp_bucket_bytes = v;
+    }
+    return 0;
+}
+
+/* Where the value of option a goes, or NULL when a takes no value. */
+static const char **value_option(cli *c, const char *a)
+{
+    if (strcmp(a, "--planner") == 0)
+        return &c->planner;
+    if (strcmp(a, "--schedule") == 0)
+        return &c->schedule;
+    if (strcmp(a, "--csv") == 0)
+        return &c->csv_path;
+    if (strcmp(a, "--plan") == 0)
+        return &c->plan_in;
+    if (strcmp(a, "--trace") == 0)
+        return &c->trace_path;
+    if (strcmp(a, "--frontier") == 0)
+        return &c->frontier_path;
+    if (strcmp(a, "--trace-replicas") == 0)
+        return &c->trace_replicas;
+    if (strcmp(a, "--fold-dp") == 0)
+        return &c->fold_dp;
+    if (strcmp(a, "--dp-algorithm") == 0)
+        return &c->dp_algorithm;
+    if (strcmp(a, "--dp-inter-algorithm") == 0)
+        return &c->dp_inter_algorithm;
+    if (strcmp(a, "--dp-radix") == 0)
+        return &c->dp_radix;
+    if (strcmp(a, "--ep-alltoall-algorithm") == 0)
+        return &c->ep_alltoall_algorithm;
+    if (strcmp(a, "--dp-bucket-bytes") == 0)
+        return &c->dp_bucket_bytes;
+    if (strcmp(a, "--plan-out") == 0)
+        return &c->plan_out;
+    return NULL;
+}
+
+/* Returns -1 to continue, or an exit code. */
+int parse_args(int argc, char **argv, cli *c)
+{
+    const char *positional[2];
+    int npos = 0;
+    c->simgrid_argv[c->simgrid_argc++] = argv[0];
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        const char **target;
+        const char *value = i + 1 < argc ? argv[i + 1] : NULL;
+        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+            print_usage(stdout);
+            return NP_EXIT_OK;
+        } else if (strncmp(a, "--cfg=", 6) == 0 || strncmp(a, "--log=", 6) == 0) {
+            if (c->simgrid_argc == MAX_SIMGRID_ARGS)
+                return usage_error("too many SimGrid options (at most %s)", "63");
+            c->simgrid_argv[c->simgrid_argc++] = argv[i];
+        } else if (strcmp(a, "--set") == 0) {
+            if (!value)
+                return usage_error("option %s needs KEY=VALUE", a);
+            if (!strchr(value, '='))
+                return usage_error("--set expects KEY=VALUE, got '%s'", value);
+            if (c->num_overrides == MAX_OVERRIDES)
+                return usage_error("too many --set options (at most %s)", "64");
+            c->overrides[c->num_overrides++] = value;
+            i++;
+        } else if ((target = value_option(c, a))) {
+            if (!value)
+                return usage_error("option %s needs a value", a);
+            *target = value;
+            i++;
+        } else if (strcmp(a, "--stages") == 0) {
+            c->stages = 1;
+        } else if (strcmp(a, "--dp-overlap") == 0) {
+            c->dp_overlap = 1;
+        } else if (strcmp(a, "--shifted-recompute") == 0) {
+            c->shifted_recompute = 1;
+        } else if (strcmp(a, "--quiet") == 0) {
+            c->quiet = 1;
+        } else if (strcmp(a, "--allow-large") == 0) {
+            c->allow_large = 1;
+        } else if (a[0] == '-' && a[1] != '\0') {
+            return usage_error("unknown option '%s'", a);
+        } else if (npos < 2) {
+            positional[npos++] = a;
+        } else {
+            return usage_error("unexpected argument '%s'", a);
+        }
+    }
+    if (npos < 2)
+        return usage_error("%s", "expected PLATFORM.xml and WORKLOAD.json");
+    if (c->fold_dp && parse_count(c->fold_dp, "--fold-dp", &c->fold_dp_replicas))
+        return NP_EXIT_USAGE;
+    if (parse_collectives(c))
+        return NP_EXIT_USAGE;
+    c->trace_max_replicas = 1;
+    if (c->trace_replicas && strcmp(c->trace_replicas, "all") == 0)
+        c->trace_max_replicas = 0;
+    else if (c->trace_replicas &&
+             parse_count(c->trace_replicas, "--trace-replicas", &c->trace_max_replicas))
+        return NP_EXIT_USAGE;
+    c->platform_path = positional[0];
+    c->workload_path = positional[1];
+    c->simgrid_argv[c->simgrid_argc] = NULL;
+    return -1;
+}
+
+/* cli.h */
+char *join_overrides(const cli *c)
+{
+    size_t size = 1;
+    for (int i = 0; i < c->num_overrides; i++)
+        size += strlen(c->overrides[i]) + 1;
+    char *buf = malloc(size), *end = buf;
+    if (!buf)
+        return NULL;
+    *end = '\0';
+    for (int i = 0; i < c->num_overrides; i++) {
+        size_t n = strlen(c->overrides[i]);
+        if (i)
+            *end++ = ';';
+        memcpy(end, c->overrides[i], n + 1);
+        end += n;
+    }
+    return buf;
+}
