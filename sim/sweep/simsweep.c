@@ -215,7 +215,9 @@ static int run(args *a, np_error *err)
 {
     if (a->mode == MERGE) {
         int kept = 0, dropped = 0;
-        int rc = sweep_merge(a->out, a->files, a->num_files, &kept, &dropped, err);
+        int rc = make_parent(a->out, err);
+        if (!rc)
+            rc = sweep_merge(a->out, a->files, a->num_files, &kept, &dropped, err);
         if (!rc && !a->quiet)
             fprintf(stderr, "simsweep: %s: %d rows (%d duplicate rows dropped)\n", a->out, kept,
                     dropped);

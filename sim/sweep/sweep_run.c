@@ -151,6 +151,7 @@ typedef struct runner {
     char *header, *version; /* simrun's, asked for when first needed */
     child *children;
     int total, done, failed, running;
+    int shown_done; /* done when the progress was last shown */
     bool progress, tty;
     double started, last_progress;
     sigset_t orig_mask;
@@ -176,14 +177,17 @@ static void format_duration(double s, char *buf, size_t size)
 }
 
 /* "simsweep: 12/200 done, 1 failed, 30 running... ETA 1m40s": one line
- * redrawn with \r on a terminal, plain lines otherwise, at most once a
- * second unless `final`. */
+ * redrawn with \r on a terminal every second, plain lines otherwise (a log)
+ * when a point has finished since the last one, at most once a second unless
+ * `final`. */
 static void show_progress(runner *r, bool final)
 {
     double t = now();
-    if (!r->progress || (!final && t - r->last_progress < 1))
+    if (!r->progress || (!final && (t - r->last_progress < 1 || r->done == r->total ||
+                                    (!r->tty && r->done == r->shown_done && r->last_progress > 0))))
         return;
     r->last_progress = t;
+    r->shown_done = r->done;
     char eta[32] = "?";
     if (final)
         format_duration(t - r->started, eta, sizeof eta);
