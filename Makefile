@@ -24,6 +24,7 @@ test: build
 	$(BUILD)/npusim_tests
 	sh tests/cli_test.sh $(BUILD)/simrun
 	sh tests/output_test.sh $(BUILD)/simrun
+	sh tests/sweep_test.sh $(BUILD)
 	sh tests/analysis_test.sh
 
 # The same suite under AddressSanitizer and UndefinedBehaviorSanitizer.
