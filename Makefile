@@ -33,6 +33,7 @@ test-asan: deps
 	@cmake --build $(BUILD)-asan -j$(JOBS)
 	ASAN_OPTIONS=detect_leaks=0 $(BUILD)-asan/npusim_tests
 	ASAN_OPTIONS=detect_leaks=0 sh tests/cli_test.sh $(BUILD)-asan/simrun
+	ASAN_OPTIONS=detect_leaks=0 sh tests/sweep_test.sh $(BUILD)-asan
 
 bench: build
 	sh scripts/bench_simrun.sh
