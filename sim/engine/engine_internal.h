@@ -8,6 +8,8 @@
  *   engine_fold.c        --fold-dp: the light actors of folded replicas
  *   engine_collective.c  the data- and expert-parallel collectives of a worker
  *   engine_metrics.c     the result, from the workers' accounting
+ *   engine_estimate.c    the activities and bytes a run will take, before it runs
+ *                        (simrun refuses a job over its bound; declared in engine.h)
  *
  * Bytes between NPUs travel through the transport (sim/net/transport.h): a
  * worker is an endpoint of tp NPUs, and the engine's transport holds the
