@@ -4,7 +4,7 @@
 # packages are present, so `make run` / `make test` stay fast on a set-up machine.
 set -eu
 PACKAGES="build-essential cmake pkg-config libsimgrid-dev libglpk-dev libjansson-dev
-libcunit1-dev libtcmalloc-minimal4 python3 python3-matplotlib time clang"
+libcunit1-dev libtcmalloc-minimal4 python3 python3-matplotlib time clang parallel"
 missing=""
 for p in $PACKAGES; do
     dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"

@@ -25,6 +25,8 @@
  *     record go out in one write() loop of one buffer.  Concurrent writers
  *     therefore never interleave or duplicate the header, however long the
  *     row; a failed write truncates the file back to its size before it.
+ *     SIGINT, SIGTERM, SIGHUP and SIGQUIT are held back during the write, so
+ *     a process stopped by one of them leaves no part of a row.
  *
  * Targets refused (np_file_check_target(), also run by np_file_begin() and
  * np_file_append()): a directory, anything that is not a regular file

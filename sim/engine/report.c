@@ -17,7 +17,11 @@ const char report_csv_header[] =
     "platform,workload,planner,schedule,npus,tp,pp,dp,vpp,micro_batch_size,"
     "num_micro_batches,global_batch_size,recompute,iteration_s,pipeline_s,tokens_per_s,mfu,"
     "bubble_ratio,peak_bytes,capacity_bytes,peak_fraction,exposed_comm_s,recompute_s,"
-    "predicted_iteration_s,planner_wall_s,sim_wall_s,activities,solver_status,solver_gap,overrides";
+    "predicted_iteration_s,planner_wall_s,sim_wall_s,activities,solver_status,solver_gap,overrides,"
+    /* appended by the sweep issue; new columns go after these, never between */
+    "run_id,dp_algorithm,dp_inter_algorithm,ep_alltoall_algorithm,dp_radix,fold_dp,dp_overlap,"
+    "dp_bucket_bytes,shifted_recompute,plan_file,plan_sha256,cfg,simulator_version,status,"
+    "exit_code,error";
 
 const char *report_recompute_summary(const plan *pl, char *buf, int size)
 {
@@ -163,7 +167,26 @@ static char *csv_format_row(const report_row *row, size_t *len)
     csv_field(f, pl->solver_status);
     fprintf(f, ",%.6g,", pl->solver_gap);
     csv_field(f, row->overrides);
-    fputc('\n', f);
+    fputc(',', f);
+    csv_field(f, row->run_id);
+    engine_options defaults;
+    const engine_options *eo = row->eo;
+    if (!eo) {
+        engine_init_options(&defaults);
+        eo = &defaults;
+    }
+    fprintf(f, ",%s,%s,%s,%d,%d,%d,%.9g,%d,", coll_algorithm_name(eo->dp_algorithm),
+            coll_algorithm_name(eo->dp_inter_algorithm),
+            coll_algorithm_name(eo->ep_alltoall_algorithm), eo->dp_radix, eo->fold_dp,
+            eo->dp_overlap ? 1 : 0, eo->dp_bucket_bytes, row->shifted_recompute ? 1 : 0);
+    csv_field(f, row->plan_file);
+    fputc(',', f);
+    csv_field(f, row->plan_sha256);
+    fputc(',', f);
+    csv_field(f, row->cfg);
+    fputc(',', f);
+    csv_field(f, row->simulator_version);
+    fputs(",ok,0,\n", f); /* status, exit_code, error: simsweep writes failed points' rows */
     int failed = ferror(f);
     if (fclose(f) != 0 || failed) {
         free(buf);
