@@ -14,6 +14,7 @@
 #include <limits.h>
 #include <stdio.h>
 
+#include "pipeline_split.h"
 #include "workload_internal.h"
 
 int wl_num_micro_batches(const wl_workload *w)
@@ -99,6 +100,16 @@ static int check_batch(const load_ctx *c, const wl_workload *w)
     return 0;
 }
 
+/* Megatron's explicit split (pipeline_split.h) over v chunks per stage. */
+static int check_split(const load_ctx *c, const wl_workload *w, int v)
+{
+    wl_split_error e;
+    if (!wl_split_is_set(w) ||
+        !wl_pipeline_split(w, w->parallel.pipeline_model_parallel_size, v, NULL, &e))
+        return 0;
+    return wl_fail(c, e.key, "%s", e.text);
+}
+
 static int check_pipeline(const load_ctx *c, const wl_workload *w)
 {
     int pp = w->parallel.pipeline_model_parallel_size;
@@ -114,13 +125,15 @@ static int check_pipeline(const load_ctx *c, const wl_workload *w)
                            "expected 1 unless schedule is \"interleaved\" "
                            "(schedule is \"%s\"), got %d",
                            wl_schedule_name(w->schedule), vpp);
-        return 0;
+        return check_split(c, w, 1);
     }
     if (vpp < 2)
         return wl_fail(c, vpp_key, "schedule \"interleaved\" needs at least 2, got %d", vpp);
     if (pp < 2)
         return wl_fail(c, "parallel.pipeline_model_parallel_size",
                        "schedule \"interleaved\" needs at least 2 stages, got %d", pp);
+    if (wl_split_is_set(w)) /* the keys replace the even split over the chunks */
+        return check_split(c, w, vpp);
     long chunks = (long)pp * vpp;
     if (layers % chunks != 0)
         return wl_fail(c, "model.num_layers",
