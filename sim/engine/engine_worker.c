@@ -147,11 +147,6 @@ static void run_releasing_buckets(worker *w, double before_s, double duration_s,
     }
 }
 
-/* Runs the consecutive compute ops ops[0 .. count) from the first (op index
- * `first` of the stage): nothing else can run on the NPU between them, so
- * one SimGrid execution of their total length replays them exactly (one
- * activity instead of several, e.g. a recompute and its backward), unless a
- * gradient bucket must be handed over part-way.  Returns how many ops it ran. */
 /* A compute op with a context-parallel exchange (engine_cp.c): the
  * overlapped part with the exchange, then the rest of the op; the exposed
  * wait counts as the op's busy time (it is part of the layer, as TP
@@ -175,6 +170,12 @@ static bool has_cp(const worker *w, const sched_op *op)
     return op->cp_bytes > 0 && w->eng->cp > 1;
 }
 
+/* Runs the consecutive compute ops ops[0 .. count) from the first (op index
+ * `first` of the stage): nothing else can run on the NPU between them, so
+ * one SimGrid execution of their total length replays them exactly (one
+ * activity instead of several, e.g. a recompute and its backward), unless a
+ * gradient bucket must be handed over part-way.  An op with a context-parallel
+ * exchange runs on its own (run_cp_op).  Returns how many ops it ran. */
 int worker_run_compute(worker *w, const sched_op *ops, int first, int count)
 {
     const overlap_plan *ov = w->eng->overlap && w->simulated ? &w->eng->overlap[w->stage] : NULL;
