@@ -37,29 +37,17 @@
  * between the CP peers' NPUs with the same overlap (sim/engine/engine_cp.c);
  * the planners use exposed_s (cm_forward_total_s, cm_backward_total_s).
  *
- * The remote blocks mirror the unfused attention core of
- * costmodel_transformer.c; a fused (FlashAttention) core there must be
- * mirrored here.
+ * A remote block is priced by the same attention core as the local one
+ * (cm_attention_core(), costmodel_attention.c, on this rank's s/c tokens):
+ * unfused, it keeps its softmax output (and dropout mask and output) like
+ * the local block; with FlashAttention the blocks are merged by the online
+ * softmax, so only the local block's statistics are kept and selective
+ * recompute re-runs nothing (as for the local core).
  */
 #include <math.h>
 #include <string.h>
 
 #include "costmodel_internal.h"
-
-static double block_forward_s(const shape *x, double elems)
-{
-    double heads = x->a / x->t;
-    return cm_gemm_s(x, x->s, x->d, x->s, x->b * heads) + cm_memop_s(x, 2.0 * elems * x->D) +
-           cm_memop_s(x, elems * (2.0 * x->D + 1.0)) + cm_gemm_s(x, x->s, x->s, x->d, x->b * heads);
-}
-
-static double block_backward_s(const shape *x, double elems)
-{
-    double heads = x->a / x->t;
-    double gemms = 2.0 * cm_gemm_s(x, x->s, x->d, x->s, x->b * heads) +
-                   2.0 * cm_gemm_s(x, x->s, x->s, x->d, x->b * heads);
-    return gemms + cm_memop_s(x, 3.0 * elems * x->D) + cm_memop_s(x, elems * (2.0 * x->D + 1.0));
-}
 
 static cm_cp_exchange exchange(int steps, double message, double step_s, bool same_node,
                                const cl_cluster *c)
@@ -77,9 +65,11 @@ void cm_cp_decoder(cm_layer *ly, const shape *x)
     int remote = x->cp - 1;
     if (remote < 1)
         return;
-    double elems = x->b * (x->a / x->t) * x->s * x->s; /* one (s/c)² block */
-    double fwd = block_forward_s(x, elems), bwd = block_backward_s(x, elems);
-    double kept = elems * (2.0 * x->D + 1.0);
+    cm_attention core; /* one (s/c)² block */
+    cm_attention_core(x, &core);
+    double fwd = core.forward_s;
+    double bwd = core.grad_scores_s + core.grad_av_s + core.grad_softmax_s + core.grad_dropout_s;
+    double kept = core.selective ? core.kept_bytes : 0.0;
     double message = 2.0 * x->b * x->s * (x->g * x->d / x->t) * x->D;
     bool same_node = x->c->npus_per_node <= 0 || (long)x->t * x->cp <= x->c->npus_per_node;
     ly->cp_forward = exchange(remote, message, fwd, same_node, x->c);
@@ -89,9 +79,10 @@ void cm_cp_decoder(cm_layer *ly, const shape *x)
     ly->backward_s += remote * bwd;
     ly->forward_flops += remote * 2.0 * 2.0 * x->b * x->s * x->s * x->h / x->t;
     ly->activation_bytes[RECOMPUTE_NONE] += remote * kept;
-    ly->recompute_s[RECOMPUTE_SELECTIVE] += rerun;
+    if (core.selective)
+        ly->recompute_s[RECOMPUTE_SELECTIVE] += rerun;
     ly->recompute_s[RECOMPUTE_FULL] += rerun;
-    for (int u = 0; u < ly->num_units; u++) {
+    for (int u = 0; core.selective && u < ly->num_units; u++) {
         if (strcmp(ly->units[u].name, "core_attention") == 0) {
             ly->units[u].forward_s += rerun;
             ly->units[u].activation_bytes += remote * kept;
