@@ -24,6 +24,7 @@ test: build
 	$(BUILD)/npusim_tests
 	sh tests/cli_test.sh $(BUILD)/simrun
 	sh tests/output_test.sh $(BUILD)/simrun
+	sh tests/sweep_test.sh $(BUILD)
 	sh tests/analysis_test.sh
 
 # The same suite under AddressSanitizer and UndefinedBehaviorSanitizer.
@@ -32,6 +33,7 @@ test-asan: deps
 	@cmake --build $(BUILD)-asan -j$(JOBS)
 	ASAN_OPTIONS=detect_leaks=0 $(BUILD)-asan/npusim_tests
 	ASAN_OPTIONS=detect_leaks=0 sh tests/cli_test.sh $(BUILD)-asan/simrun
+	ASAN_OPTIONS=detect_leaks=0 sh tests/sweep_test.sh $(BUILD)-asan
 
 bench: build
 	sh scripts/bench_simrun.sh

@@ -5,7 +5,9 @@ row per simulated run).  Every script names the columns it needs; a missing
 file, an empty file, a missing column, a short row or a value that is not a
 number where one is needed is an InputError whose message names the file (and
 the line and column), which main() prints on one line before exiting 2.  No
-value is ever filled in silently.
+value is ever filled in silently.  Rows whose status column (simsweep's
+sweeps, docs/csv-format.md) is not "ok" are the rows of failed points, with
+no results: they are left out, and a line on stderr says how many.
 
 Plotting: matplotlib with the Agg backend (no display needed).  Debian's
 python3-matplotlib is what scripts/install-deps.sh installs, for
@@ -76,6 +78,14 @@ def read_table(path, required):
         raise InputError(f"{path}: cannot read: {e.strerror}") from None
     except (UnicodeDecodeError, csv.Error) as e:
         raise InputError(f"{path}: not a CSV file: {e}") from None
+    if "status" in header:  # a failed point's row has no results
+        kept = [i for i, r in enumerate(rows) if r["status"] == "ok"]
+        left = len(rows) - len(kept)
+        if left:
+            name = os.path.splitext(os.path.basename(sys.argv[0]))[0]
+            print(f"{name}: {path}: {left} row{'s' if left > 1 else ''} of failed points "
+                  "left out (status is not ok)", file=sys.stderr)
+        rows, lines = [rows[i] for i in kept], [lines[i] for i in kept]
     table = Table(path, header, rows, lines)
     table.require(required)
     if not rows:

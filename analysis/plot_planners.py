@@ -14,7 +14,7 @@ choice given on the command line) is labelled "planner (schedule, recompute)".
 The baseline is the first row of the baseline planner in its configuration,
 and the panel title names it; a configuration without one is an error.
 
-Columns read (README.md, "CSV columns"): platform, workload, overrides,
+Columns read (docs/csv-format.md): platform, workload, overrides,
 planner, schedule, recompute, iteration_s, bubble_ratio, peak_fraction.
 """
 

@@ -6,7 +6,7 @@
         [--agg min|max|mean] [--logx] [--logy] [--title TEXT] -o sweep.png
 
 Works on any CSV with a header, simrun's --csv rows in the first place
-(README.md, "CSV columns").  The x axis is numeric when every x value is a
+(docs/csv-format.md).  The x axis is numeric when every x value is a
 number, else categorical in order of first appearance.  Columns whose name
 ends in _bytes are plotted in GB (1e9 bytes, as HBM capacities are quoted).
 --where keeps the rows whose COLUMN equals VALUE (repeatable).

@@ -87,6 +87,15 @@ PRESETS = {
         "eff_src": "assumption: large-GEMM fraction of peak",
         "kernel_launch_s": 10e-6,
         "launch_src": "assumption: per-operator dispatch overhead of CANN",
+        # Optional properties: none has a public figure for this device.
+        "gemm_table_note": "no public per-shape GEMM figure for the 910B: every GEMM "
+        "at matmul_efficiency",
+        "attention_note": "no public fused-attention efficiency figure for the 910B: "
+        "FlashAttention at matmul_efficiency",
+        "fusion_note": "not given (no fusion): no public statement of which "
+        "elementwise fusions the 910B software stack applies by default",
+        "bus_note": "not given (1): no public HCCL bus-bandwidth figure for the 910B "
+        "scale-up fabric",
     },
     "a100": {
         "title": "NVIDIA DGX A100 (8 x A100 SXM4 80GB per node)",
@@ -113,6 +122,21 @@ PRESETS = {
         "eff_src": "assumption: large bf16 GEMMs reach ~250 of 312 TFLOPS",
         "kernel_launch_s": 5e-6,
         "launch_src": "assumption: CUDA kernel launch overhead",
+        "gemm_table_note": "no per-shape figure with a citable number: every GEMM at "
+        "matmul_efficiency",
+        "attention_efficiency": 0.73,
+        "attention_src": "FlashAttention-2 forward reaches up to 230 TFLOPS on A100, "
+        "73% of 312 (Dao 2023, FlashAttention-2, arXiv:2307.08691: 50-73% of peak "
+        "depending on head size and masking); the backward reaches less, so one "
+        "number is optimistic for it",
+        "elementwise_fusion": 1,
+        "fusion_src": "Megatron-LM fuses bias+dropout+add on NVIDIA GPUs by default "
+        "(args.bias_dropout_fusion, true unless the no-bias-dropout-fusion flag is given)",
+        "collective_bus_efficiency": 0.8,
+        "bus_src": "NCCL ring collectives reach ~80% of the NVLink line rate: "
+        "NCCL's maintainer, github.com/NVIDIA/nccl-tests/issues/212 (H100: 370 of "
+        "450 GB/s, protocol overhead ~20%); users report ~200-208 GB/s all-reduce "
+        "bus bandwidth on 8 x A100 SXM4 (nccl-tests issues 149, 178), 0.67-0.69",
     },
     "h100": {
         "title": "NVIDIA H100 SXM5 80GB, 8 per node (DGX H100-class)",
@@ -140,6 +164,18 @@ PRESETS = {
         "eff_src": "assumption: large bf16 GEMMs reach ~740 of 989 TFLOPS",
         "kernel_launch_s": 5e-6,
         "launch_src": "assumption: CUDA kernel launch overhead",
+        "gemm_table_note": "no per-shape figure with a citable number: every GEMM at "
+        "matmul_efficiency",
+        "attention_note": "not given: FlashAttention at matmul_efficiency (0.75), "
+        "which is FlashAttention-3's forward figure on H100 (740 TFLOPS FP16, 75%, "
+        "Shah et al. 2024, arXiv:2407.08608); no backward utilisation figure found",
+        "elementwise_fusion": 1,
+        "fusion_src": "Megatron-LM fuses bias+dropout+add on NVIDIA GPUs by default "
+        "(args.bias_dropout_fusion, true unless the no-bias-dropout-fusion flag is given)",
+        "collective_bus_efficiency": 0.82,
+        "bus_src": "NCCL ring collectives on H100 NVLink: 370 of 450 GB/s line rate, "
+        "NCCL's maintainer in github.com/NVIDIA/nccl-tests/issues/212 (NVLink SHARP "
+        "all-reduce goes higher; the model prices rings)",
     },
 }
 
@@ -200,9 +236,13 @@ def fmt(x):
 
 
 def props_xml(props):
-    """props: list of (name, value, source) -> <prop> lines with comments."""
+    """props: list of (name, value, source) -> <prop> lines with comments;
+    value None writes the comment only (an optional property not given)."""
     lines = []
     for name, value, source in props:
+        if value is None:
+            lines.append("    <!-- %s: %s -->" % (name, source))
+            continue
         lines.append("    <!-- %s -->" % source)
         lines.append('    <prop id="%s" value="%s"/>' % (name, value))
     return "\n".join(lines) + "\n"
@@ -226,7 +266,12 @@ def cluster_xml(num_npus, speed, bw, lat_s, extra_attrs, props):
     )
 
 
+REQUIRED = ["hbm_bytes", "hbm_bandwidth_Bps", "npus_per_node", "scaleup_bandwidth_Bps",
+            "scaleup_latency_s", "matmul_efficiency", "kernel_launch_s"]
+
+
 def device_props(p, npus_per_node):
+    """The required properties in REQUIRED's order, then the optional ones."""
     return [
         ("hbm_bytes", fmt(p["hbm_bytes"]), "HBM capacity: " + p["hbm_src"]),
         ("hbm_bandwidth_Bps", fmt(p["hbm_bandwidth_Bps"]), "HBM bandwidth: " + p["hbm_bw_src"]),
@@ -235,7 +280,29 @@ def device_props(p, npus_per_node):
         ("scaleup_latency_s", fmt(p["scaleup_latency_s"]), p["scaleup_lat_src"]),
         ("matmul_efficiency", fmt(p["matmul_efficiency"]), p["eff_src"]),
         ("kernel_launch_s", fmt(p["kernel_launch_s"]), p["launch_src"]),
-    ]
+    ] + optional_props(p)
+
+
+# Optional properties (planner/model/cluster.h): a preset gives one only with
+# a cited figure; otherwise its note is written as a comment and the
+# property's default applies (docs/platform-format.md).
+OPTIONAL = [
+    # (property, preset value key, source key, note key, format)
+    ("gemm_efficiency_table", "gemm_efficiency_table", "gemm_table_src", "gemm_table_note", str),
+    ("attention_efficiency", "attention_efficiency", "attention_src", "attention_note", fmt),
+    ("elementwise_fusion", "elementwise_fusion", "fusion_src", "fusion_note", str),
+    ("collective_bus_efficiency", "collective_bus_efficiency", "bus_src", "bus_note", fmt),
+]
+
+
+def optional_props(p):
+    out = []
+    for name, key, src, note, form in OPTIONAL:
+        if key in p:
+            out.append((name, form(p[key]), p[src]))
+        elif note in p:
+            out.append((name, None, p[note]))
+    return out
 
 
 def fat_tree_platform(preset, num_npus, npus_per_node=None, topo=None):
@@ -275,7 +342,7 @@ def flat_platform(num_npus, bandwidth_Bps, latency_s, per_node=1, scaleup_Bps=No
     per_node > 1 groups consecutive NPUs into servers whose scale-up fabric
     has scaleup_Bps and scaleup_latency_s (hierarchical collectives)."""
     p = PRESETS["910b"]
-    props = device_props(p, 1)
+    props = device_props(p, 1)[:len(REQUIRED)]  # test platform: no optional properties
     props[2] = ("npus_per_node", "1", "one NPU per node: every transfer crosses the flat fabric")
     props[3] = ("scaleup_bandwidth_Bps", fmt(bandwidth_Bps), "unused (1 NPU per node); = route bandwidth")
     props[4] = ("scaleup_latency_s", fmt(latency_s), "unused (1 NPU per node); = route latency")
@@ -302,7 +369,7 @@ def flat_platform(num_npus, bandwidth_Bps, latency_s, per_node=1, scaleup_Bps=No
 def free_comm_platform(num_npus):
     p = PRESETS["910b"]
     per_node = 8
-    props = device_props(p, per_node)
+    props = device_props(p, per_node)[:len(REQUIRED)]  # test platform: no optional properties
     free = "free communication"
     props[3] = ("scaleup_bandwidth_Bps", fmt(FREE_BANDWIDTH_BPS), free)
     props[4] = ("scaleup_latency_s", "0", free)
@@ -370,6 +437,8 @@ def preset_summary():
                fmt(p["scaleup_bandwidth_Bps"]), fmt(p["scaleup_latency_s"]),
                fmt(p["nic_Bps"]), fmt(p["link_latency_s"]),
                fmt(p["matmul_efficiency"]), fmt(p["kernel_launch_s"])))
+        given = ["%s %s" % (name, form(p[key])) for name, key, _, _, form in OPTIONAL if key in p]
+        lines.append("        optional: %s" % (", ".join(given) if given else "none (defaults)"))
     return "\n".join(lines)
 
 
@@ -378,7 +447,9 @@ Writes a SimGrid platform (XML, DTD 4.1) for npusim: one host per NPU named
 npu-<rank>, host speed = peak dense bf16 FLOP/s, and the <prop>s that
 planner/model/cluster.h requires (hbm_bytes, hbm_bandwidth_Bps, npus_per_node,
 scaleup_bandwidth_Bps, scaleup_latency_s, matmul_efficiency, kernel_launch_s),
-each with its source as an XML comment.  Exactly one mode is required:
+each with its source as an XML comment, and the optional ones a preset can
+cite a figure for (gemm_efficiency_table, attention_efficiency,
+elementwise_fusion, collective_bus_efficiency; a comment says why where not).  Exactly one mode is required:
 --preset (a device on a 2-level fat tree), --flat (collective-test cluster),
 --free-comm (closed-form test platform) or --all (every shipped platform).
 docs/platform-format.md describes the format."""

@@ -87,6 +87,12 @@ for s in plot_planners.py plot_frontier.py; do
 done
 expect_error "sweep missing file" "$TMP/none.csv" plot_sweep.py "$TMP/none.csv" --x a --y b \
     -o "$TMP/bad.png"
+# a sweep CSV with status: the failed point's row (no results) is left out, and said
+awk -F, 'BEGIN { OFS = "," } NR == 1 { print $0 ",status"; next } { print $0 ",ok" }
+    END { print "platforms/test_8npu.xml,workloads/small_gpt.json,,,,,,,,,,,,,,,,,,,,,,,,,,,failed" }' "$S" >"$TMP/status.csv"
+expect_png sweep_skips_failed "$TMP/f.png" plot_sweep.py "$TMP/status.csv" --x num_micro_batches \
+    --y bubble_ratio --group recompute -o "$TMP/f.png"
+grep -q "status.csv: 1 row of failed points left out" "$TMP/err" && ok || ko "a failed point's row is left out, and said"
 expect_error "sweep missing column" "missing column 'num_stages'" plot_sweep.py "$S" \
     --x num_stages --y iteration_s -o "$TMP/bad.png"
 expect_error "sweep non-numeric y" "column 'recompute': expected a number" plot_sweep.py "$S" \

@@ -127,4 +127,66 @@ expect_error "plan with tensor_parallel 3" 2 "$TMP/tp3.json: tensor_parallel: 3"
 grep -q "workloads/small_gpt.json: model.num_attention_heads" "$TMP/err" && ok ||
     ko "the plan's tensor_parallel error gives the workload's reason"
 
+# --- the fuzzing findings: each exits 2 (1 for the command line) with one line
+# naming the file and the key; none aborts (134) or prints a SimGrid banner ---
+B=tests/bad_input
+expect_error "platform without hosts" 2 "$B/platform_no_hosts.xml: the platform has 0 hosts" \
+    "$B/platform_no_hosts.xml" "$W8"
+expect_error "platform cut after its header comment" 2 "$B/platform_truncated.xml: no <platform> element" \
+    "$B/platform_truncated.xml" "$W8"
+expect_error "platform without version" 2 "$B/platform_no_version.xml:4: version:" \
+    "$B/platform_no_version.xml" "$W8"
+grep -q "BIG FAT WARNING" "$TMP/err" && ko "no SimGrid banner for a platform without version" || ok
+expect_error "scale-up latency 1e308" 2 "$B/platform_scaleup_latency_huge.xml:11: scaleup_latency_s:" \
+    "$B/platform_scaleup_latency_huge.xml" "$W8"
+expect_error "kernel launch 1e308" 2 "$B/platform_kernel_launch_huge.xml:13: kernel_launch_s:" \
+    "$B/platform_kernel_launch_huge.xml" "$W8"
+expect_error "link latency inf" 2 "$B/platform_link_latency_inf.xml: lat: link" \
+    "$B/platform_link_latency_inf.xml" "$W8"
+expect_error "link bandwidth 1e-300" 2 "$B/platform_link_bandwidth_tiny.xml: bw: link" \
+    "$B/platform_link_bandwidth_tiny.xml" "$W8"
+started=$(date +%s)
+expect_error "fat tree of eight million links" 2 "$B/platform_fat_tree_too_large.xml:5: topo_parameters:" \
+    "$B/platform_fat_tree_too_large.xml" "$W8"
+[ $(($(date +%s) - started)) -le 5 ] && ok || ko "the oversized fat tree is refused before SimGrid builds it"
+expect_error "layer output_bytes 1e308" 2 "<command line>: model.layers\[3\].output_bytes: expected a number no larger than 1e+12" \
+    --set 'model.layers[3].output_bytes=1e308' "$P8" workloads/vgg16.json
+expect_error "layer forward_flops 1e306" 2 "<command line>: model.layers\[0\].forward_flops:" \
+    --set 'model.layers[0].forward_flops=1e306' "$P8" workloads/vgg16.json
+expect_error "num_layers INT_MAX" 2 "<command line>: model.num_layers: expected an integer no larger than 10000" \
+    --set num_layers=2147483647 "$P8" "$W8"
+expect_error "num_layers 1e7" 2 "model.num_layers" --set num_layers=10000000 "$P8" "$W8"
+expect_error "num_layers beyond 64 bits" 2 "<command line>: num_layers: value is not valid JSON: too big integer" \
+    --set num_layers=18446744073709551616 "$P8" "$W8"
+expect_error "override with a duplicate key" 2 "<command line>: parallel: value is not valid JSON: duplicate object key" \
+    --set 'parallel={"data_parallel_size":2,"data_parallel_size":2}' "$P8" "$W8"
+expect_error "global batch 2^31" 2 "training.global_batch_size: expected an integer no larger than 1073741824" \
+    --set global_batch_size=2147483648 "$P8" "$W8"
+expect_error "directory as workload" 2 "/tmp: cannot read workload: not a regular file" "$P8" /tmp
+expect_error "/dev/zero as workload" 2 "/dev/zero: cannot read workload: not a regular file" "$P8" /dev/zero
+mkfifo "$TMP/fifo.json"
+started=$(date +%s)
+expect_error "FIFO as workload" 2 "fifo.json: cannot read workload: not a regular file" "$P8" "$TMP/fifo.json"
+[ $(($(date +%s) - started)) -le 5 ] && ok || ko "a FIFO workload does not block"
+expect_error "files swapped" 2 "$P8: this looks like a platform XML file, not a workload JSON: the platform comes first" "$W8" "$P8"
+expect_error "control characters escaped" 2 'num_lay\\ners: unknown key' --set "$(printf 'num_lay\ners=2')" "$P8" "$W8"
+expect_error "control characters in a path escaped" 2 'no\\tfile\\x01.json' "$P8" "$(printf '/tmp/no\tfile\001.json')"
+# Megatron's fixed split, context parallelism, sharding
+"$SIMRUN" --quiet --set decoder_first_pipeline_num_layers=1 --set decoder_last_pipeline_num_layers=3 \
+    "$P8" "$W8" 2>"$TMP/err" && ok || ko "an uneven first and last stage runs"
+expect_error "middle stages not divisible" 2 "decoder_first_pipeline_num_layers" \
+    --set decoder_first_pipeline_num_layers=3 "$P8" "$W8"
+expect_error "first stage not divisible by vpp" 2 "decoder_first_pipeline_num_layers" --schedule interleaved \
+    --set virtual_pipeline_model_parallel_size=2 --set decoder_first_pipeline_num_layers=1 \
+    --set decoder_last_pipeline_num_layers=3 "$P8" "$W8"
+expect_error "split refused by pipedream" 2 "account_for_loss_in_pipeline_split" --planner pipedream \
+    --set account_for_loss_in_pipeline_split=true --set num_layers=7 "$P8" "$W8"
+"$SIMRUN" --quiet --set context_parallel_size=2 --set data_parallel_size=1 --set global_batch_size=8 \
+    "$P8" "$W8" 2>"$TMP/err" && ok || ko "context parallelism runs"
+expect_error "tp*cp*dp*pp != NPUs" 2 "context_parallel_size" --set context_parallel_size=2 "$P8" "$W8"
+"$SIMRUN" --quiet --set data_parallel_sharding_strategy=optim_grads_params "$P8" "$W8" 2>"$TMP/err" &&
+    ok || ko "ZeRO-3 runs"
+expect_error "fold with ZeRO-3" 1 "optim_grads_params" --fold-dp 1 \
+    --set data_parallel_sharding_strategy=optim_grads_params "$P8" "$W8"
+
 harness_done cli

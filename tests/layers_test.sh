@@ -20,6 +20,8 @@ plant "model includes a schedule header" planner/model/cluster.h '#include "plan
     "planner/model/cluster.h:.*plan.h of layer planner/schedule"
 plant "net includes an engine header" sim/net/platform.c '#include "engine.h"' \
     "sim/net/platform.c:.*engine.h of layer sim/engine"
+plant "simsweep includes an engine header" sim/sweep/sweep_run.c '#include "report.h"' \
+    "sim/sweep/sweep_run.c:.*report.h of layer sim/engine"
 plant "search includes SimGrid" planner/search/predict.c '#include <simgrid/actor.h>' \
     "predict.c:.*must not include SimGrid"
 harness_done layers

@@ -40,6 +40,15 @@ static cl_cluster npu_910b(void)
     return c;
 }
 
+/* What the loader fills when the file does not say (wl_set_defaults):
+ * Megatron's dropout probabilities 0.1 and scatter/gather p2p on. */
+static void megatron_defaults(wl_workload *w)
+{
+    w->model.attention_dropout = 0.1;
+    w->model.hidden_dropout = 0.1;
+    w->training.scatter_gather_tensors_in_pipeline = true;
+}
+
 /* GPT-3 175B as in Korthikanti et al. Table 3: 96 layers, h 12288, 96 heads,
  * s 2048, vocabulary 51200, tied embeddings, GeLU MLP of 4h. */
 static wl_workload gpt3_175b(int tp, bool sp)
@@ -59,6 +68,7 @@ static wl_workload gpt3_175b(int tp, bool sp)
     w.training.micro_batch_size = 1;
     w.training.params_dtype = WL_BF16;
     w.training.sequence_parallel = sp;
+    megatron_defaults(&w);
     w.parallel.tensor_model_parallel_size = tp;
     w.parallel.pipeline_model_parallel_size = 1;
     w.parallel.data_parallel_size = 1;
@@ -91,6 +101,7 @@ static wl_workload llama3_405b(void)
     w.training.params_dtype = WL_BF16;
     w.training.use_distributed_optimizer = true;
     w.training.sequence_parallel = true;
+    megatron_defaults(&w);
     w.parallel.tensor_model_parallel_size = 8;
     w.parallel.pipeline_model_parallel_size = 16;
     w.parallel.data_parallel_size = 128;
@@ -400,8 +411,15 @@ static void test_tp_collectives_are_two_ring_allreduces(void)
         ASSERT_REL(cm.layers[1].tp_bytes, S, 1e-12);
         ASSERT_REL(cm.layers[1].tp_forward_s, 2 * allreduce, 1e-12);
         ASSERT_REL(cm.layers[1].tp_backward_s, 2 * allreduce, 1e-12);
-        /* Megatron sends the full hidden state per rank, 1/t of it with SP */
+        /* Each rank sends 1/t of the hidden state: sequence-sharded with SP,
+         * scattered without (Megatron's scatter/gather p2p, on by default);
+         * with scatter/gather off and no SP every rank sends all of it. */
+        ASSERT_REL(cm.layers[1].output_bytes, S / 8, 1e-12);
+        cm_free(&cm);
+        w.training.scatter_gather_tensors_in_pipeline = false;
+        build_ok(&w, 1, &cm);
         ASSERT_REL(cm.layers[1].output_bytes, sp ? S / 8 : S, 1e-12);
+        CU_ASSERT_EQUAL(cm.layers[1].recv_gather_s, 0.0);
         cm_free(&cm);
     }
     wl_workload w = gpt3_175b(1, false);

@@ -15,9 +15,34 @@
  *   matmul_efficiency         fraction of peak a large GEMM reaches, (0, 1]
  *   kernel_launch_s           fixed overhead per operator launch, s
  * The host `speed` is the peak dense FLOP/s in the training dtype.
+ *
+ * Optional host properties: each has a default equal to the model without
+ * it, so a platform that does not give it prices everything as before
+ * (docs/platform-format.md, "Optional host properties"):
+ *   gemm_efficiency_table     "d1:e1,d2:e2,...": a GEMM whose smallest
+ *                             dimension is d runs at efficiency e,
+ *                             piecewise-linear in log(d) between points and
+ *                             constant beyond the ends; default: none, every
+ *                             GEMM at matmul_efficiency
+ *   attention_efficiency      fraction of peak of the fused attention kernel
+ *                             (FlashAttention), (0, 1]; default
+ *                             matmul_efficiency
+ *   elementwise_fusion        0 or 1: dropout and residual add in one memory
+ *                             pass (Megatron's bias-dropout-add fusion);
+ *                             default 0
+ *   collective_bus_efficiency achieved bus bandwidth / link bandwidth of a
+ *                             ring collective on the scale-up fabric, (0, 1];
+ *                             default 1
+ * A cluster built by hand (tests) leaves them 0, which means the same
+ * defaults.
  */
 #ifndef CLUSTER_H
 #define CLUSTER_H
+
+#include <stddef.h>
+
+/* Points of a gemm_efficiency_table. */
+#define CL_GEMM_TABLE_MAX 16
 
 typedef struct cl_cluster {
     char name[128]; /* platform file */
@@ -36,10 +61,23 @@ typedef struct cl_cluster {
     /* Up-link over down-link capacity of the most tapered fat-tree level:
      * 1 non-blocking, 0.25 a 4:1 taper; 1 when the fabric is not a fat tree. */
     double fabric_taper;
+    /* Optional properties (above); 0 / empty: their default. */
+    int gemm_table_points;
+    double gemm_table_min_dim[CL_GEMM_TABLE_MAX];    /* strictly increasing, >= 1 */
+    double gemm_table_efficiency[CL_GEMM_TABLE_MAX]; /* (0, 1] */
+    double attention_efficiency;                     /* 0: matmul_efficiency */
+    int elementwise_fusion;                          /* 0 or 1 */
+    double collective_bus_efficiency;                /* 0: 1 */
 } cl_cluster;
 
 /* Point-to-point time of `bytes` between two NPUs, alpha-beta, on the
  * scale-up fabric (same node) or the scale-out fabric. */
 double cl_p2p_time(const cl_cluster *c, double bytes, int same_node);
+
+/* Parses a gemm_efficiency_table ("128:0.35,512:0.6,...", spaces allowed
+ * around the numbers) into c's table.  Dimensions must be finite, at least 1
+ * and strictly increasing, efficiencies in (0, 1], at most CL_GEMM_TABLE_MAX
+ * points.  Returns 0, or -1 with why[] saying what is wrong (c unchanged). */
+int cl_gemm_table_parse(const char *text, cl_cluster *c, char *why, size_t why_size);
 
 #endif

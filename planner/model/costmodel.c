@@ -3,9 +3,11 @@
  *
  * Design.  Every layer is priced operator by operator with the roofline
  *   t = max(FLOPs / (peak · efficiency), bytes / HBM bandwidth) + launch,
- * GEMMs at the cluster's matmul efficiency, elementwise operators (norms,
- * softmax, dropout, activation, residual adds) with no FLOPs, i.e. purely on
- * HBM bandwidth at efficiency 1.  Sums of operators give the forward (F),
+ * GEMMs at the cluster's matmul efficiency (or, when the platform gives a
+ * gemm_efficiency_table, at the efficiency of their smallest dimension:
+ * costmodel_efficiency.c), elementwise operators (norms, softmax, dropout,
+ * activation, residual adds) with no FLOPs, i.e. purely on HBM bandwidth at
+ * efficiency 1.  Sums of operators give the forward (F),
  * input-gradient (B) and weight-gradient (W) passes; tensor-parallel
  * collectives are kept apart (tp_forward_s, tp_backward_s) so the simulator
  * can put them on the scale-up fabric.
@@ -55,10 +57,13 @@ double cm_roofline_s(const cl_cluster *c, double flops, double bytes, double eff
     return fmax(compute_s, memory_s) + c->kernel_launch_s;
 }
 
+/* A ring inside a server runs at the bus bandwidth NCCL-like libraries
+ * reach on the scale-up fabric (collective_bus_efficiency of the link rate,
+ * costmodel_efficiency.c); one wider than a server on the scale-out route. */
 static void ring_link(const cl_cluster *c, int ranks, double *bw_Bps, double *latency_s)
 {
     bool in_node = c->npus_per_node <= 0 || ranks <= c->npus_per_node;
-    *bw_Bps = in_node ? c->scaleup_bandwidth_Bps : c->scaleout_bandwidth_Bps;
+    *bw_Bps = in_node ? c->scaleup_bandwidth_Bps * cm_bus_efficiency(c) : c->scaleout_bandwidth_Bps;
     *latency_s = in_node ? c->scaleup_latency_s : c->scaleout_latency_s;
 }
 
@@ -74,6 +79,11 @@ double cm_ring_allgather_s(const cl_cluster *c, int ranks, double bytes)
 double cm_ring_allreduce_s(const cl_cluster *c, int ranks, double bytes)
 {
     return 2.0 * cm_ring_allgather_s(c, ranks, bytes);
+}
+
+double cm_boundary_s(const cl_cluster *c, const cm_layer *ly, int same_node)
+{
+    return cl_p2p_time(c, ly->output_bytes, same_node) + ly->recv_gather_s;
 }
 
 /* ---- bytes per parameter ---------------------------------------------- */
@@ -137,20 +147,27 @@ void cm_shape_init(shape *x, const wl_workload *w, const cl_cluster *c, int b)
     x->swiglu = md->swiglu;
     x->mlp_width = x->swiglu ? 2.0 * x->f : x->f;
     x->norm_params = x->swiglu ? x->h : 2.0 * x->h;
+    x->flash = w->training.use_flash_attn;
+    x->attention_dropout = md->attention_dropout > 0;
+    x->hidden_dropout = md->hidden_dropout > 0;
+    x->fused_elementwise = c->elementwise_fusion != 0;
+    x->scatter_gather = w->training.scatter_gather_tensors_in_pipeline && !x->sp && x->t > 1;
     bool dist = w->training.use_distributed_optimizer;
     x->state_bpp = cm_state_bytes_per_param(w->training.params_dtype, dist, x->dp);
     x->expert_state_bpp = cm_state_bytes_per_param(w->training.params_dtype, dist,
                                                    x->dp / x->ep > 0 ? x->dp / x->ep : 1);
     x->grad_bpp = cm_grad_bytes_per_param(w->training.params_dtype);
+    cm_shape_parallel(x, w); /* context parallelism, sharding: costmodel_parallel.c */
 }
 
 /* GEMM [m×k]·[k×n], `count` times (batched): FLOPs 2mkn, bytes of the three
- * operands, at the matmul efficiency. */
+ * operands, at the matmul efficiency, or at the platform's efficiency for
+ * its smallest dimension (costmodel_efficiency.c). */
 double cm_gemm_s(const shape *x, double m, double k, double n, double count)
 {
     double flops = 2.0 * m * k * n * count;
     double bytes = (m * k + k * n + m * n) * x->D * count;
-    return cm_roofline_s(x->c, flops, bytes, x->c->matmul_efficiency);
+    return cm_roofline_s(x->c, flops, bytes, cm_gemm_efficiency(x->c, m, k, n));
 }
 
 /* Elementwise operator that moves `bytes` through HBM. */
@@ -208,6 +225,7 @@ int cm_build(const wl_workload *w, const cl_cluster *c, int micro_batch_size, cm
     out->has_source = true;
     out->source = *w;
     out->cluster = *c;
+    cm_parallel_finish(out, &x);
     return 0;
 }
 
@@ -227,6 +245,7 @@ static void layer_scale(cm_layer *ly, double scale)
     }
     ly->forward_flops *= scale;
     ly->output_bytes *= scale;
+    ly->recv_gather_s *= scale;
     for (int u = 0; u < ly->num_units; u++) {
         ly->units[u].forward_s *= scale;
         ly->units[u].activation_bytes *= scale;
@@ -260,6 +279,7 @@ int cm_layer_at_batch(const cm_model *m, int layer, double b, cm_layer *out)
     } else {
         cm_decoder_layer(out, &x, md, layer - 1);
     }
+    cm_parallel_layer(out, &x);
     return 0;
 }
 
@@ -272,11 +292,15 @@ void cm_free(cm_model *m)
 
 /* ---- totals ------------------------------------------------------------- */
 
-double cm_forward_total_s(const cm_layer *l) { return l->forward_s + l->tp_forward_s; }
+double cm_forward_total_s(const cm_layer *l)
+{
+    return l->forward_s + l->tp_forward_s + cm_forward_extra_s(l);
+}
 
 double cm_backward_total_s(const cm_layer *l, recompute_kind r)
 {
-    return l->backward_s + l->weight_grad_s + l->recompute_s[r] + l->tp_backward_s;
+    return l->backward_s + l->weight_grad_s + l->recompute_s[r] + l->tp_backward_s +
+           cm_backward_extra_s(l);
 }
 
 /* HBM traffic of one Adam step per parameter (Kingma & Ba; Megatron's fused

@@ -9,8 +9,18 @@
  *   costmodel_transformer.c  the Transformer: embedding, decoder layer (GEMM
  *                            and attention FLOPs and bytes, recomputable
  *                            units, Korthikanti activations), LM head
+ *   costmodel_attention.c    the attention core: unfused (scores, softmax,
+ *                            dropout, AV) or FlashAttention-2
+ *   costmodel_efficiency.c   GEMM efficiency by shape, the attention
+ *                            kernel's, the collective bus efficiency
  *   costmodel_layers.c       layer-by-layer models (workload model.layers):
  *                            per-sample specs and profiled time tables t(b)
+ *   costmodel_parallel.c     context parallelism and data-parallel sharding
+ *                            applied to the shape and to the built layers
+ *   costmodel_cp.c           context parallelism: the remote attention
+ *                            blocks and the ring exchange of K/V
+ *   costmodel_sharding.c     data-parallel sharding: state bytes per
+ *                            parameter, ZeRO-2/3 collectives per layer
  * A new kind of layer (an MoE block, FlashAttention, context parallelism)
  * prices its operators with cm_gemm_s() and cm_memop_s() and fills a cm_layer
  * with cm_set_state() and cm_add_unit(), in a file beside these.
@@ -38,9 +48,19 @@ typedef struct shape {
     double D;     /* activation / weight bytes */
     int t, pp, dp, ep;
     bool sp, swiglu;
-    double mlp_width;   /* columns of FC1 per token: f, 2f with SwiGLU */
-    double norm_params; /* per norm: h (RMSNorm) or 2h (LayerNorm) */
+    double mlp_width;       /* columns of FC1 per token: f, 2f with SwiGLU */
+    double norm_params;     /* per norm: h (RMSNorm) or 2h (LayerNorm) */
+    bool flash;             /* fused attention (FlashAttention-2) */
+    bool attention_dropout; /* dropout probability > 0 on the attention probabilities */
+    bool hidden_dropout;    /* dropout probability > 0 after the projection and FC2 */
+    bool fused_elementwise; /* the platform's elementwise_fusion */
+    bool scatter_gather;    /* scatter/gather p2p applies: asked for, no SP, t > 1 */
     double state_bpp, grad_bpp, expert_state_bpp;
+    /* Context parallelism: c ranks share a sequence, s above is this rank's
+     * s/c (costmodel_parallel.c); the data-parallel group of the gradients
+     * and of the sharded state is dp·c replicas; the sharding strategy. */
+    int cp, shards;
+    wl_dp_sharding sharding;
 } shape;
 
 /* The shape of workload w on cluster c at micro-batch size b (costmodel.c). */
@@ -58,6 +78,43 @@ double cm_memop_s(const shape *x, double bytes);
 void cm_set_state(cm_layer *ly, const shape *x, double dense_params, double expert_params);
 /* Appends a recomputable unit to the layer. */
 void cm_add_unit(cm_layer *ly, const char *name, double forward_s, double bytes);
+
+/* ---- the attention core (costmodel_attention.c) ------------------------- */
+
+/* Scores, softmax, attention dropout and AV of one decoder layer on one rank
+ * (unfused), or the FlashAttention kernel that does them all. */
+typedef struct cm_attention {
+    /* Forward parts (FlashAttention: the kernel in scores_s, the rest 0) and
+     * their sum. */
+    double scores_s, softmax_s, dropout_s, av_s, forward_s;
+    /* Input-gradient parts (no weights); FlashAttention: grad_scores_s. */
+    double grad_scores_s, grad_av_s, grad_softmax_s, grad_dropout_s;
+    double output_s;   /* re-creating the core's output alone (the proj_input unit) */
+    double kept_bytes; /* what the core keeps for its backward (the core_attention unit) */
+    bool selective;    /* selective recompute drops kept_bytes; false with FlashAttention */
+} cm_attention;
+void cm_attention_core(const shape *x, cm_attention *out);
+/* FlashAttention's kept softmax statistics, b·(a/t)·s rows of 2 fp32 values. */
+double cm_flash_statistics_bytes(const shape *x);
+
+/* ---- context parallelism and sharding (costmodel_parallel.c) ------------- */
+
+/* End of cm_shape_init(): the sequence per CP rank, the sharding and the
+ * state bytes per parameter it implies.  Nothing changes without them. */
+void cm_shape_parallel(shape *x, const wl_workload *w);
+/* End of cm_build(): the model's CP and sharding fields, every layer's CP
+ * exchange and ZeRO collectives, ZeRO's gathered layer in the workspace. */
+void cm_parallel_finish(cm_model *m, const shape *x);
+/* The same for one layer re-priced by cm_layer_at_batch(). */
+void cm_parallel_layer(cm_layer *ly, const shape *x);
+/* Adds the c − 1 remote attention blocks and the ring exchange to a decoder
+ * layer priced on this rank's s/c tokens (costmodel_cp.c). */
+void cm_cp_decoder(cm_layer *ly, const shape *x);
+/* ZeRO-2/3 per-layer bytes and closed-form times (costmodel_sharding.c). */
+void cm_sharding_layer(cm_layer *ly, const shape *x);
+/* Bytes ZeRO holds unsharded while one layer runs (its gathered parameters
+ * and its gradients before the reduce-scatter). */
+double cm_sharding_working_bytes(const cm_layer *ly);
 
 /* ---- Transformer layers (costmodel_transformer.c) ------------------------ */
 

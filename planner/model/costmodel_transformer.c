@@ -6,9 +6,10 @@
  * recomputable units, its activations under each recompute option
  * (Korthikanti et al. 2022) and its tensor-parallel collectives are all
  * here; the roofline, the shape of the job (notation: costmodel_internal.h)
- * and model construction are in costmodel.c.  Variants of the Transformer
- * layer (MoE blocks, FlashAttention, context parallelism) belong in files
- * beside this one.
+ * and model construction are in costmodel.c.  The attention core (unfused
+ * or FlashAttention-2) is priced in costmodel_attention.c, the efficiencies
+ * by shape in costmodel_efficiency.c.  Variants of the Transformer layer (MoE
+ * blocks, context parallelism) belong in files beside this one.
  *
  * Decoder layer FLOPs, forward, per rank (Narayanan et al. SC'21, eq. in
  * section 5.1: 24bsh² + 4bs²h for MHA, ffn = 4h, GeLU):
@@ -18,7 +19,9 @@
  * Backward: B repeats every GEMM once (input gradient) and the attention core
  * twice (both operands of QKᵀ and AV need gradients, there is no weight);
  * W repeats the weighted GEMMs once.  So B + W = 2F in FLOPs (the usual
- * "backward = 2× forward").  Elementwise backward ops read the saved tensor
+ * "backward = 2× forward"); FlashAttention's backward recomputes the scores
+ * and does 2.5× its forward (costmodel_attention.c), which the model FLOPs
+ * used for MFU do not count.  Elementwise backward ops read the saved tensor
  * and the output gradient and write the input gradient (3 tensors where the
  * forward moved 2).
  *
@@ -30,7 +33,8 @@
  *   qkv_input   LN1 output, input of QKV     n_l·h·D                      2sbh
  *   qkv         Q, K, V                      n(h+2gd)/t·D                 6sbh/t (MHA)
  *   core_attn   softmax out, dropout mask,   b(a/t)s²(2D+1)               5as²b/t
- *               dropout out
+ *               dropout out (FlashAttention: softmax statistics only,
+ *               b(a/t)s·8 bytes)
  *   proj_input  AV output (context)          n·h/t·D                      2sbh/t
  *   attn_mask   dropout mask after proj      n_l·h                        sbh
  *   ln2_input   residual sum                 n_l·h·D                      2sbh
@@ -44,13 +48,24 @@
  * core_attn (Table 2 rows "selective"); full recompute keeps the layer input
  * only, 2sbh, or 2sbh/t with SP where Megatron's checkpoint input is the
  * sequence-sharded hidden state (Table 2 prints 2sbh, the no-SP case).
- * Dropout is always modelled (Megatron's default p = 0.1 and Korthikanti's
- * accounting); Llama recipes set it to 0, which would save 2 bytes·sbh/t of
- * masks: a known, small overestimate.
+ * Dropout follows the workload's probabilities (Megatron's defaults 0.1,
+ * Korthikanti's accounting): at 0 (Llama recipes) PyTorch's dropout returns
+ * its input, so the masks (attn_mask, mlp_mask: n_l·h each; in core_attn the
+ * mask and the dropout output) are not kept and the dropout passes cost
+ * nothing.  With FlashAttention the attention dropout happens in the kernel
+ * and keeps nothing either way.
  *
  * Recompute time: selective = the attention core forward (QKᵀ, softmax,
  * dropout, AV: what Megatron's checkpointed core attention re-runs); full =
- * the whole forward including its TP collectives.
+ * the whole forward including its TP collectives.  With FlashAttention,
+ * selective is none in bytes and time: Megatron does not checkpoint the
+ * flash core (costmodel_attention.c).
+ *
+ * Elementwise operators run at HBM bandwidth, one pass each: the norms and
+ * the activation as one kernel (Megatron's fused LayerNorm / RMSNorm and
+ * bias-GeLU or SwiGLU kernels; no biases are modelled), the dropout and the
+ * residual add as two, or as one when the platform says elementwise_fusion
+ * (Megatron's bias_dropout_add fusion).
  *
  * TP collectives (Megatron-LM, Shoeybi et al. 2019; Korthikanti section 4.2.2):
  * without SP two all-reduces in forward (after attention and after the MLP)
@@ -58,8 +73,9 @@
  * all-gather plus a reduce-scatter of the same tensor, each half the ring
  * all-reduce time, so the totals are equal.  Ring on the scale-up fabric:
  * all-reduce 2(t−1)(α + S/(t·B)), all-gather or reduce-scatter (t−1)(α + S/(t·B))
- * (docs/design.md, cost model); t = 1 costs nothing.  A TP group wider than a node runs on the
- * scale-out fabric.
+ * (docs/design.md, cost model), B the link bandwidth times the platform's
+ * collective_bus_efficiency; t = 1 costs nothing.  A TP group wider than a
+ * node runs on the scale-out fabric.
  *
  * Parameters per NPU: decoder QKV h(h+2gd), projection h², MLP 2hf (3hf
  * SwiGLU), split over t; the two norms (h weights for RMSNorm, which we
@@ -72,9 +88,12 @@
  * stage), so the LM head holds V·h/t then too, and 0 only when pp = 1.
  * Position embeddings are not modelled (RoPE).
  *
- * Output to the next stage: n·h·D per TP rank without SP (Megatron sends the
- * full hidden state from every rank), n·h·D/t with SP (the state is
- * sequence-sharded).
+ * Output to the next stage, per TP rank: n·h·D/t with SP (the state is
+ * sequence-sharded); without SP n·h·D/t too under Megatron's scatter/gather
+ * p2p (scatter_gather_tensors_in_pipeline, on by default: each rank sends its
+ * 1/t slice and the receiving stage all-gathers the tensor on the scale-up
+ * fabric, recv_gather_s, charged by the schedule to the receiver's forward or
+ * backward), else n·h·D from every rank.
  *
  * MoE (first-order): each token runs topk experts of moe_ffn_hidden_size, so
  * MLP FLOPs and activations are those of a dense MLP of topk·ffn; expert
@@ -110,31 +129,49 @@ double cm_korthikanti_activation_bytes(double s, double b, double h, double a, i
 
 /* ---- decoder layer ------------------------------------------------------ */
 
-/* Forward operator times of one decoder layer on one rank. */
+/* Forward operator times of one decoder layer on one rank; the attention
+ * core's parts come from costmodel_attention.c (FlashAttention: the kernel in
+ * scores, softmax, attn_dropout and av 0). */
 typedef struct decoder_forward {
     double norm1, qkv, scores, softmax, attn_dropout, av, proj, proj_dropout, residual1;
     double norm2, fc1, act, fc2, mlp_dropout, residual2;
+    cm_attention core;
 } decoder_forward;
+
+/* Dropout after the projection or FC2, then the residual add: two passes
+ * (the dropout reads x and writes y and its 1-byte mask; the add reads two
+ * tensors and writes one), none for the dropout when its probability is 0;
+ * with the platform's elementwise_fusion one pass (Megatron's
+ * bias_dropout_add_fused_train: read x and the residual, write the sum and
+ * the mask), charged to the dropout. */
+static void dropout_add_times(const shape *x, double hidden_l, double *dropout_s, double *add_s)
+{
+    if (x->fused_elementwise && x->hidden_dropout) {
+        *dropout_s = cm_memop_s(x, hidden_l * (3.0 * x->D + 1.0));
+        *add_s = 0.0;
+        return;
+    }
+    *dropout_s = x->hidden_dropout ? cm_memop_s(x, hidden_l * (2.0 * x->D + 1.0)) : 0.0;
+    *add_s = cm_memop_s(x, 3.0 * hidden_l * x->D);
+}
 
 static void decoder_forward_times(const shape *x, decoder_forward *o)
 {
-    double heads = x->a / x->t, scores_elems = x->b * heads * x->s * x->s;
     double hidden_l = x->nl * x->h;
+    cm_attention_core(x, &o->core);
     o->norm1 = cm_memop_s(x, 2.0 * hidden_l * x->D);
     o->qkv = cm_gemm_s(x, x->n, x->h, (x->h + 2.0 * x->g * x->d) / x->t, 1.0);
-    o->scores = cm_gemm_s(x, x->s, x->d, x->s, x->b * heads);
-    o->softmax = cm_memop_s(x, 2.0 * scores_elems * x->D);
-    o->attn_dropout = cm_memop_s(x, scores_elems * (2.0 * x->D + 1.0));
-    o->av = cm_gemm_s(x, x->s, x->s, x->d, x->b * heads);
+    o->scores = o->core.scores_s;
+    o->softmax = o->core.softmax_s;
+    o->attn_dropout = o->core.dropout_s;
+    o->av = o->core.av_s;
     o->proj = cm_gemm_s(x, x->n, x->h / x->t, x->h, 1.0);
-    o->proj_dropout = cm_memop_s(x, hidden_l * (2.0 * x->D + 1.0));
-    o->residual1 = cm_memop_s(x, 3.0 * hidden_l * x->D);
+    dropout_add_times(x, hidden_l, &o->proj_dropout, &o->residual1);
     o->norm2 = cm_memop_s(x, 2.0 * hidden_l * x->D);
     o->fc1 = cm_gemm_s(x, x->n, x->h, x->mlp_width / x->t, 1.0);
     o->act = cm_memop_s(x, x->n * x->f / x->t * x->D * (x->swiglu ? 3.0 : 2.0));
     o->fc2 = cm_gemm_s(x, x->n, x->f / x->t, x->h, 1.0);
-    o->mlp_dropout = cm_memop_s(x, hidden_l * (2.0 * x->D + 1.0));
-    o->residual2 = cm_memop_s(x, 3.0 * hidden_l * x->D);
+    dropout_add_times(x, hidden_l, &o->mlp_dropout, &o->residual2);
 }
 
 static double decoder_forward_sum(const decoder_forward *o)
@@ -149,18 +186,21 @@ static double attention_core_s(const decoder_forward *o)
     return o->scores + o->softmax + o->attn_dropout + o->av;
 }
 
-/* Input-gradient pass: every GEMM once, the attention core GEMMs twice,
- * elementwise backward ops move 3 tensors (saved input, grad out, grad in). */
+/* Input-gradient pass: every GEMM once, the attention core as
+ * costmodel_attention.c prices it (unfused: its GEMMs twice), elementwise
+ * backward ops move 3 tensors (saved input, grad out, grad in); the dropout
+ * backward reads the mask, none when the probability is 0.  Fusion leaves the
+ * backward as it is: the fused dropout-add's backward is the dropout's, and
+ * the residual gradients are summed where the stream forks either way. */
 static double decoder_backward_s(const shape *x, const decoder_forward *o)
 {
-    double heads = x->a / x->t, scores_elems = x->b * heads * x->s * x->s;
     double hidden_l = x->nl * x->h;
-    double gemms = o->qkv + 2.0 * o->scores + 2.0 * o->av + o->proj + o->fc1 + o->fc2;
-    double elementwise = 2.0 * cm_memop_s(x, 3.0 * hidden_l * x->D)           /* norms */
-                         + cm_memop_s(x, 3.0 * scores_elems * x->D)           /* softmax */
-                         + cm_memop_s(x, scores_elems * (2.0 * x->D + 1.0))   /* attn dropout */
-                         + 2.0 * cm_memop_s(x, hidden_l * (2.0 * x->D + 1.0)) /* dropouts */
-                         + 2.0 * cm_memop_s(x, 3.0 * hidden_l * x->D)         /* residual grads */
+    const cm_attention *core = &o->core;
+    double gemms = o->qkv + core->grad_scores_s + core->grad_av_s + o->proj + o->fc1 + o->fc2;
+    double dropouts = x->hidden_dropout ? 2.0 * cm_memop_s(x, hidden_l * (2.0 * x->D + 1.0)) : 0.0;
+    double elementwise = 2.0 * cm_memop_s(x, 3.0 * hidden_l * x->D)               /* norms */
+                         + core->grad_softmax_s + core->grad_dropout_s + dropouts /* masks */
+                         + 2.0 * cm_memop_s(x, 3.0 * hidden_l * x->D) /* residual grads */
                          + cm_memop_s(x, x->n * x->f / x->t * x->D * (x->swiglu ? 5.0 : 3.0));
     return gemms + elementwise;
 }
@@ -193,19 +233,30 @@ static void decoder_params(const shape *x, const wl_model *md, double *dense, do
 static void decoder_units(cm_layer *ly, const shape *x, const decoder_forward *o,
                           double allgather_s, double reduce_s)
 {
-    double heads = x->a / x->t, hidden_l = x->nl * x->h;
+    double hidden_l = x->nl * x->h, mask = x->hidden_dropout ? hidden_l : 0.0;
     cm_add_unit(ly, "qkv_input", o->norm1, hidden_l * x->D);
     cm_add_unit(ly, "qkv", o->qkv + allgather_s, x->n * (x->h + 2.0 * x->g * x->d) / x->t * x->D);
-    cm_add_unit(ly, "core_attention", attention_core_s(o),
-                x->b * heads * x->s * x->s * (2.0 * x->D + 1.0));
-    cm_add_unit(ly, "proj_input", o->av, x->n * x->h / x->t * x->D);
-    cm_add_unit(ly, "attn_dropout_mask", o->proj_dropout, hidden_l);
+    cm_add_unit(ly, "core_attention", attention_core_s(o), o->core.kept_bytes);
+    cm_add_unit(ly, "proj_input", o->core.output_s, x->n * x->h / x->t * x->D);
+    cm_add_unit(ly, "attn_dropout_mask", o->proj_dropout, mask);
     cm_add_unit(ly, "ln2_input", o->proj + reduce_s + o->proj_dropout + o->residual1,
                 hidden_l * x->D);
     cm_add_unit(ly, "fc1_input", o->norm2, hidden_l * x->D);
     cm_add_unit(ly, "fc1_output", o->fc1 + allgather_s, x->n * x->mlp_width / x->t * x->D);
     cm_add_unit(ly, "fc2_input", o->act, x->n * x->f / x->t * x->D);
-    cm_add_unit(ly, "mlp_dropout_mask", o->mlp_dropout, hidden_l);
+    cm_add_unit(ly, "mlp_dropout_mask", o->mlp_dropout, mask);
+}
+
+/* What a stage boundary after this layer carries per TP rank: the hidden
+ * state n·h·D, or n·h·D/t when it is sequence-sharded (SP) or scattered
+ * (Megatron's scatter/gather p2p without SP: each rank sends its 1/t slice
+ * and the receiver all-gathers the n·h·D tensor over its TP group, a ring
+ * (t−1)(α + S/(t·B)) on the scale-up fabric, recv_gather_s). */
+static void stage_output(cm_layer *ly, const shape *x)
+{
+    double hidden = x->n * x->h * x->D;
+    ly->output_bytes = x->scatter_gather ? hidden / x->t : x->nl * x->h * x->D;
+    ly->recv_gather_s = x->scatter_gather ? cm_ring_allgather_s(x->c, x->t, hidden) : 0.0;
 }
 
 void cm_decoder_layer(cm_layer *ly, const shape *x, const wl_model *md, int index)
@@ -228,17 +279,19 @@ void cm_decoder_layer(cm_layer *ly, const shape *x, const wl_model *md, int inde
         kept += ly->units[u].activation_bytes;
     double layer_input = x->nl * x->h * x->D;
     ly->activation_bytes[RECOMPUTE_NONE] = layer_input + kept;
+    /* With FlashAttention selective is none (costmodel_attention.c). */
     ly->activation_bytes[RECOMPUTE_SELECTIVE] =
-        layer_input + kept - ly->units[UNIT_CORE_ATTENTION].activation_bytes;
+        o.core.selective ? layer_input + kept - ly->units[UNIT_CORE_ATTENTION].activation_bytes
+                         : layer_input + kept;
     ly->activation_bytes[RECOMPUTE_FULL] = layer_input;
     ly->recompute_s[RECOMPUTE_NONE] = 0.0;
-    ly->recompute_s[RECOMPUTE_SELECTIVE] = attention_core_s(&o);
+    ly->recompute_s[RECOMPUTE_SELECTIVE] = o.core.selective ? attention_core_s(&o) : 0.0;
     ly->recompute_s[RECOMPUTE_FULL] = ly->forward_s + ly->tp_forward_s;
     double dense, expert;
     decoder_params(x, md, &dense, &expert);
     cm_set_state(ly, x, dense, expert);
     ly->forward_flops = decoder_flops(x);
-    ly->output_bytes = x->nl * x->h * x->D;
+    stage_output(ly, x);
 }
 
 /* ---- embedding and LM head ---------------------------------------------- */
@@ -261,7 +314,7 @@ void cm_embedding_layer(cm_layer *ly, const shape *x)
     for (int r = 0; r < RECOMPUTE_COUNT; r++)
         ly->activation_bytes[r] = x->n * TOKEN_ID_BYTES;
     cm_set_state(ly, x, x->V * x->h / x->t, 0.0);
-    ly->output_bytes = x->nl * x->h * x->D;
+    stage_output(ly, x);
 }
 
 /* Final norm, LM head GEMM 2·n·h·V/t, and Megatron's vocab-parallel cross

@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
@@ -354,9 +355,20 @@ int np_file_append(const char *path, const char *key, const char *header, const 
             buf[head - 1] = '\n';
         }
         memcpy(buf + head, record, len);
+        /* a SIGINT or SIGTERM (simsweep stopping a sweep) waits until the
+         * row is whole: it would otherwise end the process between two
+         * write()s, or in one, with no chance to truncate */
+        sigset_t stop, old;
+        sigemptyset(&stop);
+        sigaddset(&stop, SIGINT);
+        sigaddset(&stop, SIGTERM);
+        sigaddset(&stop, SIGHUP);
+        sigaddset(&stop, SIGQUIT);
+        sigprocmask(SIG_BLOCK, &stop, &old);
         e = write_all(fd, buf, head + len);
         if (e) /* all or nothing: drop the part that was written */
             (void)!ftruncate(fd, before);
+        sigprocmask(SIG_SETMASK, &old, NULL);
     }
     free(buf);
     if (close(fd) != 0 && !e) /* also releases the lock */
@@ -364,4 +376,21 @@ int np_file_append(const char *path, const char *key, const char *header, const 
     if (e)
         return np_error_set(err, NP_EXIT_INTERNAL, path, key, 0, "%s: %s", what, strerror(e));
     return 0;
+}
+
+void np_csv_field(FILE *f, const char *s)
+{
+    if (!s)
+        s = "";
+    if (!strpbrk(s, ",\"\r\n")) {
+        fputs(s, f);
+        return;
+    }
+    fputc('"', f);
+    for (; *s; s++) {
+        if (*s == '"')
+            fputc('"', f);
+        fputc(*s, f);
+    }
+    fputc('"', f);
 }

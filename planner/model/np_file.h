@@ -25,6 +25,8 @@
  *     record go out in one write() loop of one buffer.  Concurrent writers
  *     therefore never interleave or duplicate the header, however long the
  *     row; a failed write truncates the file back to its size before it.
+ *     SIGINT, SIGTERM, SIGHUP and SIGQUIT are held back during the write, so
+ *     a process stopped by one of them leaves no part of a row.
  *
  * Targets refused (np_file_check_target(), also run by np_file_begin() and
  * np_file_append()): a directory, anything that is not a regular file
@@ -84,6 +86,11 @@ void np_file_abort(np_file *nf);
 /* Appends `len` bytes of record to path, preceded by the line header and a
  * newline (when header is not NULL) if the file is empty, as described above.  0, or
  * NP_EXIT_INTERNAL with err naming path and key. */
+/* Writes one CSV field to f, quoted as RFC 4180 asks when it holds a comma,
+ * a quote, a CR or an LF (quotes doubled), so that a row stays one record
+ * whatever a path, a planner name or an override holds.  NULL is "". */
+void np_csv_field(FILE *f, const char *s);
+
 int np_file_append(const char *path, const char *key, const char *header, const char *record,
                    size_t len, np_error *err);
 

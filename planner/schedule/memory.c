@@ -46,6 +46,13 @@
  *     micro-batch, the live weights plus min(p−s, m)−1 stashed copies.
  *   PipeDream-2BW (Narayanan et al. ICML'21): activations as 1F1B, two weight
  *     versions: one extra copy.
+ *
+ * FlashAttention, dropout probabilities and scatter/gather p2p reach this
+ * model through the cost model's per-layer bytes alone: FlashAttention's
+ * layer keeps the softmax statistics instead of the s×s core, and its
+ * selective recompute keeps what none keeps, so it has no transient; a
+ * dropout of 0 keeps no mask; a scattered boundary tensor is all-gathered
+ * into the full layer input the receiving stage keeps anyway.
  */
 #include "memory.h"
 #include "step_order.h"

@@ -17,13 +17,16 @@
 #include "memory.h"
 #include "schedule_internal.h"
 
-static const char *const op_names[OP_KIND_COUNT] = {
+static const char *const op_names[OP_ALLTOALL + 1] = {
     "F",          "B",        "W",        "recompute",    "send-fwd",
     "recv-fwd",   "send-bwd", "recv-bwd", "dp-allreduce", "optimizer",
     "all-to-all",
 };
 
-const char *sched_op_name(op_kind k) { return (unsigned)k < OP_KIND_COUNT ? op_names[k] : "?"; }
+const char *sched_op_name(op_kind k)
+{
+    return (unsigned)k <= OP_ALLTOALL ? op_names[k] : sched_parallel_op_name(k);
+}
 
 sched_op *sched_push(sched_stage *st, op_kind kind, int micro_batch, int chunk)
 {
@@ -85,6 +88,17 @@ static const cm_layer *micro_batch_layer(const plan *pl, const cm_model *cm, int
     return at;
 }
 
+/* recv_gather_s of the boundary after layer l, as micro-batch i runs it. */
+static double boundary_gather_s(const plan *pl, const cm_model *cm, int l, int i)
+{
+    if (cm->layers[l].recv_gather_s <= 0)
+        return 0.0;
+    cm_layer at;
+    double ts, rs;
+    const cm_layer *ly = micro_batch_layer(pl, cm, l, i, &at, &ts, &rs);
+    return ly->recv_gather_s * ts;
+}
+
 void sched_chunk_cost(const plan *pl, const cm_model *cm, int stage, int chunk, int micro_batch,
                       bool skip_recompute, sched_chunk *out)
 {
@@ -114,6 +128,15 @@ void sched_chunk_cost(const plan *pl, const cm_model *cm, int stage, int chunk, 
     out->activation_bytes *= scale;
     out->transient_bytes *= scale;
     out->output_bytes *= scale;
+    /* The receiver all-gathers a scattered boundary tensor (Megatron's
+     * p2p_communication with scatter_gather_tensors_in_pipeline and no SP):
+     * the forward of a chunk that receives its input, the backward of one
+     * that receives its output gradient (the same size as its output). */
+    int chunks = pl->num_stages * pl->num_chunks;
+    if (pl->num_stages > 1 && k > 0)
+        out->input_gather_s = boundary_gather_s(pl, cm, first - 1, micro_batch);
+    if (pl->num_stages > 1 && k < chunks - 1)
+        out->grad_gather_s = boundary_gather_s(pl, cm, last - 1, micro_batch);
 }
 
 int sched_emit_forward(sched_stage *st, const plan *pl, const cm_model *cm, int s, int chunk, int i,
@@ -125,7 +148,7 @@ int sched_emit_forward(sched_stage *st, const plan *pl, const cm_model *cm, int 
     if (!op)
         return -1;
     op->compute_s = c.forward_s;
-    op->comm_s = c.forward_comm_s;
+    op->comm_s = c.forward_comm_s + c.input_gather_s;
     op->mem_delta_bytes = c.activation_bytes;
     return 0;
 }
@@ -146,7 +169,7 @@ int sched_emit_backward(sched_stage *st, const plan *pl, const cm_model *cm, int
     if (!op)
         return -1;
     op->compute_s = c.backward_s + (split_weight_grad ? 0.0 : c.weight_grad_s);
-    op->comm_s = c.backward_comm_s;
+    op->comm_s = c.backward_comm_s + c.grad_gather_s;
     op->mem_transient_bytes = c.transient_bytes;
     /* A split backward leaves the activations to W, which needs the inputs
      * of the weight GEMMs (schedule_zb.c explains the choice). */
@@ -316,7 +339,8 @@ int sched_build(const plan *pl, const cm_model *cm, schedule *out, np_error *err
     }
     for (int s = 0; s < pl->num_stages; s++) {
         stage_static_bytes(&out->stages[s], pl, cm, s);
-        if (gen(&out->stages[s], pl, cm, s) != 0) {
+        if (gen(&out->stages[s], pl, cm, s) != 0 ||
+            sched_parallel_finish(&out->stages[s], pl, cm, s) != 0) {
             sched_free(out);
             return np_error_set(err, NP_EXIT_INTERNAL, "<schedule>", "", 0,
                                 "out of memory while generating stage %d", s);

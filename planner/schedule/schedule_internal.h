@@ -23,6 +23,11 @@ typedef struct sched_chunk {
     double transient_bytes;  /* largest per-layer recompute working set */
     double static_bytes, grad_bytes;
     double output_bytes;
+    /* Scatter/gather p2p (cm_layer.recv_gather_s): the TP all-gather of the
+     * activation this chunk receives before its forward, and of the
+     * gradient it receives before its backward; 0 where nothing is
+     * received (first chunk, last chunk, a single stage). */
+    double input_gather_s, grad_gather_s;
 } sched_chunk;
 
 typedef int (*sched_generator)(sched_stage *st, const plan *pl, const cm_model *cm, int stage);
@@ -75,5 +80,15 @@ int sched_emit_backward_step(sched_stage *st, const plan *pl, const cm_model *cm
                              int i, bool split_weight_grad, bool send_input_grad);
 /* Data-parallel gradient all-reduce and optimizer step. */
 int sched_emit_iteration_end(sched_stage *st, const plan *pl, const cm_model *cm, int s);
+
+/* After a generator filled stage s (schedule_parallel.c): context
+ * parallelism's exchange on the F, B and recompute ops, sharded data
+ * parallelism's gathers and reduce-scatters around them, and the gradient
+ * sync of a data-parallel × context-parallel group.  Leaves the list as it
+ * is without them.  0, or -1 when out of memory. */
+int sched_parallel_finish(sched_stage *st, const plan *pl, const cm_model *cm, int s);
+/* Names of the op kinds it adds ("param-gather", "grad-reduce-scatter"), "?"
+ * for any other. */
+const char *sched_parallel_op_name(op_kind k);
 
 #endif

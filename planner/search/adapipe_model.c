@@ -114,7 +114,7 @@ int ap_model_init(ap_model *d, const cm_model *cm, const cl_cluster *c, schedule
             d->other_kept[l] + (units ? 0.0 : ly->activation_bytes[RECOMPUTE_NONE]);
         d->unit_layers[l + 1] = d->unit_layers[l] + (units ? 1 : 0);
         if (l + 1 < d->L && c)
-            d->cut_s[l + 1] = 2.0 * cl_p2p_time(c, ly->output_bytes, 0);
+            d->cut_s[l + 1] = 2.0 * cm_boundary_s(c, ly, 0);
     }
     for (int s = 0; s < p; s++) {
         d->inflight[s] = mem_inflight(sched, p, s, m, 1, 0);

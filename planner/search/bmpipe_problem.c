@@ -72,7 +72,7 @@ int bmp_problem_init(bmp_problem *pb, const cm_model *cm, const cl_cluster *c, i
     }
     for (int l = 0; l < L; l++) {
         const cm_layer *ly = &cm->layers[l];
-        pb->send_s[l] = c ? cl_p2p_time(c, ly->output_bytes, 0) : 0.0;
+        pb->send_s[l] = c ? cm_boundary_s(c, ly, 0) : 0.0;
         for (int r = 0; r < R; r++) {
             pb->time_s[l * R + r] = cm_forward_total_s(ly) + cm_backward_total_s(ly, r);
             pb->keep_bytes[l * R + r] = ly->activation_bytes[r];

@@ -152,8 +152,7 @@ double bf_cost_bmpipe(const plan *pl, void *ctx)
                 work += cm_forward_total_s(&cm->layers[l]) +
                         cm_backward_total_s(&cm->layers[l], pl->recompute[l]);
             if (k < chunks - 1 && b->cluster)
-                comm +=
-                    cl_p2p_time(b->cluster, cm->layers[pl->chunk_start[k + 1] - 1].output_bytes, 0);
+                comm += cm_boundary_s(b->cluster, &cm->layers[pl->chunk_start[k + 1] - 1], 0);
         }
         work_total += work;
         bottleneck = fmax(bottleneck, work + 2 * comm);

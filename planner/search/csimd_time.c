@@ -12,7 +12,10 @@
  * cost model at every integer b, so we tabulate instead of fitting.  The
  * boundary tensor of stage k costs C_k(b) = cl_p2p_time(output bytes at b),
  * on the scale-up fabric when every replica's two stages share a server
- * (Megatron's tp-dp-pp rank order, as the engine places them).  The paper's
+ * (Megatron's tp-dp-pp rank order, as the engine places them).  The TP
+ * all-gather a receiver runs under scatter/gather p2p (cm_layer.recv_gather_s)
+ * is not in C_k: CSIMD plans GPipe on models whose stages rarely use TP
+ * without SP, and the simulation charges it anyway.  The paper's
  * recurrence, micro-batch j on stage k,
  *   E[k][j] = max(E[k-1][j] + C_{k-1}(b_j), E[k][j-1]) + F_k(b_j),
  * treats a transfer as a delay.  Our engine's sends block the sender until
@@ -141,9 +144,10 @@ int csimd_context_new(const cm_model *cm, const cl_cluster *c, int p, int dp, in
         csimd_context_free(x);
         return -1;
     }
+    int tp_cp = (cm->tensor_parallel > 0 ? cm->tensor_parallel : 1) *
+                (cm->context_parallel > 1 ? cm->context_parallel : 1);
     for (int k = 0; k + 1 < p; k++)
-        x->same_node[k] = predict_boundary_same_node(
-            c, cm->tensor_parallel > 0 ? cm->tensor_parallel : 1, x->dp, k);
+        x->same_node[k] = predict_boundary_same_node(c, tp_cp, x->dp, k);
     context_fill_layers(x);
     *out = x;
     return 0;
@@ -215,11 +219,9 @@ static bool plan_fits(const csimd_ctx *x, const int *start, const int *sizes)
  * backward of the stage holding layers [first, last). */
 double csimd_stage_tail_s(const csimd_ctx *x, int first, int last)
 {
-    double t = cm_optimizer_step_s(x->cm, first, last);
-    if (x->dp > 1)
-        t += predict_dp_allreduce_s(x->c, x->cm->tensor_parallel > 0 ? x->cm->tensor_parallel : 1,
-                                    x->dp, x->grad_prefix[last] - x->grad_prefix[first]);
-    return t;
+    return cm_optimizer_step_s(x->cm, first, last) +
+           predict_dp_sync_s(x->cm, x->c, x->cm->tensor_parallel > 0 ? x->cm->tensor_parallel : 1,
+                             x->dp, first, last, x->grad_prefix[last] - x->grad_prefix[first]);
 }
 
 /* Predicted iteration time of cuts `start` [p + 1] and sizes [m]; INFINITY

@@ -161,7 +161,7 @@ static int stage_solve(tuple_eval *te, int s)
     for (int l = se->first; l < se->last; l++)
         static_bytes += cm->layers[l].state_bytes;
     double inflight = mem_inflight(SCHED_1F1B, te->p, s, te->m, 1, 0);
-    double comm_s = 2.0 * predict_boundary_s(cm, te->c, &te->pl, s, PREDICT_SENDS_RANK_ORDER);
+    double comm_s = predict_stage_comm_s(cm, te->c, &te->pl, s, PREDICT_SENDS_RANK_ORDER);
     int rc = 0;
     for (int v = 0; v < nv && !rc; v++) {
         stage_level *lv = &se->levels[v];

@@ -17,8 +17,9 @@
  *   Y[l+1,k+1] ≥ Y[l,k]             no chunk is skipped: none is empty
  *   F_k + B_k = Σ q·(cm_forward_total_s + cm_backward_total_s(r))
  *               (TP collectives included; B counts b + w + recompute ρ^r)
- *   c_k = Σ_l (Y[l,k] − Y[l+1,k])·send_l, send_l = cl_p2p_time(output bytes
- *         of layer l, scale-out): the boundary tensor leaving chunk k
+ *   c_k = Σ_l (Y[l,k] − Y[l+1,k])·send_l, send_l = cm_boundary_s(layer l,
+ *         scale-out): the boundary tensor leaving chunk k (its send, plus
+ *         the receiver's TP all-gather under scatter/gather p2p)
  *   memory of stage s, one row per held vector H (below):
  *     Σ_{k of s} Σ q·(P_l + H_k·a_l^r) + R_k(H) ≤ M − workspace
  *   R_k ≥ Σ_r t_l^r·q[l,k,r] for every layer l of chunk k
@@ -220,6 +221,9 @@ int planner_bmpipe_form(const cm_model *cm, const cl_cluster *c, const wl_worklo
     int m = wl_num_micro_batches(w);
     bmp_problem pb = {0};
     double start = bmp_wall_s();
+    int refused = planner_refuse_fixed_split("bmpipe", w, err);
+    if (refused)
+        return refused;
     if (p < 1 || v < 1 || p * v > cm->num_layers)
         return np_error_set(err, NP_EXIT_INPUT, w->path, "parallel.pipeline_model_parallel_size", 0,
                             "BMPipe needs at least one layer per model chunk: %d layers, "

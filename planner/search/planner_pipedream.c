@@ -16,8 +16,9 @@
  *   |w_l|     = the layer's gradient bytes on one NPU (cm_layer.grad_bytes),
  *   B         = the scale-out (NIC) bandwidth: the replicas of a stage sit on
  *               different servers, since one server holds one TP group,
- *   C_i       = cl_p2p_time() of layer i−1's output over the scale-out fabric:
- *               pipeline neighbours are different servers too.
+ *   C_i       = cm_boundary_s() of layer i−1's output over the scale-out fabric
+ *               (the send, plus the receiver's TP all-gather under
+ *               scatter/gather p2p): pipeline neighbours are different servers too.
  * PipeDream's hierarchical form (one level per bandwidth) collapses to this
  * single level: the workers of one pipeline all talk over the same fabric.
  *
@@ -141,7 +142,7 @@ static int pd_model_init(pd_model *d, const cm_model *cm, const cl_cluster *c, s
         d->kept_bytes[l + 1] = d->kept_bytes[l] + ly->activation_bytes[rl];
         d->transient[l] = ly->activation_bytes[RECOMPUTE_NONE] - ly->activation_bytes[rl];
         if (l > 0 && c)
-            d->cut_s[l] = 2.0 * cl_p2p_time(c, cm->layers[l - 1].output_bytes, 0);
+            d->cut_s[l] = 2.0 * cm_boundary_s(c, &cm->layers[l - 1], 0);
     }
     for (int s = 0; s < p; s++) {
         d->inflight[s] = mem_inflight(sched, p, s, m, 1, 0);
@@ -276,7 +277,8 @@ static int pd_plan(const cm_model *cm, const cl_cluster *c, const wl_workload *w
 {
     int p = w->parallel.pipeline_model_parallel_size;
     int rc = planner_require_one_chunk("pipedream", w, o, err);
-    if (rc || (rc = planner_require_layer_per_stage("pipedream", cm, w, err)))
+    if (rc || (rc = planner_refuse_fixed_split("pipedream", w, err)) ||
+        (rc = planner_require_layer_per_stage("pipedream", cm, w, err)))
         return rc;
     if (plan_init(out, p, 1, cm->num_layers))
         return np_error_set(err, NP_EXIT_INTERNAL, "<pipedream>", "", 0, "out of memory");

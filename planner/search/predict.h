@@ -5,10 +5,14 @@
  * prediction, the 1F1B critical path (Narayanan et al. SC'21 §2.2;
  * docs/planners.md, BMPipe's preparation time plus (m−1)·τ, τ ≥ F + B + 2c):
  *   T   = Σ_s S'_s + (m − 1)·max_s S_s + max_s (AR_s + O_s),
- *   S_s = Σ_{l in s} (F_l + B_l + W_l + TP collectives_l + recompute_l) + 2·c_s,
+ *   S_s = Σ_{l in s} (F_l + B_l + W_l + TP collectives_l + recompute_l
+ *         + exposed CP exchange_l + ZeRO-2/3 collectives_l) + 2·c_s + g_s,
  * S'_s = S_s, or S_s without its recompute when the plan shifts it (Merak's
  * shifted critical path: the warm-up and cool-down micro-batches skip it),
  * c_s the send of stage s's output to stage s + 1 (none after the last),
+ * g_s the TP all-gathers stage s runs on what it receives when boundary
+ * tensors are scattered (scatter/gather p2p without SP: the activation from
+ * s − 1 and the gradient from s + 1, cm_layer.recv_gather_s; 0 otherwise),
  * AR_s the ring all-reduce of the stage's gradients over the d data-parallel
  * replicas and O_s its optimizer step.  Recompute is what
  * plan_layer_recompute() charges, per layer or per unit (AdaPipe).
@@ -50,6 +54,11 @@ bool predict_boundary_same_node(const cl_cluster *c, int tp, int dp, int s);
 double predict_boundary_s(const cm_model *cm, const cl_cluster *c, const plan *pl, int s,
                           predict_sends sends);
 
+/* 2·c_s + g_s: stage s's two boundary sends and the all-gathers of what it
+ * receives (one-chunk plans). */
+double predict_stage_comm_s(const cm_model *cm, const cl_cluster *c, const plan *pl, int s,
+                            predict_sends sends);
+
 /* F + B + W + TP collectives of layer l, plus the recompute the plan asks of
  * it unless skip_recompute. */
 double predict_layer_s(const cm_model *cm, const plan *pl, int l, bool skip_recompute);
@@ -58,6 +67,16 @@ double predict_layer_s(const cm_model *cm, const plan *pl, int l, bool skip_reco
  * 2(d−1)(α + S/(d·B)), on the scale-up fabric when the replicas of one TP
  * rank (tp ranks apart) share a server.  0 for dp ≤ 1 or without a cluster. */
 double predict_dp_allreduce_s(const cl_cluster *c, int tp, int dp, double grad_bytes);
+
+/* AR_s: the gradient sync at the end of the iteration of the layers
+ * [first, last) of grad_bytes, over the dp·cp replicas of Megatron's
+ * data-parallel group with context parallelism: the ring all-reduce of
+ * predict_dp_allreduce_s() with no_shard and optim (whose reduce-scatter
+ * and all-gather take the same ring time), the all-gather of the parameters
+ * with optim_grads (its gradients are reduce-scattered per micro-batch, in
+ * the layers' zero_backward_s), nothing with optim_grads_params. */
+double predict_dp_sync_s(const cm_model *cm, const cl_cluster *c, int tp, int dp, int first,
+                         int last, double grad_bytes);
 
 /* AR_s + O_s: stage s's data-parallel all-reduce and optimizer step. */
 double predict_stage_tail_s(const cm_model *cm, const cl_cluster *c, const plan *pl, int s);

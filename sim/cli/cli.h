@@ -18,6 +18,7 @@
 #include "costmodel.h"
 #include "engine.h"
 #include "np_error.h"
+#include "np_sha256.h"
 #include "plan.h"
 #include "platform.h"
 #include "workload.h"
@@ -33,6 +34,9 @@ typedef struct cli {
     const char *planner;
     const char *schedule;
     const char *csv_path;
+    const char *run_id;                /* --run-id, or NULL */
+    const char *cfg[MAX_SIMGRID_ARGS]; /* the --cfg= values, for the CSV's cfg column */
+    int num_cfg;
     const char *plan_in;
     const char *plan_out;
     const char *trace_path;
@@ -58,8 +62,11 @@ typedef struct job {
     wl_workload w;
     sim_platform pf;
     cm_model cm;
-    char *overrides;             /* join_overrides() */
-    double baseline_iteration_s; /* the first successful run, for speed-ups */
+    char *overrides;                      /* join_overrides() */
+    char *cfg;                            /* the --cfg= values joined by ';' (cli_join()) */
+    char run_id[65];                      /* --run-id, or a fresh one (cli_fresh_run_id()) */
+    char plan_sha256[NP_SHA256_HEX_SIZE]; /* of the --plan file's bytes, or "" */
+    double baseline_iteration_s;          /* the first successful run, for speed-ups */
     int rows;
     int several; /* --planner all: output files get the planner's name */
 } job;
@@ -73,6 +80,13 @@ int parse_args(int argc, char **argv, cli *c);
 /* The --set assignments joined by ';', whole (malloc'd; NULL when out of
  * memory): the CSV's overrides column. */
 char *join_overrides(const cli *c);
+
+/* n strings joined by ';' (malloc'd; NULL when out of memory). */
+char *cli_join(const char *const *items, int n);
+
+/* A fresh run id for a run without --run-id: 16 hex digits mixed from the
+ * clock, the process id and a counter. */
+void cli_fresh_run_id(char *buf, size_t size);
 
 /* ---- cli_output.c ------------------------------------------------------------- */
 

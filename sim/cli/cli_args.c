@@ -5,13 +5,18 @@
  * file.
  */
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "collective.h"
+#include "np_version.h"
 #include "planner.h"
+#include "report.h"
 
 static const char usage_text[] =
     "usage: simrun [options] PLATFORM.xml WORKLOAD.json\n"
@@ -36,7 +41,12 @@ static const char usage_text[] =
     "                     memory per NPU) over TP/PP/DP, micro-batch and recompute, for\n"
     "                     1, 2, 4, ... NPUs up to the platform's, as CSV\n"
     "  --schedule NAME    pipeline schedule (default: the workload's \"schedule\")\n"
-    "  --csv FILE         append one result row to FILE (header written if new)\n"
+    "  --csv FILE         append one result row to FILE (header written if new;\n"
+    "                     columns in docs/csv-format.md)\n"
+    "  --run-id ID        the row's run_id (default: a fresh 16-hex-digit id); 1 to 64\n"
+    "                     of A-Z a-z 0-9 . _ : - (simsweep passes its points' ids)\n"
+    "  --csv-header       print the CSV header line and exit\n"
+    "  --version          print \"simrun VERSION\" (the CSV's simulator_version) and exit\n"
     "  --trace FILE       write the timeline as a Chrome trace (Perfetto, chrome://tracing)\n"
     "  --trace-replicas N data-parallel replicas per stage in the trace (default 1; \"all\")\n"
     "  --dp-algorithm A   data-parallel all-reduce: %s\n"
@@ -189,7 +199,18 @@ static const char **value_option(cli *c, const char *a)
         return &c->dp_bucket_bytes;
     if (strcmp(a, "--plan-out") == 0)
         return &c->plan_out;
+    if (strcmp(a, "--run-id") == 0)
+        return &c->run_id;
     return NULL;
+}
+
+/* A run id: 1 to 64 characters of [A-Za-z0-9._:-], so that it never needs
+ * quoting in the CSV or in a shell. */
+static int valid_run_id(const char *id)
+{
+    size_t n = strlen(id);
+    return n >= 1 && n <= 64 &&
+           strspn(id, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._:-") == n;
 }
 
 /* Returns -1 to continue, or an exit code. */
@@ -205,10 +226,18 @@ int parse_args(int argc, char **argv, cli *c)
         if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
             print_usage(stdout);
             return NP_EXIT_OK;
+        } else if (strcmp(a, "--csv-header") == 0) { /* simsweep writes failed points' rows */
+            printf("%s\n", report_csv_header);
+            return NP_EXIT_OK;
+        } else if (strcmp(a, "--version") == 0) {
+            printf("simrun %s\n", np_version());
+            return NP_EXIT_OK;
         } else if (strncmp(a, "--cfg=", 6) == 0 || strncmp(a, "--log=", 6) == 0) {
             if (c->simgrid_argc == MAX_SIMGRID_ARGS)
                 return usage_error("too many SimGrid options (at most %s)", "63");
             c->simgrid_argv[c->simgrid_argc++] = argv[i];
+            if (a[2] == 'c') /* the CSV records the settings, not the logging */
+                c->cfg[c->num_cfg++] = a + 6;
         } else if (strcmp(a, "--set") == 0) {
             if (!value)
                 return usage_error("option %s needs KEY=VALUE", a);
@@ -243,6 +272,8 @@ int parse_args(int argc, char **argv, cli *c)
     }
     if (npos < 2)
         return usage_error("%s", "expected PLATFORM.xml and WORKLOAD.json");
+    if (c->run_id && !valid_run_id(c->run_id))
+        return usage_error("--run-id expects 1 to 64 of A-Z a-z 0-9 . _ : -, got '%s'", c->run_id);
     if (c->fold_dp && parse_count(c->fold_dp, "--fold-dp", &c->fold_dp_replicas))
         return NP_EXIT_USAGE;
     if (parse_collectives(c))
@@ -260,21 +291,41 @@ int parse_args(int argc, char **argv, cli *c)
 }
 
 /* cli.h */
-char *join_overrides(const cli *c)
+char *cli_join(const char *const *items, int n)
 {
     size_t size = 1;
-    for (int i = 0; i < c->num_overrides; i++)
-        size += strlen(c->overrides[i]) + 1;
+    for (int i = 0; i < n; i++)
+        size += strlen(items[i]) + 1;
     char *buf = malloc(size), *end = buf;
     if (!buf)
         return NULL;
     *end = '\0';
-    for (int i = 0; i < c->num_overrides; i++) {
-        size_t n = strlen(c->overrides[i]);
+    for (int i = 0; i < n; i++) {
+        size_t len = strlen(items[i]);
         if (i)
             *end++ = ';';
-        memcpy(end, c->overrides[i], n + 1);
-        end += n;
+        memcpy(end, items[i], len + 1);
+        end += len;
     }
     return buf;
+}
+
+/* cli.h */
+char *join_overrides(const cli *c) { return cli_join(c->overrides, c->num_overrides); }
+
+/* cli.h: splitmix64's finaliser over the clock in ns, the process id and a
+ * counter, so that runs started at the same instant on one machine, or twice
+ * in one process, differ. */
+void cli_fresh_run_id(char *buf, size_t size)
+{
+    static uint64_t counter;
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    uint64_t x = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+    x ^= (uint64_t)getpid() << 40;
+    x += ++counter * 0x9e3779b97f4a7c15u;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9u;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebu;
+    x ^= x >> 31;
+    snprintf(buf, size, "%016llx", (unsigned long long)x);
 }

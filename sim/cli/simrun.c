@@ -19,6 +19,7 @@
 #include "engine.h"
 #include "frontier.h"
 #include "memory.h"
+#include "np_version.h"
 #include "plan_json.h"
 #include "planner.h"
 #include "report.h"
@@ -39,10 +40,9 @@ static int simulate_and_report(const cli *c, job *j, plan *pl, np_error *err)
         rc = plan_write_json(plan_out, pl, c->workload_path, err);
     if (!rc)
         rc = sched_build(pl, cm, &sc, err);
-    if (!rc) {
-        engine_options eo = cli_engine_options(c, j);
+    engine_options eo = cli_engine_options(c, j);
+    if (!rc)
         rc = engine_run(&j->pf, &j->w, cm, pl, &sc, &eo, &res, err);
-    }
     if (!rc && c->trace_path) {
         trace_options to;
         trace_init_options(&to);
@@ -61,7 +61,14 @@ static int simulate_and_report(const cli *c, job *j, plan *pl, np_error *err)
                           .r = &res,
                           .capacity_bytes = j->pf.cluster.hbm_bytes,
                           .num_npus = j->pf.num_npus,
-                          .overrides = j->overrides};
+                          .overrides = j->overrides,
+                          .run_id = j->run_id,
+                          .eo = &eo,
+                          .shifted_recompute = c->shifted_recompute,
+                          .plan_file = c->plan_in,
+                          .plan_sha256 = j->plan_sha256,
+                          .cfg = j->cfg,
+                          .simulator_version = np_version()};
         if (c->csv_path)
             rc = report_csv_append(c->csv_path, &row, err);
         if (!j->baseline_iteration_s)
@@ -186,6 +193,10 @@ static int load_inputs(cli *c, job *j, np_error *err)
         return np_error_set(err, c->planner ? NP_EXIT_USAGE : NP_EXIT_INPUT,
                             c->planner ? "<command line>" : c->workload_path,
                             c->planner ? "--planner" : "planner", 0, "unknown planner '%s'", name);
+    if (c->run_id && !c->plan_in && strcmp(name, "all") == 0)
+        return np_error_set(err, NP_EXIT_USAGE, "<command line>", "--run-id", 0,
+                            "--run-id names one row, --planner all writes one per planner: run "
+                            "each planner with its own id");
     if ((rc = check_outputs(c, !c->plan_in && strcmp(name, "all") == 0, err)))
         return rc;
     if ((rc = engine_simgrid_init(&c->simgrid_argc, c->simgrid_argv, err)))
@@ -198,7 +209,7 @@ static int load_inputs(cli *c, job *j, np_error *err)
         return rc;
     if ((rc = wl_check_cluster(&j->w, j->pf.num_npus, err)))
         return rc;
-    if (!(j->overrides = join_overrides(c)))
+    if (!(j->overrides = join_overrides(c)) || !(j->cfg = cli_join(c->cfg, c->num_cfg)))
         return np_error_set(err, NP_EXIT_INTERNAL, "<command line>", "--set", 0, "out of memory");
     return cm_build(&j->w, &j->pf.cluster, 0, &j->cm, err);
 }
@@ -329,6 +340,12 @@ static int run_job(cli *c, job *j, np_error *err)
         plan pl;
         if ((rc = plan_read_json(c->plan_in, j->cm.num_layers, &pl, err)))
             return rc;
+        int e = np_sha256_file(c->plan_in, j->plan_sha256); /* the CSV's plan_sha256 */
+        if (e) {
+            plan_free(&pl);
+            return np_error_set(err, NP_EXIT_INPUT, c->plan_in, "", 0, "cannot read: %s",
+                                strerror(e));
+        }
         if (!(rc = check_saved_plan(c, j, &pl, err)) &&
             !(rc = c->shifted_recompute ? shift_recompute(j, &pl, err) : 0))
             rc = simulate_and_report(c, j, &pl, err);
@@ -367,6 +384,10 @@ int main(int argc, char **argv)
     }
     job j;
     memset(&j, 0, sizeof j);
+    if (c.run_id)
+        snprintf(j.run_id, sizeof j.run_id, "%s", c.run_id);
+    else
+        cli_fresh_run_id(j.run_id, sizeof j.run_id);
     np_error err;
     np_error_clear(&err);
     rc = run_job(&c, &j, &err);
@@ -374,6 +395,7 @@ int main(int argc, char **argv)
     platform_free(&j.pf);
     wl_free(&j.w);
     free(j.overrides);
+    free(j.cfg);
     rc = rc ? fail(&err) : 0;
     int out = finish_stdout();
     return rc ? rc : out;

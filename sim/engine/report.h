@@ -2,7 +2,8 @@
  * report.h -- what a run tells the user: the summary table on stdout and the
  * CSV row appended to --csv FILE.
  *
- * The CSV header is fixed and documented in README.md ("CSV columns"); a row
+ * The CSV header is fixed and documented in docs/csv-format.md: columns are
+ * only ever appended at its end, so older files stay readable.  A row
  * is written as soon as its run ends, so a sweep that dies keeps every
  * finished row.  Rows go through np_file_append(): formatted in memory, then
  * appended in one write loop under an exclusive lock, the header added only
@@ -26,6 +27,14 @@ typedef struct report_row {
     double capacity_bytes;
     int num_npus;
     const char *overrides; /* "--set" assignments joined by ';', or "" */
+    /* What else made the row (docs/csv-format.md, "Identity"): */
+    const char *run_id;            /* --run-id, or the run's fresh id */
+    const engine_options *eo;      /* the collective, folding and overlap options */
+    bool shifted_recompute;        /* --shifted-recompute */
+    const char *plan_file;         /* --plan, or NULL */
+    const char *plan_sha256;       /* the SHA-256 of its bytes, or NULL */
+    const char *cfg;               /* the --cfg values joined by ';', or NULL */
+    const char *simulator_version; /* np_version() */
 } report_row;
 
 extern const char report_csv_header[];

@@ -11,6 +11,11 @@
  * bandwidth and latency must be in range too.  The scale-out figures are the
  * SimGrid route from rank 0 to rank npus_per_node (the first NPU of the next
  * node), after checking that every server reaches the others.
+ *
+ * The optional properties of cluster.h (gemm_efficiency_table,
+ * attention_efficiency, elementwise_fusion, collective_bus_efficiency) are
+ * checked the same way when present and take their defaults when absent,
+ * which price everything as a platform without them always did.
  */
 #include <ctype.h>
 #include <errno.h>
@@ -26,7 +31,14 @@
 
 #include "platform_internal.h"
 
-typedef enum { PROP_POSITIVE, PROP_NON_NEGATIVE, PROP_FRACTION, PROP_COUNT } prop_range;
+typedef enum {
+    PROP_POSITIVE,
+    PROP_NON_NEGATIVE,
+    PROP_FRACTION,
+    PROP_COUNT,
+    PROP_FLAG,       /* 0 or 1 (optional properties only) */
+    PROP_GEMM_TABLE, /* "d1:e1,d2:e2,..." (cl_gemm_table_parse) */
+} prop_range;
 
 /* Each property has a floor (the range's kind) and a ceiling far above any
  * device, so that every time the model derives from it stays finite (a
@@ -50,6 +62,16 @@ static const prop_spec platform_props[] = {
     {"matmul_efficiency", PROP_FRACTION, 1.0, "", CLUSTER_FIELD(matmul_efficiency)},
     {"kernel_launch_s", PROP_NON_NEGATIVE, 1.0, "s", CLUSTER_FIELD(kernel_launch_s)},
 };
+
+/* Optional properties (cluster.h): absent means the model without them.
+ * Their defaults are set in platform_read_optional(). */
+static const prop_spec optional_props[] = {
+    {"gemm_efficiency_table", PROP_GEMM_TABLE, 0, "", 0},
+    {"attention_efficiency", PROP_FRACTION, 1.0, "", CLUSTER_FIELD(attention_efficiency)},
+    {"elementwise_fusion", PROP_FLAG, 1.0, "", 0},
+    {"collective_bus_efficiency", PROP_FRACTION, 1.0, "", CLUSTER_FIELD(collective_bus_efficiency)},
+};
+#define NUM_OPTIONAL_PROPS ((int)(sizeof optional_props / sizeof optional_props[0]))
 
 /* Floors of the figures every time divides by (B/s, FLOP/s), ceilings of
  * speed and of a link's latency. */
@@ -77,6 +99,12 @@ static void prop_expectation(const prop_spec *spec, char *buf, size_t size)
     case PROP_COUNT:
         snprintf(buf, size, "a positive integer of at most %g", spec->max);
         return;
+    case PROP_FLAG:
+        snprintf(buf, size, "0 or 1");
+        return;
+    case PROP_GEMM_TABLE:
+        snprintf(buf, size, "MIN_DIM:EFFICIENCY pairs separated by commas");
+        return;
     }
 }
 
@@ -93,9 +121,16 @@ static int prop_in_range(double v, const prop_spec *spec)
         return v > 0;
     case PROP_COUNT:
         return v >= 1 && v == floor(v);
+    case PROP_FLAG:
+        return v == 0 || v == 1;
+    case PROP_GEMM_TABLE:
+        return 0; /* not a number: platform_read_optional() parses it */
     }
     return 0;
 }
+
+static int prop_parse_number(const char *path, const char *text, const prop_spec *spec,
+                             double *value, np_error *err);
 
 static int platform_read_prop(const char *path, sg_host_t host, const prop_spec *spec,
                               double *value, np_error *err)
@@ -106,6 +141,12 @@ static int platform_read_prop(const char *path, sg_host_t host, const prop_spec 
                             "missing: host '%s' has no such property (expected <prop id=\"%s\" "
                             "value=\"...\"/> inside its <cluster>)",
                             sg_host_get_name(host), spec->name);
+    return prop_parse_number(path, text, spec, value, err);
+}
+
+static int prop_parse_number(const char *path, const char *text, const prop_spec *spec,
+                             double *value, np_error *err)
+{
     char *end;
     errno = 0;
     double v = strtod(text, &end);
@@ -138,6 +179,60 @@ static int platform_read_props(const char *path, sg_host_t host, cl_cluster *c, 
     return 0;
 }
 
+/* The optional properties, or their defaults: no GEMM table (every GEMM at
+ * matmul_efficiency), attention at matmul_efficiency, no elementwise fusion,
+ * scale-up collectives at the full link bandwidth. */
+static int platform_read_optional(const char *path, sg_host_t host, cl_cluster *c, np_error *err)
+{
+    c->gemm_table_points = 0;
+    c->attention_efficiency = c->matmul_efficiency;
+    c->elementwise_fusion = 0;
+    c->collective_bus_efficiency = 1.0;
+    for (int i = 0; i < NUM_OPTIONAL_PROPS; i++) {
+        const prop_spec *spec = &optional_props[i];
+        const char *text = sg_host_get_property_value(host, spec->name);
+        if (!text)
+            continue;
+        if (spec->range == PROP_GEMM_TABLE) {
+            char why[128];
+            if (cl_gemm_table_parse(text, c, why, sizeof why) != 0)
+                return np_error_set(err, NP_EXIT_INPUT, path, spec->name,
+                                    platform_prop_line(path, spec->name),
+                                    "expected MIN_DIM:EFFICIENCY pairs separated by commas "
+                                    "(e.g. \"128:0.35,2048:0.75\"): %s, got \"%s\"",
+                                    why, text);
+            continue;
+        }
+        double v = 0;
+        int rc = prop_parse_number(path, text, spec, &v, err);
+        if (rc)
+            return rc;
+        if (spec->range == PROP_FLAG)
+            c->elementwise_fusion = (int)v;
+        else
+            *(double *)((char *)c + spec->offset) = v;
+    }
+    return 0;
+}
+
+/* Property `name` of host h against rank 0's (first): the same text, or
+ * absent on both when optional. */
+static int check_same_prop(const char *path, sg_host_t first, sg_host_t h, const char *name,
+                           np_error *err)
+{
+    const char *a = sg_host_get_property_value(first, name);
+    const char *b = sg_host_get_property_value(h, name);
+    if (!a && !b)
+        return 0;
+    if (a && b && strcmp(a, b) == 0)
+        return 0;
+    return np_error_set(err, NP_EXIT_INPUT, path, name, 0,
+                        "host '%s' has %s%s%s, host '%s' (rank 0) %s%s%s: "
+                        "all NPUs must be identical",
+                        sg_host_get_name(h), b ? "\"" : "no value", b ? b : "", b ? "\"" : "",
+                        sg_host_get_name(first), a ? "\"" : "no value", a ? a : "", a ? "\"" : "");
+}
+
 /* cluster.h: all NPUs are identical.  Same speed, same property text. */
 static int platform_check_uniform(const char *path, const sim_platform *p, np_error *err)
 {
@@ -151,17 +246,13 @@ static int platform_check_uniform(const char *path, const sim_platform *p, np_er
                                 "all NPUs must be identical",
                                 sg_host_get_name(h), sg_host_get_speed(h), sg_host_get_name(first),
                                 speed);
-        for (int i = 0; i < NUM_PLATFORM_PROPS; i++) {
-            const char *name = platform_props[i].name;
-            const char *a = sg_host_get_property_value(first, name);
-            const char *b = sg_host_get_property_value(h, name);
-            if (!b || strcmp(a, b) != 0)
-                return np_error_set(err, NP_EXIT_INPUT, path, name, 0,
-                                    "host '%s' has %s%s%s, host '%s' (rank 0) \"%s\": "
-                                    "all NPUs must be identical",
-                                    sg_host_get_name(h), b ? "\"" : "no value", b ? b : "",
-                                    b ? "\"" : "", sg_host_get_name(first), a);
-        }
+        int rc = 0;
+        for (int i = 0; i < NUM_PLATFORM_PROPS && !rc; i++)
+            rc = check_same_prop(path, first, h, platform_props[i].name, err);
+        for (int i = 0; i < NUM_OPTIONAL_PROPS && !rc; i++)
+            rc = check_same_prop(path, first, h, optional_props[i].name, err);
+        if (rc)
+            return rc;
     }
     return 0;
 }
@@ -276,6 +367,8 @@ int platform_read_cluster(const char *path, sim_platform *p, np_error *err)
                             sg_host_get_name(p->host_of_rank[0]), c->peak_flops, MIN_SPEED_FLOPS,
                             MAX_SPEED_FLOPS);
     int rc = platform_read_props(path, p->host_of_rank[0], c, err);
+    if (!rc)
+        rc = platform_read_optional(path, p->host_of_rank[0], c, err);
     if (!rc)
         rc = platform_check_links(path, err);
     if (!rc)

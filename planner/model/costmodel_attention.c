@@ -1,0 +1,98 @@
+/*
+ * costmodel_attention.c -- the attention core of a decoder layer on one
+ * rank: QKᵀ, softmax, attention dropout and AV, either as separate kernels
+ * (Megatron's unfused path) or as one FlashAttention-2 kernel
+ * (use_flash_attn).  Notation: costmodel_internal.h; E = b·(a/t)·s² score
+ * elements per rank.
+ *
+ * Unfused (Korthikanti et al. 2022, section 4.1).  Forward: the batched GEMMs
+ * QKᵀ and AV (b·a/t products of s×d by d×s and s×s by s×d, 2bs²h/t FLOPs
+ * each), a softmax pass reading and writing E·D bytes and, when the attention
+ * dropout probability is above 0, a dropout pass reading E·D and writing the
+ * E·D output and an E-byte mask.  Kept for the backward: the softmax output
+ * (E·D), and with dropout its mask (E) and output (E·D): 5as²b/t bytes in
+ * Korthikanti's bf16 accounting, 2as²b/t without dropout.  Backward: each
+ * GEMM twice (both operands need gradients), the softmax backward (3 passes
+ * of E·D) and the dropout backward (E(2D+1)).  PyTorch's dropout with p = 0
+ * returns its input (ATen's dropout: no kernel, no mask), so a probability
+ * of 0 removes the pass and its mask.  Selective recompute drops everything
+ * the core keeps and re-runs its forward.
+ *
+ * FlashAttention-2 (Dao 2023, "FlashAttention-2: Faster Attention with Better
+ * Parallelism and Work Partitioning").  One kernel tiles Q, K and V through
+ * on-chip memory and never writes the s×s scores: it reads Q, K, V, writes
+ * the output O and, per row of every head, the softmax statistics the
+ * backward needs.  FLOPs, as the paper counts them for its benchmarks
+ * (section 4.1): forward 4·s²·d·heads per sample, i.e. 4bs²h/t per rank
+ * (the two matmuls), backward 2.5 times that, 10bs²h/t (five matmuls: the
+ * scores are recomputed from Q, K and the statistics, then dV, dP, dQ, dK).
+ * The causal mask lets the kernel skip half the blocks; like Megatron's FLOP
+ * count, this model counts the full s² (an overestimate of the kernel's
+ * work by up to 2x for causal training).  Both passes run at the platform's
+ * attention_efficiency (costmodel_efficiency.c) against their HBM traffic:
+ * forward Q, K, V in and O out plus the statistics; backward Q, K, V, O, dO
+ * and the statistics in, dQ, dK, dV out.  Attention dropout happens inside
+ * the kernel from the RNG state, with no mask kept and no separate pass; its
+ * arithmetic is not timed.
+ *
+ * What FlashAttention keeps: Q, K, V (the qkv unit) and O (the proj_input
+ * unit) as before, and the statistics: two fp32 values per row (the running
+ * max and sum of FlashAttention's online softmax), b·(a/t)·s·8 bytes.
+ * FlashAttention-2 folds them into one logsumexp, so this counts 4 bytes per
+ * row more than the kernel keeps (under 0.1% of a layer's activations).
+ *
+ * Selective recompute with FlashAttention buys nothing: Megatron-LM only
+ * checkpoints the core attention on its unfused path (legacy
+ * ParallelAttention.forward: checkpoint_core_attention applies when
+ * use_flash_attn is off; with flash the kernel already keeps no scores), so
+ * selective keeps the same bytes as none and recomputes nothing
+ * (cm_attention.selective false, used by costmodel_transformer.c).
+ */
+#include "costmodel_internal.h"
+
+double cm_flash_statistics_bytes(const shape *x)
+{
+    return x->b * (x->a / x->t) * x->s * 2.0 * FP32_BYTES;
+}
+
+static void unfused_core(const shape *x, cm_attention *o)
+{
+    double heads = x->a / x->t, E = x->b * heads * x->s * x->s;
+    double dropout_bytes = E * (2.0 * x->D + 1.0);
+    o->scores_s = cm_gemm_s(x, x->s, x->d, x->s, x->b * heads);
+    o->softmax_s = cm_memop_s(x, 2.0 * E * x->D);
+    o->dropout_s = x->attention_dropout ? cm_memop_s(x, dropout_bytes) : 0.0;
+    o->av_s = cm_gemm_s(x, x->s, x->s, x->d, x->b * heads);
+    o->grad_scores_s = 2.0 * o->scores_s;
+    o->grad_av_s = 2.0 * o->av_s;
+    o->grad_softmax_s = cm_memop_s(x, 3.0 * E * x->D);
+    o->grad_dropout_s = x->attention_dropout ? cm_memop_s(x, dropout_bytes) : 0.0;
+    o->output_s = o->av_s;
+    o->kept_bytes = E * x->D + (x->attention_dropout ? E * (x->D + 1.0) : 0.0);
+    o->selective = true;
+}
+
+static void flash_core(const shape *x, cm_attention *o)
+{
+    double eff = cm_attention_efficiency(x->c);
+    double core_flops = 4.0 * x->b * x->s * x->s * x->h / x->t;
+    double q = x->n * x->h / x->t * x->D, kv = 2.0 * x->n * x->g * x->d / x->t * x->D;
+    double stats = cm_flash_statistics_bytes(x);
+    double forward_bytes = q + kv + q + stats;                   /* Q, K, V in; O out */
+    double backward_bytes = (q + kv + 2.0 * q) + stats + q + kv; /* Q K V O dO in; dQ dK dV */
+    o->scores_s = cm_roofline_s(x->c, core_flops, forward_bytes, eff);
+    o->grad_scores_s = cm_roofline_s(x->c, 2.5 * core_flops, backward_bytes, eff);
+    o->output_s = o->scores_s;
+    o->kept_bytes = stats;
+    o->selective = false;
+}
+
+void cm_attention_core(const shape *x, cm_attention *out)
+{
+    *out = (cm_attention){0};
+    if (x->flash)
+        flash_core(x, out);
+    else
+        unfused_core(x, out);
+    out->forward_s = out->scores_s + out->softmax_s + out->dropout_s + out->av_s;
+}

@@ -1,0 +1,236 @@
+#!/bin/sh
+# sweep_test.sh -- end-to-end tests of simsweep (docs/sweeps.md) on a cheap
+# 13-point sweep (12 good points: 3 schedules x 4 global batch sizes of
+# small_gpt on test_8npu, and one failing point).
+#   sh tests/sweep_test.sh build
+# Checks, reading every CSV with /usr/bin/python3's csv module: the rows of an
+# uninterrupted sweep (one per point, the failing one with status "failed",
+# its exit code and error); a sweep stopped by SIGTERM once its first rows
+# are in exits 130, leaves whole rows only, and once re-run holds exactly the
+# rows of the uninterrupted sweep; --emit-jobs run by sh, and by GNU parallel
+# when it is installed, gives the same run ids; the Slurm job script run task
+# by task, then --merge, too; --merge drops duplicate run ids keeping an ok
+# row over a failed one; bad sweep files and foreign CSVs are refused with
+# one line.  Ends with "sweep: N passed, N failed".
+set -u
+BUILD=${1:-build}
+cd "$(dirname "$0")/.." || exit 2
+case $BUILD in /*) ;; *) BUILD=$(pwd)/$BUILD ;; esac
+SWEEP=$BUILD/simsweep
+SIMRUN=$BUILD/simrun
+. tests/harness.sh
+PY=/usr/bin/python3
+
+# rows.py FILE: checks that FILE is a whole CSV (ends with a line end, the
+# header once, every record the header's width) and prints "RUN_ID STATUS"
+# per row; exits 1 with the reason otherwise.  rows.py FILE RUN_ID COLUMN:
+# prints that column of the run id's first row.
+cat >"$TMP/rows.py" <<'EOF'
+import csv, io, sys
+data = open(sys.argv[1], newline="").read()
+if not data.endswith("\n"):
+    sys.exit("%s: does not end with a line end (a partial row)" % sys.argv[1])
+rows = list(csv.reader(io.StringIO(data, newline="")))
+header = rows[0]
+for r in rows[1:]:
+    if len(r) != len(header):
+        sys.exit("%s: a row of %d fields, the header has %d" % (sys.argv[1], len(r), len(header)))
+    if r == header:
+        sys.exit("%s: the header twice" % sys.argv[1])
+rid, st = header.index("run_id"), header.index("status")
+if len(sys.argv) == 2:
+    for r in rows[1:]:
+        print(r[rid], r[st])
+else:
+    col = header.index(sys.argv[3])
+    print([r[col] for r in rows[1:] if r[rid] == sys.argv[2]][0])
+EOF
+rows() { $PY "$TMP/rows.py" "$@"; }
+# the sorted "RUN_ID STATUS" lines of a CSV, into FILE.ids
+ids() { rows "$1" 2>"$TMP/err.ids" | sort >"$1.ids"; }
+
+P8=platforms/test_8npu.xml
+W8=workloads/small_gpt.json
+started=$(date +%s)
+cat >"$TMP/s.json" <<EOF
+{
+  "name": "sweep-test",
+  "csv": "$TMP/default.csv",
+  "platforms": ["platforms/test_8npu.xml"],
+  "workloads": ["workloads/small_gpt.json"],
+  "vary": {"--schedule": ["gpipe", "1f1b", "zb-h1"],
+           "training.global_batch_size": [16, 32, 64, 128]},
+  "points": [{"training.global_batch_size": 3}],
+  "options": ["--fold-dp", "1"]
+}
+EOF
+
+# --- the contract with simrun ------------------------------------------------
+"$SIMRUN" --csv-header >"$TMP/header" 2>"$TMP/err" && [ "$(wc -l <"$TMP/header")" -eq 1 ] &&
+    head -1 "$TMP/header" | grep -q '^platform,workload,planner,.*,overrides,run_id,.*,status,exit_code,error$' &&
+    ok || ko "simrun --csv-header prints the header line"
+
+"$SIMRUN" --version >"$TMP/out" 2>"$TMP/err" && grep -q '^simrun [^ ]' "$TMP/out" && ok || ko "simrun --version"
+# the identity columns: --run-id, the options, the plan's hash, --cfg
+"$SIMRUN" --quiet --csv "$TMP/id.csv" --plan-out "$TMP/plan.json" "$P8" "$W8" 2>"$TMP/err" &&
+    "$SIMRUN" --quiet --csv "$TMP/id.csv" --run-id my.run-1 --plan "$TMP/plan.json" --dp-algorithm butterfly \
+        --dp-radix 2 --dp-overlap --shifted-recompute --set recompute_granularity=full \
+        --cfg=network/crosstraffic:0 "$P8" "$W8" 2>>"$TMP/err"
+first=$($PY -c 'import csv,sys; print(list(csv.DictReader(open(sys.argv[1])))[0]["run_id"])' "$TMP/id.csv")
+sum=$(sha256sum "$TMP/plan.json" | cut -d' ' -f1)
+if echo "$first" | grep -q '^[0-9a-f]\{16\}$' && [ "$(rows "$TMP/id.csv" my.run-1 plan_sha256)" = "$sum" ] &&
+    [ "$(rows "$TMP/id.csv" my.run-1 plan_file)" = "$TMP/plan.json" ] &&
+    [ "$(rows "$TMP/id.csv" my.run-1 dp_algorithm)" = butterfly ] && [ "$(rows "$TMP/id.csv" my.run-1 dp_radix)" = 2 ] &&
+    [ "$(rows "$TMP/id.csv" my.run-1 dp_overlap)" = 1 ] && [ "$(rows "$TMP/id.csv" my.run-1 shifted_recompute)" = 1 ] &&
+    [ "$(rows "$TMP/id.csv" my.run-1 cfg)" = network/crosstraffic:0 ] && [ "$(rows "$TMP/id.csv" my.run-1 status)" = ok ] &&
+    [ "$(rows "$TMP/id.csv" "$first" plan_sha256)" = "" ] && [ "$(rows "$TMP/id.csv" "$first" dp_radix)" = 4 ]; then ok
+else ko "simrun's row says what the run was: run_id, options, plan_file and plan_sha256, cfg"; fi
+"$SIMRUN" --quiet --run-id 'a b' "$P8" "$W8" 2>"$TMP/err"
+[ $? -eq 1 ] && grep -q -- "--run-id expects" "$TMP/err" && ok || ko "a bad --run-id is a usage error"
+"$SIMRUN" --quiet --run-id x --planner all "$P8" "$W8" 2>"$TMP/err"
+[ $? -eq 1 ] && grep -q "one per planner" "$TMP/err" && ok || ko "--run-id with --planner all is refused"
+
+# --- --dry-run -----------------------------------------------------------------
+"$SWEEP" --dry-run "$TMP/s.json" >"$TMP/dry" 2>"$TMP/err"
+if [ "$(wc -l <"$TMP/dry")" -eq 13 ] && [ "$(cut -d' ' -f1 "$TMP/dry" | sort -u | wc -l)" -eq 13 ] &&
+    grep -q "13 points" "$TMP/err"; then ok; else ko "--dry-run lists 13 points with distinct run ids"; fi
+cut -d' ' -f1 "$TMP/dry" | sort >"$TMP/dry.ids"
+
+# --- an uninterrupted sweep ------------------------------------------------------
+"$SWEEP" -j2 "$TMP/s.json" 2>"$TMP/err"
+code=$?
+ids "$TMP/default.csv"
+if [ $code -eq 3 ] && [ "$(wc -l <"$TMP/default.csv.ids")" -eq 13 ] &&
+    [ "$(grep -c ' ok$' "$TMP/default.csv.ids")" -eq 12 ] && [ "$(grep -c ' failed$' "$TMP/default.csv.ids")" -eq 1 ] &&
+    [ "$(cut -d' ' -f1 "$TMP/default.csv.ids")" = "$(cat "$TMP/dry.ids")" ]; then ok
+else ko "a sweep writes one row per point (exit $code, 12 ok, 1 failed)"; fi
+grep -q "simsweep: 13/13 done, 1 failed, 0 running" "$TMP/err" && ok || ko "the sweep reports its progress"
+bad=$(grep ' failed$' "$TMP/default.csv.ids" | cut -d' ' -f1)
+if [ -n "$bad" ] && rows "$TMP/default.csv" "$bad" error | grep -q "global_batch_size" &&
+    [ "$(rows "$TMP/default.csv" "$bad" exit_code)" = 2 ] &&
+    [ "$(rows "$TMP/default.csv" "$bad" overrides)" = "training.global_batch_size=3" ] &&
+    [ "$(rows "$TMP/default.csv" "$bad" fold_dp)" = 1 ] &&
+    [ "$(rows "$TMP/default.csv" "$bad" platform)" = platforms/test_8npu.xml ] &&
+    [ -z "$(rows "$TMP/default.csv" "$bad" iteration_s)" ]; then ok
+else ko "a failing point's row: status failed, its exit code and error, identity filled, results empty"; fi
+good=$(grep ' ok$' "$TMP/default.csv.ids" | head -1 | cut -d' ' -f1)
+if [ "$(rows "$TMP/default.csv" "$good" exit_code)" = 0 ] && [ -n "$(rows "$TMP/default.csv" "$good" simulator_version)" ] &&
+    [ "$(rows "$TMP/default.csv" "$good" dp_algorithm)" = ring-flow ]; then ok
+else ko "simrun's rows carry exit_code 0, simulator_version and the options"; fi
+
+# run again: nothing to do, the failed point is not retried without --retry-failed
+"$SWEEP" -j2 "$TMP/s.json" 2>"$TMP/err"
+code=$?
+if [ $code -eq 3 ] && grep -q "13 already in" "$TMP/err" && [ "$(rows "$TMP/default.csv" | wc -l)" -eq 13 ]; then ok
+else ko "a finished sweep run again runs nothing (exit $code)"; fi
+"$SWEEP" -j2 --quiet --retry-failed "$TMP/s.json" 2>"$TMP/err"
+code=$?
+if [ $code -eq 3 ] && [ ! -s "$TMP/err" ] && [ "$(rows "$TMP/default.csv" | grep -c failed)" -eq 2 ]; then ok
+else ko "--retry-failed re-runs the failed point only, --quiet prints nothing (exit $code)"; fi
+# --merge of OUT alone keeps one row per run id
+"$SWEEP" --merge "$TMP/default.csv" 2>"$TMP/err" && [ "$(rows "$TMP/default.csv" | wc -l)" -eq 13 ] &&
+    ok || ko "--merge OUT.csv drops the repeated failed row"
+ids "$TMP/default.csv"
+cp "$TMP/default.csv.ids" "$TMP/expected.ids"
+
+# --- SIGTERM mid-way, then resume ---------------------------------------------------
+# a simrun that takes 0.3 s more, so that the sweep is still running when stopped
+printf '#!/bin/sh\nsleep 0.3\nexec "%s" "$@"\n' "$SIMRUN" >"$TMP/slow_simrun"
+chmod +x "$TMP/slow_simrun"
+"$SWEEP" -j2 --simrun "$TMP/slow_simrun" -o "$TMP/part.csv" "$TMP/s.json" 2>"$TMP/err" &
+pid=$!
+n=0
+while [ $n -lt 200 ] && [ "$(cat "$TMP/part.csv" 2>/dev/null | wc -l)" -lt 2 ]; do
+    sleep 0.05
+    n=$((n + 1))
+done
+kill -TERM $pid
+wait $pid
+code=$?
+ids "$TMP/part.csv"
+done_before=$(wc -l <"$TMP/part.csv.ids")
+if [ $code -eq 130 ] && [ "$done_before" -ge 1 ] && [ "$done_before" -lt 13 ]; then ok
+else ko "SIGTERM stops the sweep: exit 130 ($code), whole rows only, some but not all ($done_before)"; fi
+rows "$TMP/part.csv" >/dev/null 2>"$TMP/err" && ok || ko "the stopped sweep's CSV has no partial row"
+sleep 0.4 # the stopped points' sleep children end
+"$SWEEP" -j2 -o "$TMP/part.csv" "$TMP/s.json" 2>"$TMP/err"
+code=$?
+ids "$TMP/part.csv"
+if [ $code -eq 3 ] && cmp -s "$TMP/part.csv.ids" "$TMP/expected.ids" &&
+    grep -q "$done_before already in" "$TMP/err"; then ok
+else ko "the resumed sweep has exactly the rows of the uninterrupted one (exit $code)"; fi
+
+# --- --emit-jobs | sh, | parallel -----------------------------------------------------
+"$SWEEP" --emit-jobs -o "$TMP/emit.csv" "$TMP/s.json" >"$TMP/jobs" 2>"$TMP/err"
+if [ "$(wc -l <"$TMP/jobs")" -eq 13 ] && head -1 "$TMP/jobs" | grep -q -- "--run-point [0-9a-f]\{16\} "; then ok
+else ko "--emit-jobs prints one command per point"; fi
+sh "$TMP/jobs" 2>"$TMP/err.sh"
+ids "$TMP/emit.csv"
+cmp -s "$TMP/emit.csv.ids" "$TMP/expected.ids" && ok || ko "--emit-jobs | sh gives the sweep's rows"
+"$SWEEP" --emit-jobs -o "$TMP/emit.csv" "$TMP/s.json" >"$TMP/jobs2" 2>"$TMP/err"
+[ ! -s "$TMP/jobs2" ] && ok || ko "--emit-jobs prints nothing once every point has a row"
+if command -v parallel >/dev/null 2>&1 && parallel --version 2>/dev/null | grep -q "GNU parallel"; then
+    # run from another folder: the commands carry their own
+    "$SWEEP" --emit-jobs -o "$TMP/par.csv" "$TMP/s.json" 2>"$TMP/err" | (cd / && parallel -j2 2>/dev/null)
+    ids "$TMP/par.csv"
+    cmp -s "$TMP/par.csv.ids" "$TMP/expected.ids" && ok || ko "--emit-jobs | parallel -j2 gives the sweep's rows"
+else
+    echo "sweep: GNU parallel not installed, its case skipped"
+fi
+
+# --- Slurm: the job script, run task by task without Slurm, then --merge ------------------
+"$SWEEP" --slurm-dry-run --slurm-dir "$TMP/slurm" -o "$TMP/slurm.csv" "$TMP/s.json" >"$TMP/out" 2>"$TMP/err"
+if grep -q '^#SBATCH --array=0-12$' "$TMP/slurm/sweep.sbatch" && [ "$(grep -vc '^#' "$TMP/slurm/points.txt")" -eq 13 ] &&
+    grep -q "sweep.sbatch" "$TMP/out" && [ -d "$TMP/slurm/fragments" ]; then ok
+else ko "--slurm-dry-run writes the job array script and points.txt"; fi
+for i in $(seq 0 12); do
+    SLURM_ARRAY_TASK_ID=$i sh "$TMP/slurm/sweep.sbatch" 2>/dev/null
+done
+"$SWEEP" --merge "$TMP/slurm.csv" "$TMP"/slurm/fragments/part-*.csv 2>"$TMP/err"
+ids "$TMP/slurm.csv"
+cmp -s "$TMP/slurm.csv.ids" "$TMP/expected.ids" && ok || ko "the Slurm tasks' fragments merge into the sweep's rows"
+
+# --- --merge: duplicates dropped, ok over failed -------------------------------------------
+$PY - "$TMP/default.csv" "$TMP" <<'EOF'
+import csv, sys
+rows = list(csv.reader(open(sys.argv[1], newline="")))
+h, body = rows[0], rows[1:]
+st = h.index("status")
+failed = [r for r in body if r[st] == "failed"][0]
+fixed = list(failed)
+fixed[st] = "ok"
+def write(name, rs):
+    with open(sys.argv[2] + "/" + name, "w", newline="") as f:
+        csv.writer(f, lineterminator="\n").writerows([h] + rs)
+write("f1.csv", body[:8])
+write("f2.csv", body[5:] + [fixed])
+EOF
+"$SWEEP" --merge "$TMP/merged.csv" "$TMP/f1.csv" "$TMP/f2.csv" 2>"$TMP/err"
+ids "$TMP/merged.csv"
+if [ "$(wc -l <"$TMP/merged.csv.ids")" -eq 13 ] && [ "$(grep -c ' ok$' "$TMP/merged.csv.ids")" -eq 13 ] &&
+    grep -q "13 rows (4 duplicate rows dropped)" "$TMP/err"; then ok
+else ko "--merge keeps one row per run id, an ok row over a failed one"; fi
+
+# --- refused input --------------------------------------------------------------------------
+printf '{"platforms": ["platforms/test_8npu.xml"], "workloads": ["workloads/small_gpt.json"], "varry": {}}\n' >"$TMP/bad.json"
+"$SWEEP" -o "$TMP/x.csv" "$TMP/bad.json" 2>"$TMP/err"
+code=$?
+[ $code -eq 2 ] && [ "$(wc -l <"$TMP/err")" -eq 1 ] && grep -q "bad.json: varry: unknown key" "$TMP/err" &&
+    ok || ko "an unknown key: one line naming the file and key, exit 2 ($code)"
+printf 'platform,workload\na,b\n' >"$TMP/old.csv"
+"$SWEEP" -o "$TMP/old.csv" "$TMP/s.json" 2>"$TMP/err"
+code=$?
+[ $code -eq 2 ] && grep -q "old.csv:1: the header is not this simrun's" "$TMP/err" &&
+    ok || ko "a CSV with another header is refused, exit 2 ($code)"
+printf '%s\nx' "$(cat "$TMP/header")" >"$TMP/partial.csv"
+"$SWEEP" -o "$TMP/partial.csv" "$TMP/s.json" 2>"$TMP/err"
+code=$?
+[ $code -eq 2 ] && grep -q "partial.csv:2: the last row has no line end" "$TMP/err" &&
+    ok || ko "a CSV ending in a partial row is refused, exit 2 ($code)"
+"$SWEEP" --run-point 0000000000000000 -o "$TMP/x.csv" "$TMP/s.json" 2>"$TMP/err"
+[ $? -eq 2 ] && grep -q "no point has run id" "$TMP/err" && ok || ko "--run-point of an unknown id"
+"$SWEEP" --simrun /nonexistent/simrun -o "$TMP/x.csv" "$TMP/s.json" 2>"$TMP/err"
+[ $? -eq 4 ] && grep -q "/nonexistent/simrun --csv-header" "$TMP/err" && ok || ko "a missing simrun, exit 4"
+
+echo "sweep: $(($(date +%s) - started)) s"
+harness_done sweep
