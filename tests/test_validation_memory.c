@@ -27,6 +27,7 @@
 
 #include "costmodel.h"
 #include "memory.h"
+#include "reference_cluster.h"
 #include "testutil.h"
 
 #define GIB (1024.0 * 1024.0 * 1024.0)

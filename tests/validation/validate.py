@@ -91,6 +91,17 @@ def dgxc_gpt3_flops(e, V=51200.0):
     return B * s * (72 * L * h * h + 12 * L * h * s + 6 * V * h)
 
 
+def dgxc_llama_flops(e):
+    """DGX Cloud recipes README (Llama 3.1): per sequence
+    s(12Lh^2(1 + g/a + s/h) + 18L f h + 6Vh), V = 128256, no recompute
+    counted; L is the entry's (the proxy configurations' fewer layers)."""
+    L, h, s = _dims(e)
+    m = e["model"]
+    g, a, f = float(m["num_query_groups"]), float(m["num_attention_heads"]), float(m["ffn_hidden_size"])
+    B = float(e["training"]["global_batch_size"])
+    return B * s * (12 * L * h * h * (1 + g / a + s / h) + 18 * L * f * h + 6 * 128256.0 * h)
+
+
 def _T(r):
     return float(r["iteration_s"])
 
@@ -114,6 +125,8 @@ METHODS = {
                      "Megatron-DeepSpeed's 24 x 4 B s l h^2 (1 + s/6h + V/16lh), V = 250880, / (T x GPUs)"),
     "mfu_dgxc_gpt3": (lambda r, e: dgxc_gpt3_flops(e) / (_T(r) * e["npus"] * 989e12), "",
                       "README: B s (72Lh^2 + 12Lhs + 6Vh), V = 51200, / (T x GPUs x 989 TFLOP/s)"),
+    "mfu_dgxc_llama": (lambda r, e: dgxc_llama_flops(e) / (_T(r) * e["npus"] * 989e12), "",
+                       "README: B s (12Lh^2(1 + g/a + s/h) + 18Lfh + 6Vh), V = 128256, / (T x GPUs x 989 TFLOP/s)"),
     "peak_memory_gb": (lambda r, e: float(r["peak_bytes"]) / 1e9, "GB", "largest device-memory peak (1e9 B)"),
 }
 # Per-layer methods of Korthikanti's Table 4, from the difference of two runs
@@ -128,7 +141,7 @@ KIND_OF = {  # bound class of each method
     "iteration_s": "time", "tokens_per_s": "throughput", "mfu_korthikanti": "throughput",
     "hfu_korthikanti": "throughput", "tflops_narayanan": "throughput",
     "fraction_of_peak_narayanan": "throughput", "pflops_narayanan": "throughput",
-    "tflops_bloom": "throughput", "mfu_dgxc_gpt3": "throughput", "peak_memory_gb": "memory",
+    "tflops_bloom": "throughput", "mfu_dgxc_gpt3": "throughput", "mfu_dgxc_llama": "throughput", "peak_memory_gb": "memory",
     "layer_forward_ms": "time", "layer_backward_ms": "time", "layer_combined_ms": "time",
     "overhead_vs_baseline": "derived",
 }
@@ -183,6 +196,8 @@ def build_workload(e, case, group):
                      ("dp", "data_parallel_size")):
         if isinstance(p.get(src), int):
             w["parallel"][dst] = p[src]
+    if isinstance(p.get("cp"), int) and p["cp"] > 1:
+        w["parallel"]["context_parallel_size"] = p["cp"]
     if isinstance(p.get("vpp"), int) and p["vpp"] > 1:
         w["parallel"]["virtual_pipeline_model_parallel_size"] = p["vpp"]
         w["schedule"] = "interleaved"
@@ -286,7 +301,8 @@ def estimated_cost(w, options):
         d = int(options[options.index("--fold-dp") + 1])
     m = w["training"].get("global_batch_size", 1) / max(1, w["training"].get("micro_batch_size", 1) *
                                                        p.get("data_parallel_size", 1))
-    return p.get("pipeline_model_parallel_size", 1) * d * m * p.get("virtual_pipeline_model_parallel_size", 1)
+    return (p.get("pipeline_model_parallel_size", 1) * d * m * p.get("virtual_pipeline_model_parallel_size", 1)
+            * p.get("context_parallel_size", 1))
 
 
 # ---- the table ----------------------------------------------------------------
@@ -377,7 +393,7 @@ def evaluate(plans, cases, published):
                        wall=wall, reason=c.get("outside", {}).get(key, c.get("outside", {}).get("*", "")))
             if failed:
                 row.update(simulated=None, error=None, verdict="simulation failed",
-                           reason=(row["reason"] + " " if row["reason"] else "") + failed[0].error)
+                           reason=(row["reason"] + ". The simulator: " if row["reason"] else "") + failed[0].error)
                 rows.append(row)
                 continue
             if method in METHODS:
@@ -393,7 +409,10 @@ def evaluate(plans, cases, published):
             row["run"] = runs[0].row
             rows.append(row)
     # derived rows (ratios of two simulated figures)
+    ran = {c["id"] for c, e, g, runs in plans if runs}
     for d in cases.get("derived", []):
+        if d["numerator"] not in ran or d["denominator"] not in ran:
+            continue
         num = next((r for r in rows if r["id"] == d["numerator"] and r["figure"] == "iteration_s"), None)
         den = next((r for r in rows if r["id"] == d["denominator"] and r["figure"] == "iteration_s"), None)
         row = dict(id=d["id"], source=d["source_short"], figure=d["figure"], published=d["published"],
