@@ -172,6 +172,23 @@ expect_error "FIFO as workload" 2 "fifo.json: cannot read workload: not a regula
 expect_error "files swapped" 2 "$P8: this looks like a platform XML file, not a workload JSON: the platform comes first" "$W8" "$P8"
 expect_error "control characters escaped" 2 'num_lay\\ners: unknown key' --set "$(printf 'num_lay\ners=2')" "$P8" "$W8"
 expect_error "control characters in a path escaped" 2 'no\\tfile\\x01.json' "$P8" "$(printf '/tmp/no\tfile\001.json')"
+# Megatron's fixed split, context parallelism, sharding
+"$SIMRUN" --quiet --set decoder_first_pipeline_num_layers=1 --set decoder_last_pipeline_num_layers=3 \
+    "$P8" "$W8" 2>"$TMP/err" && ok || ko "an uneven first and last stage runs"
+expect_error "middle stages not divisible" 2 "decoder_first_pipeline_num_layers" \
+    --set decoder_first_pipeline_num_layers=3 "$P8" "$W8"
+expect_error "first stage not divisible by vpp" 2 "decoder_first_pipeline_num_layers" --schedule interleaved \
+    --set virtual_pipeline_model_parallel_size=2 --set decoder_first_pipeline_num_layers=1 \
+    --set decoder_last_pipeline_num_layers=3 "$P8" "$W8"
+expect_error "split refused by pipedream" 2 "account_for_loss_in_pipeline_split" --planner pipedream \
+    --set account_for_loss_in_pipeline_split=true --set num_layers=7 "$P8" "$W8"
+"$SIMRUN" --quiet --set context_parallel_size=2 --set data_parallel_size=1 --set global_batch_size=8 \
+    "$P8" "$W8" 2>"$TMP/err" && ok || ko "context parallelism runs"
+expect_error "tp*cp*dp*pp != NPUs" 2 "context_parallel_size" --set context_parallel_size=2 "$P8" "$W8"
+"$SIMRUN" --quiet --set data_parallel_sharding_strategy=optim_grads_params "$P8" "$W8" 2>"$TMP/err" &&
+    ok || ko "ZeRO-3 runs"
+expect_error "fold with ZeRO-3" 1 "optim_grads_params" --fold-dp 1 \
+    --set data_parallel_sharding_strategy=optim_grads_params "$P8" "$W8"
 
 # --- the rough edges a newcomer hits ------------------------------------------------
 # csv_col FILE NAME: column NAME of FILE's last row (a CSV reader: BMPipe's

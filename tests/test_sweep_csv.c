@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "engine.h"
+#include "np_file.h"
 #include "sweep.h"
 #include "testutil.h"
 
@@ -51,14 +52,14 @@ static void test_quoted_fields(void)
     CU_ASSERT_EQUAL(csv_column(&t, "d"), -1);
     csv_free(&t);
 
-    /* what csv_put_field writes, the reader reads back */
+    /* what np_csv_field writes, the reader reads back */
     char *buf = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&buf, &len);
     fputs("h1,h2\n", f);
-    csv_put_field(f, "a,\"b\"\nc");
+    np_csv_field(f, "a,\"b\"\nc");
     fputc(',', f);
-    csv_put_field(f, "plain");
+    np_csv_field(f, "plain");
     fputc('\n', f);
     fclose(f);
     CU_ASSERT_EQUAL_FATAL(parse(buf, &t, &err), 0);

@@ -233,24 +233,6 @@ cl_cluster test_scaleout_cluster(double bandwidth_Bps, double latency_s)
     return c;
 }
 
-cl_cluster test_npu_cluster(int num_npus, int npus_per_node)
-{
-    cl_cluster c;
-    memset(&c, 0, sizeof c);
-    c.num_npus = num_npus;
-    c.npus_per_node = npus_per_node;
-    c.peak_flops = 313e12;
-    c.matmul_efficiency = 0.7;
-    c.hbm_bytes = 64e9;
-    c.hbm_bandwidth_Bps = 1.6e12;
-    c.scaleup_bandwidth_Bps = 196e9;
-    c.scaleup_latency_s = 2e-6;
-    c.scaleout_bandwidth_Bps = 25e9;
-    c.scaleout_latency_s = 4e-6;
-    c.kernel_launch_s = 10e-6;
-    return c;
-}
-
 double test_largest_stage_bytes(const cm_model *cm, const plan *pl)
 {
     double most = 0;

@@ -22,6 +22,7 @@
 #include <stdint.h>
 
 #include "engine.h"
+#include "reference_cluster.h"
 #include "plan.h"
 #include "schedule.h"
 
@@ -122,12 +123,6 @@ void test_pipeline_workload(wl_workload *w, int p, int m, schedule_kind sched);
 /* One NPU per node behind a scale-out link of the given bandwidth and
  * latency; everything else zero. */
 cl_cluster test_scaleout_cluster(double bandwidth_Bps, double latency_s);
-
-/* The Ascend 910B-class NPU of platforms/16k_npu.xml and test_8npu.xml
- * (gen_platform.py): 313 TFLOPS dense at 70%, 64 GB of HBM at 1.6 TB/s,
- * HCCS 196 GB/s and 2 us within a server, a 25 GB/s NIC and a 4 us route
- * across, 10 us kernel launch. */
-cl_cluster test_npu_cluster(int num_npus, int npus_per_node);
 
 /* The largest mem_stage_bytes() total over pl's stages. */
 double test_largest_stage_bytes(const cm_model *cm, const plan *pl);

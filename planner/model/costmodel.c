@@ -157,6 +157,7 @@ void cm_shape_init(shape *x, const wl_workload *w, const cl_cluster *c, int b)
     x->expert_state_bpp = cm_state_bytes_per_param(w->training.params_dtype, dist,
                                                    x->dp / x->ep > 0 ? x->dp / x->ep : 1);
     x->grad_bpp = cm_grad_bytes_per_param(w->training.params_dtype);
+    cm_shape_parallel(x, w); /* context parallelism, sharding: costmodel_parallel.c */
 }
 
 /* GEMM [m×k]·[k×n], `count` times (batched): FLOPs 2mkn, bytes of the three
@@ -224,6 +225,7 @@ int cm_build(const wl_workload *w, const cl_cluster *c, int micro_batch_size, cm
     out->has_source = true;
     out->source = *w;
     out->cluster = *c;
+    cm_parallel_finish(out, &x);
     return 0;
 }
 
@@ -277,6 +279,7 @@ int cm_layer_at_batch(const cm_model *m, int layer, double b, cm_layer *out)
     } else {
         cm_decoder_layer(out, &x, md, layer - 1);
     }
+    cm_parallel_layer(out, &x);
     return 0;
 }
 
@@ -289,11 +292,15 @@ void cm_free(cm_model *m)
 
 /* ---- totals ------------------------------------------------------------- */
 
-double cm_forward_total_s(const cm_layer *l) { return l->forward_s + l->tp_forward_s; }
+double cm_forward_total_s(const cm_layer *l)
+{
+    return l->forward_s + l->tp_forward_s + cm_forward_extra_s(l);
+}
 
 double cm_backward_total_s(const cm_layer *l, recompute_kind r)
 {
-    return l->backward_s + l->weight_grad_s + l->recompute_s[r] + l->tp_backward_s;
+    return l->backward_s + l->weight_grad_s + l->recompute_s[r] + l->tp_backward_s +
+           cm_backward_extra_s(l);
 }
 
 /* HBM traffic of one Adam step per parameter (Kingma & Ba; Megatron's fused

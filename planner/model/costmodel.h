@@ -44,6 +44,16 @@ typedef struct cm_unit {
 
 #define CM_MAX_UNITS 12
 
+/* Context parallelism (costmodel_cp.c): one pass's ring exchange of K/V
+ * chunks between the c ranks of a CP group, overlapped with the attention
+ * steps it feeds.  Per NPU (one TP rank of one CP rank), per micro-batch. */
+typedef struct cm_cp_exchange {
+    double bytes;     /* sent to the ring successor over the pass: steps × one message */
+    double overlap_s; /* attention compute the messages overlap: steps × one step */
+    double exposed_s; /* closed form: steps × max(0, α + message/B − step) */
+    int steps;        /* messages in sequence: c − 1 per forward and per backward */
+} cm_cp_exchange;
+
 typedef struct cm_layer {
     char name[48];
     cm_layer_kind kind;
@@ -68,6 +78,20 @@ typedef struct cm_layer {
     double recv_gather_s;
     int num_units;
     cm_unit units[CM_MAX_UNITS];
+    /* Context parallelism: the K/V exchange of the forward (also re-run by a
+     * recompute of the attention core) and of the backward (K/V and their
+     * gradients); all zero without it.  cm_forward_total_s() and
+     * cm_backward_total_s() include their exposed_s. */
+    cm_cp_exchange cp_forward, cp_backward;
+    /* Sharded data parallelism (costmodel_sharding.c), per micro-batch:
+     * ZeRO-3 all-gathers zero_gather_bytes of parameters (the all-gather's
+     * output) before the forward and again before the backward; ZeRO-2 and
+     * ZeRO-3 reduce-scatter zero_reduce_bytes of gradients after the
+     * backward.  zero_forward_s and zero_backward_s are their closed-form
+     * ring times over the data-parallel (× CP) group, which the totals
+     * include; all zero otherwise. */
+    double zero_gather_bytes, zero_reduce_bytes;
+    double zero_forward_s, zero_backward_s;
 } cm_layer;
 
 typedef struct cm_model {
@@ -75,7 +99,12 @@ typedef struct cm_model {
     cm_layer *layers;
     int micro_batch_size;
     int tensor_parallel;
+    /* Replicas the gradients are reduced over and the optimizer state is
+     * sharded over: data parallel × context parallel (Megatron's
+     * data-parallel group with context parallelism). */
     int data_parallel;
+    int context_parallel; /* c: ranks sharing one sequence; 0 or 1 means none */
+    int sharding;         /* a wl_dp_sharding; 0 = no_shard (synthetic models) */
     bool sequence_parallel;
     bool distributed_optimizer;
     double workspace_bytes;        /* reserved per NPU: framework, allocator slack, comm buffers */
@@ -148,6 +177,21 @@ double cm_bus_efficiency(const cl_cluster *c);
  * distributed-optimizer table: bf16 18 or 6 + 12/dp, fp16 20 or 4 + 16/dp,
  * fp32 16 or 8 + 8/dp). */
 double cm_state_bytes_per_param(wl_dtype d, bool distributed_optimizer, int dp);
+/* The same for every data-parallel sharding strategy over `shards` replicas
+ * (costmodel_sharding.c): with R the replicated and S the sharded bytes of
+ * the table above and D the weight's, no_shard R + S, optim R + S/n,
+ * optim_grads D + (R − D + S)/n, optim_grads_params (R + S)/n; bf16: 18,
+ * 6 + 12/n, 2 + 16/n, 18/n. */
+double cm_sharded_state_bytes_per_param(wl_dtype d, wl_dp_sharding s, int shards);
+/* What cm_forward_total_s() and cm_backward_total_s() add to a layer's
+ * compute and TP time: the exposed context-parallel exchange and the
+ * sharded data-parallel collectives of the pass. */
+double cm_forward_extra_s(const cm_layer *l);
+double cm_backward_extra_s(const cm_layer *l);
+/* Ring all-gather of `bytes` among `ranks` replicas of one TP rank, tp NPUs
+ * apart: on the scale-up fabric when tp·ranks NPUs fit in a server (the
+ * planners' view of data-parallel collectives, predict.h). */
+double cm_dp_ring_allgather_s(const cl_cluster *c, int tp, int ranks, double bytes);
 /* Bytes per parameter of the gradient reduced over DP (fp32 main grads, fp16: 2). */
 double cm_grad_bytes_per_param(wl_dtype d);
 /* HBM bytes moved per parameter by one Adam step. */

@@ -15,6 +15,12 @@
  *                            kernel's, the collective bus efficiency
  *   costmodel_layers.c       layer-by-layer models (workload model.layers):
  *                            per-sample specs and profiled time tables t(b)
+ *   costmodel_parallel.c     context parallelism and data-parallel sharding
+ *                            applied to the shape and to the built layers
+ *   costmodel_cp.c           context parallelism: the remote attention
+ *                            blocks and the ring exchange of K/V
+ *   costmodel_sharding.c     data-parallel sharding: state bytes per
+ *                            parameter, ZeRO-2/3 collectives per layer
  * A new kind of layer (an MoE block, FlashAttention, context parallelism)
  * prices its operators with cm_gemm_s() and cm_memop_s() and fills a cm_layer
  * with cm_set_state() and cm_add_unit(), in a file beside these.
@@ -50,6 +56,11 @@ typedef struct shape {
     bool fused_elementwise; /* the platform's elementwise_fusion */
     bool scatter_gather;    /* scatter/gather p2p applies: asked for, no SP, t > 1 */
     double state_bpp, grad_bpp, expert_state_bpp;
+    /* Context parallelism: c ranks share a sequence, s above is this rank's
+     * s/c (costmodel_parallel.c); the data-parallel group of the gradients
+     * and of the sharded state is dp·c replicas; the sharding strategy. */
+    int cp, shards;
+    wl_dp_sharding sharding;
 } shape;
 
 /* The shape of workload w on cluster c at micro-batch size b (costmodel.c). */
@@ -85,6 +96,25 @@ typedef struct cm_attention {
 void cm_attention_core(const shape *x, cm_attention *out);
 /* FlashAttention's kept softmax statistics, b·(a/t)·s rows of 2 fp32 values. */
 double cm_flash_statistics_bytes(const shape *x);
+
+/* ---- context parallelism and sharding (costmodel_parallel.c) ------------- */
+
+/* End of cm_shape_init(): the sequence per CP rank, the sharding and the
+ * state bytes per parameter it implies.  Nothing changes without them. */
+void cm_shape_parallel(shape *x, const wl_workload *w);
+/* End of cm_build(): the model's CP and sharding fields, every layer's CP
+ * exchange and ZeRO collectives, ZeRO's gathered layer in the workspace. */
+void cm_parallel_finish(cm_model *m, const shape *x);
+/* The same for one layer re-priced by cm_layer_at_batch(). */
+void cm_parallel_layer(cm_layer *ly, const shape *x);
+/* Adds the c − 1 remote attention blocks and the ring exchange to a decoder
+ * layer priced on this rank's s/c tokens (costmodel_cp.c). */
+void cm_cp_decoder(cm_layer *ly, const shape *x);
+/* ZeRO-2/3 per-layer bytes and closed-form times (costmodel_sharding.c). */
+void cm_sharding_layer(cm_layer *ly, const shape *x);
+/* Bytes ZeRO holds unsharded while one layer runs (its gathered parameters
+ * and its gradients before the reduce-scatter). */
+double cm_sharding_working_bytes(const cm_layer *ly);
 
 /* ---- Transformer layers (costmodel_transformer.c) ------------------------ */
 

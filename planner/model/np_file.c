@@ -377,3 +377,20 @@ int np_file_append(const char *path, const char *key, const char *header, const 
         return np_error_set(err, NP_EXIT_INTERNAL, path, key, 0, "%s: %s", what, strerror(e));
     return 0;
 }
+
+void np_csv_field(FILE *f, const char *s)
+{
+    if (!s)
+        s = "";
+    if (!strpbrk(s, ",\"\r\n")) {
+        fputs(s, f);
+        return;
+    }
+    fputc('"', f);
+    for (; *s; s++) {
+        if (*s == '"')
+            fputc('"', f);
+        fputc(*s, f);
+    }
+    fputc('"', f);
+}

@@ -86,6 +86,11 @@ void np_file_abort(np_file *nf);
 /* Appends `len` bytes of record to path, preceded by the line header and a
  * newline (when header is not NULL) if the file is empty, as described above.  0, or
  * NP_EXIT_INTERNAL with err naming path and key. */
+/* Writes one CSV field to f, quoted as RFC 4180 asks when it holds a comma,
+ * a quote, a CR or an LF (quotes doubled), so that a row stays one record
+ * whatever a path, a planner name or an override holds.  NULL is "". */
+void np_csv_field(FILE *f, const char *s);
+
 int np_file_append(const char *path, const char *key, const char *header, const char *record,
                    size_t len, np_error *err);
 

@@ -34,7 +34,8 @@ typedef enum recompute_kind {
  * optim_grads also the gradients (ZeRO-2), optim_grads_params also the
  * parameters (ZeRO-3, FSDP).  WL_SHARD_UNSET only lives inside the loader:
  * after loading it is "optim" with use_distributed_optimizer, else
- * "no_shard". */
+ * "no_shard"; any strategy but no_shard turns use_distributed_optimizer on
+ * (costmodel_sharding.c, schedule_parallel.c give them their behaviour). */
 typedef enum wl_dp_sharding {
     WL_SHARD_UNSET = -1,
     WL_SHARD_NO_SHARD = 0,
@@ -116,13 +117,15 @@ typedef struct wl_parallel {
     int data_parallel_size;
     int virtual_pipeline_model_parallel_size;
     int expert_model_parallel_size;
-    int context_parallel_size; /* read and stored; not simulated yet */
-    /* Layers of the first / last pipeline stage when set (0: not set, an even
-     * split); read and stored, not used yet. */
+    /* Ranks splitting every sequence (ring attention, costmodel_cp.c);
+     * NPUs = tp·cp·dp·pp in Megatron's rank order tp-cp-dp-pp. */
+    int context_parallel_size;
+    /* Decoder layers of the first / last pipeline stage when set (0: not set,
+     * an even split); Megatron's fixed split, pipeline_split.h. */
     int decoder_first_pipeline_num_layers;
     int decoder_last_pipeline_num_layers;
     /* Count the embedding / the loss as one layer when splitting the pipeline
-     * (Megatron's --account-for-*-in-pipeline-split); read and stored. */
+     * (Megatron's --account-for-*-in-pipeline-split; pipeline_split.h). */
     bool account_for_embedding_in_pipeline_split;
     bool account_for_loss_in_pipeline_split;
 } wl_parallel;
@@ -144,7 +147,7 @@ int wl_load(const char *path, const char *const *overrides, int num_overrides, w
 void wl_free(wl_workload *w);
 
 /* Checks the job against a cluster of num_npus devices:
- * tp·pp·dp == num_npus, divisibility the schedule needs, etc. */
+ * tp·cp·dp·pp == num_npus, divisibility the schedule needs, etc. */
 int wl_check_cluster(const wl_workload *w, int num_npus, np_error *err);
 
 /* Number of micro-batches per pipeline per iteration:

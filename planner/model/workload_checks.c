@@ -8,12 +8,13 @@
  * reject them: attention heads against groups and tensor parallelism, the
  * batch against micro-batch and data parallelism, the pipeline against the
  * layers and the schedule, experts against expert and data parallelism.
- * wl_check_cluster() holds the job against a platform (tp·pp·dp).  A new
+ * wl_check_cluster() holds the job against a platform (tp·cp·dp·pp).  A new
  * rule between keys is one more check_*() here.
  */
 #include <limits.h>
 #include <stdio.h>
 
+#include "pipeline_split.h"
 #include "workload_internal.h"
 
 int wl_num_micro_batches(const wl_workload *w)
@@ -51,10 +52,20 @@ int wl_fill_derived_defaults(const load_ctx *c, wl_workload *w)
         m->moe_ffn_hidden_size = m->ffn_hidden_size;
     if (w->parallel.tensor_model_parallel_size == 1)
         w->training.sequence_parallel = false; /* as Megatron does */
-    if (w->training.data_parallel_sharding_strategy == WL_SHARD_UNSET)
+    wl_training *t = &w->training;
+    if (t->data_parallel_sharding_strategy == WL_SHARD_UNSET)
         /* The distributed optimizer is ZeRO-1: it shards the optimizer state. */
-        w->training.data_parallel_sharding_strategy =
-            w->training.use_distributed_optimizer ? WL_SHARD_OPTIM : WL_SHARD_NO_SHARD;
+        t->data_parallel_sharding_strategy =
+            t->use_distributed_optimizer ? WL_SHARD_OPTIM : WL_SHARD_NO_SHARD;
+    else if (t->use_distributed_optimizer &&
+             t->data_parallel_sharding_strategy == WL_SHARD_NO_SHARD)
+        return wl_fail(c, "training.data_parallel_sharding_strategy",
+                       "\"no_shard\" contradicts training.use_distributed_optimizer, which "
+                       "shards the optimizer state (\"optim\")");
+    /* Every strategy but no_shard shards the optimizer state: the
+     * distributed optimizer, which the rest of the model reads. */
+    if (t->data_parallel_sharding_strategy >= WL_SHARD_OPTIM)
+        t->use_distributed_optimizer = true;
     return 0;
 }
 
@@ -99,6 +110,16 @@ static int check_batch(const load_ctx *c, const wl_workload *w)
     return 0;
 }
 
+/* Megatron's explicit split (pipeline_split.h) over v chunks per stage. */
+static int check_split(const load_ctx *c, const wl_workload *w, int v)
+{
+    wl_split_error e;
+    if (!wl_split_is_set(w) ||
+        !wl_pipeline_split(w, w->parallel.pipeline_model_parallel_size, v, NULL, &e))
+        return 0;
+    return wl_fail(c, e.key, "%s", e.text);
+}
+
 static int check_pipeline(const load_ctx *c, const wl_workload *w)
 {
     int pp = w->parallel.pipeline_model_parallel_size;
@@ -114,13 +135,15 @@ static int check_pipeline(const load_ctx *c, const wl_workload *w)
                            "expected 1 unless schedule is \"interleaved\" "
                            "(schedule is \"%s\"), got %d",
                            wl_schedule_name(w->schedule), vpp);
-        return 0;
+        return check_split(c, w, 1);
     }
     if (vpp < 2)
         return wl_fail(c, vpp_key, "schedule \"interleaved\" needs at least 2, got %d", vpp);
     if (pp < 2)
         return wl_fail(c, "parallel.pipeline_model_parallel_size",
                        "schedule \"interleaved\" needs at least 2 stages, got %d", pp);
+    if (wl_split_is_set(w)) /* the keys replace the even split over the chunks */
+        return check_split(c, w, vpp);
     long chunks = (long)pp * vpp;
     if (layers % chunks != 0)
         return wl_fail(c, "model.num_layers",
@@ -154,6 +177,40 @@ static int check_experts(const load_ctx *c, const wl_workload *w)
     return 0;
 }
 
+/* Context parallelism splits a Transformer's sequences into 2c chunks
+ * (Megatron-LM get_batch_on_this_cp_rank: chunks r and 2c−1−r on rank r). */
+static int check_context_parallel(const load_ctx *c, const wl_workload *w)
+{
+    int cp = w->parallel.context_parallel_size;
+    if (cp <= 1)
+        return 0;
+    if (w->model.num_layer_specs > 0)
+        return wl_fail(c, "parallel.context_parallel_size",
+                       "model.layers lists its layers and has no sequence to split: expected 1, "
+                       "got %d",
+                       cp);
+    if (w->model.seq_length % (2L * cp) != 0)
+        return wl_fail(c, "parallel.context_parallel_size",
+                       "splits every sequence into 2 x %d = %ld equal chunks, as Megatron-LM "
+                       "does, but model.seq_length (%ld) is not a multiple of %ld",
+                       cp, 2L * cp, w->model.seq_length, 2L * cp);
+    return 0;
+}
+
+/* ZeRO-2/3 shard what PipeDream's weight stashing keeps whole. */
+static int check_sharding(const load_ctx *c, const wl_workload *w)
+{
+    wl_dp_sharding s = w->training.data_parallel_sharding_strategy;
+    bool stashing = w->schedule == SCHED_PIPEDREAM || w->schedule == SCHED_PIPEDREAM_2BW;
+    if (s < WL_SHARD_OPTIM_GRADS || !stashing)
+        return 0;
+    return wl_fail(c, "training.data_parallel_sharding_strategy",
+                   "\"%s\" shards gradients per micro-batch, which schedule \"%s\" (asynchronous "
+                   "updates, stashed weights) does not model: expected \"no_shard\" or "
+                   "\"optim\"",
+                   wl_sharding_name(s), wl_schedule_name(w->schedule));
+}
+
 int wl_check_combinations(const load_ctx *c, const wl_workload *w)
 {
     int rc = check_attention(c, w);
@@ -163,6 +220,10 @@ int wl_check_combinations(const load_ctx *c, const wl_workload *w)
         rc = check_pipeline(c, w);
     if (!rc)
         rc = check_experts(c, w);
+    if (!rc)
+        rc = check_context_parallel(c, w);
+    if (!rc)
+        rc = check_sharding(c, w);
     return rc;
 }
 
@@ -175,13 +236,21 @@ int wl_check_cluster(const wl_workload *w, int num_npus, np_error *err)
                             "expected a platform with at least one NPU, got %d", num_npus);
     const wl_parallel *p = &w->parallel;
     long long tp = p->tensor_model_parallel_size, pp = p->pipeline_model_parallel_size;
-    long long dp = p->data_parallel_size, needed = tp * pp * dp;
-    if (needed != num_npus)
+    long long dp = p->data_parallel_size;
+    long long cp = p->context_parallel_size > 1 ? p->context_parallel_size : 1;
+    long long needed = tp * cp * pp * dp;
+    if (needed != num_npus && cp == 1)
         return np_error_set(err, NP_EXIT_INPUT, w->path, "parallel", 0,
                             "tensor_model_parallel_size x pipeline_model_parallel_size x "
                             "data_parallel_size = %lld x %lld x %lld = %lld NPUs, but the "
                             "platform has %d",
                             tp, pp, dp, needed, num_npus);
+    if (needed != num_npus) /* Megatron's rank order: TP, CP, DP, PP */
+        return np_error_set(err, NP_EXIT_INPUT, w->path, "parallel", 0,
+                            "tensor_model_parallel_size x context_parallel_size x "
+                            "data_parallel_size x pipeline_model_parallel_size = %lld x %lld x "
+                            "%lld x %lld = %lld NPUs, but the platform has %d",
+                            tp, cp, dp, pp, needed, num_npus);
     int m = wl_num_micro_batches(w);
     if (w->schedule == SCHED_INTERLEAVED && m % pp != 0)
         /* Megatron's interleaved schedule runs micro-batches in groups of p. */

@@ -17,13 +17,16 @@
 #include "memory.h"
 #include "schedule_internal.h"
 
-static const char *const op_names[OP_KIND_COUNT] = {
+static const char *const op_names[OP_ALLTOALL + 1] = {
     "F",          "B",        "W",        "recompute",    "send-fwd",
     "recv-fwd",   "send-bwd", "recv-bwd", "dp-allreduce", "optimizer",
     "all-to-all",
 };
 
-const char *sched_op_name(op_kind k) { return (unsigned)k < OP_KIND_COUNT ? op_names[k] : "?"; }
+const char *sched_op_name(op_kind k)
+{
+    return (unsigned)k <= OP_ALLTOALL ? op_names[k] : sched_parallel_op_name(k);
+}
 
 sched_op *sched_push(sched_stage *st, op_kind kind, int micro_batch, int chunk)
 {
@@ -336,7 +339,8 @@ int sched_build(const plan *pl, const cm_model *cm, schedule *out, np_error *err
     }
     for (int s = 0; s < pl->num_stages; s++) {
         stage_static_bytes(&out->stages[s], pl, cm, s);
-        if (gen(&out->stages[s], pl, cm, s) != 0) {
+        if (gen(&out->stages[s], pl, cm, s) != 0 ||
+            sched_parallel_finish(&out->stages[s], pl, cm, s) != 0) {
             sched_free(out);
             return np_error_set(err, NP_EXIT_INTERNAL, "<schedule>", "", 0,
                                 "out of memory while generating stage %d", s);

@@ -38,6 +38,11 @@ typedef enum op_kind {
     OP_DP_ALLREDUCE,  /* gradient all-reduce over data parallelism */
     OP_OPTIMIZER,     /* optimizer step */
     OP_ALLTOALL,      /* expert-parallel all-to-all (MoE) */
+    /* Sharded data parallelism (schedule_parallel.c), on the data-parallel
+     * (× context-parallel) group: an all-gather of `bytes` of parameters
+     * (its output), a reduce-scatter of `bytes` of gradients (its input). */
+    OP_PARAM_GATHER,
+    OP_GRAD_REDUCE_SCATTER,
     OP_KIND_COUNT
 } op_kind;
 
@@ -51,6 +56,13 @@ typedef struct sched_op {
     double bytes;        /* per TP rank: message, or all-reduce payload */
     double mem_delta_bytes;
     double mem_transient_bytes;
+    /* Context parallelism, on an F, B or recompute op (schedule_parallel.c):
+     * cp_bytes sent to the CP ring successor (one message after another,
+     * cp_steps of them) while cp_overlap_s of the op's compute runs; the op
+     * waits for its predecessor's before the rest of its compute.  0: none. */
+    double cp_bytes;
+    double cp_overlap_s;
+    int32_t cp_steps;
 } sched_op;
 
 typedef struct sched_stage {

@@ -81,4 +81,14 @@ int sched_emit_backward_step(sched_stage *st, const plan *pl, const cm_model *cm
 /* Data-parallel gradient all-reduce and optimizer step. */
 int sched_emit_iteration_end(sched_stage *st, const plan *pl, const cm_model *cm, int s);
 
+/* After a generator filled stage s (schedule_parallel.c): context
+ * parallelism's exchange on the F, B and recompute ops, sharded data
+ * parallelism's gathers and reduce-scatters around them, and the gradient
+ * sync of a data-parallel × context-parallel group.  Leaves the list as it
+ * is without them.  0, or -1 when out of memory. */
+int sched_parallel_finish(sched_stage *st, const plan *pl, const cm_model *cm, int s);
+/* Names of the op kinds it adds ("param-gather", "grad-reduce-scatter"), "?"
+ * for any other. */
+const char *sched_parallel_op_name(op_kind k);
+
 #endif

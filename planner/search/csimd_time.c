@@ -144,9 +144,10 @@ int csimd_context_new(const cm_model *cm, const cl_cluster *c, int p, int dp, in
         csimd_context_free(x);
         return -1;
     }
+    int tp_cp = (cm->tensor_parallel > 0 ? cm->tensor_parallel : 1) *
+                (cm->context_parallel > 1 ? cm->context_parallel : 1);
     for (int k = 0; k + 1 < p; k++)
-        x->same_node[k] = predict_boundary_same_node(
-            c, cm->tensor_parallel > 0 ? cm->tensor_parallel : 1, x->dp, k);
+        x->same_node[k] = predict_boundary_same_node(c, tp_cp, x->dp, k);
     context_fill_layers(x);
     *out = x;
     return 0;
@@ -218,11 +219,9 @@ static bool plan_fits(const csimd_ctx *x, const int *start, const int *sizes)
  * backward of the stage holding layers [first, last). */
 double csimd_stage_tail_s(const csimd_ctx *x, int first, int last)
 {
-    double t = cm_optimizer_step_s(x->cm, first, last);
-    if (x->dp > 1)
-        t += predict_dp_allreduce_s(x->c, x->cm->tensor_parallel > 0 ? x->cm->tensor_parallel : 1,
-                                    x->dp, x->grad_prefix[last] - x->grad_prefix[first]);
-    return t;
+    return cm_optimizer_step_s(x->cm, first, last) +
+           predict_dp_sync_s(x->cm, x->c, x->cm->tensor_parallel > 0 ? x->cm->tensor_parallel : 1,
+                             x->dp, first, last, x->grad_prefix[last] - x->grad_prefix[first]);
 }
 
 /* Predicted iteration time of cuts `start` [p + 1] and sizes [m]; INFINITY

@@ -14,6 +14,7 @@
 #include <time.h>
 
 #include "frontier_internal.h"
+#include "planner.h"
 
 static void entry_free(frontier_entry *e)
 {
@@ -147,6 +148,9 @@ int frontier_sweep(const wl_workload *w, const cl_cluster *c, frontier *out, np_
 {
     memset(out, 0, sizeof *out);
     out->capacity_bytes = c->hbm_bytes;
+    int refused = planner_refuse_fixed_split("ft (--frontier)", w, err);
+    if (refused || (refused = planner_refuse_context_parallel("ft (--frontier)", w, err)))
+        return refused;
     double t0 = now_s();
     bool started = false;
     for (long long n = 1; n <= c->num_npus; n = next_device_count(n, c->num_npus)) {

@@ -110,6 +110,18 @@ int planner_cost_model_for(const wl_workload *w, const cl_cluster *c, const cm_m
  * shards its stages the same way. */
 void planner_uniform_partition(const cm_model *cm, plan *pl);
 
+/* The partition Megatron and Merak use (planner_split.c): Megatron's fixed
+ * split when the workload sets decoder_first/last_pipeline_num_layers or
+ * account_for_embedding/loss_in_pipeline_split (pipeline_split.h), else
+ * planner_uniform_partition().  0 or an np_exit_code naming the key. */
+int planner_split_partition(const cm_model *cm, const wl_workload *w, plan *pl, np_error *err);
+
+/* Planners that choose their own cut points refuse the fixed split, and
+ * those that re-choose tp, pp and dp refuse context parallelism, with an
+ * error naming the key (planner_split.c).  0 when it does not apply. */
+int planner_refuse_fixed_split(const char *name, const wl_workload *w, np_error *err);
+int planner_refuse_context_parallel(const char *name, const wl_workload *w, np_error *err);
+
 /* Fills the fields every planner sets the same way from the workload:
  * micro-batching, TP, DP, schedule. */
 void planner_plan_basics(plan *pl, const wl_workload *w, const planner_options *o);

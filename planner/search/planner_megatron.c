@@ -55,7 +55,9 @@ int planner_megatron(const cm_model *cm, const cl_cluster *c, const wl_workload 
     if (plan_init(out, p, v, cm->num_layers))
         return np_error_set(err, NP_EXIT_INTERNAL, "<megatron>", "", 0, "out of memory");
     planner_plan_basics(out, w, o);
-    planner_uniform_partition(cm, out);
+    int rc = planner_split_partition(cm, w, out, err);
+    if (rc)
+        return rc;
     if (o->recompute >= 0) {
         set_recompute(cm, out, (recompute_kind)o->recompute);
     } else {

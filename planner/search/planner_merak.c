@@ -136,7 +136,8 @@ static int mk_plan(const cm_model *cm, const cl_cluster *c, const wl_workload *w
     if (plan_init(out, p, 1, cm->num_layers))
         return np_error_set(err, NP_EXIT_INTERNAL, "<merak>", "", 0, "out of memory");
     planner_plan_basics(out, w, o);
-    planner_uniform_partition(cm, out);
+    if ((rc = planner_split_partition(cm, w, out, err)))
+        return rc;
     for (int s = 0; s < p; s++)
         if (out->chunk_start[s + 1] <= out->chunk_start[s])
             return np_error_set(

@@ -33,8 +33,10 @@ double predict_boundary_s(const cm_model *cm, const cl_cluster *c, const plan *p
         return cl_p2p_time(c, bytes, 0);
     if (bytes <= 0)
         return 0.0;
-    return cl_p2p_time(c, bytes,
-                       predict_boundary_same_node(c, pl->tensor_parallel, pl->data_parallel, s));
+    /* Rank order tp-cp-dp-pp: a stage spans tp·cp·dp ranks. */
+    int cp = cm->context_parallel > 1 ? cm->context_parallel : 1;
+    return cl_p2p_time(
+        c, bytes, predict_boundary_same_node(c, pl->tensor_parallel * cp, pl->data_parallel, s));
 }
 
 double predict_stage_comm_s(const cm_model *cm, const cl_cluster *c, const plan *pl, int s,
@@ -54,7 +56,7 @@ double predict_layer_s(const cm_model *cm, const plan *pl, int l, bool skip_reco
     plan_layer_cost rc;
     plan_layer_recompute(pl, cm, l, skip_recompute, &rc);
     return cm_forward_total_s(ly) + ly->backward_s + ly->weight_grad_s + ly->tp_backward_s +
-           rc.recompute_s;
+           cm_backward_extra_s(ly) + rc.recompute_s;
 }
 
 double predict_dp_allreduce_s(const cl_cluster *c, int tp, int dp, double grad_bytes)
@@ -72,13 +74,29 @@ double predict_dp_allreduce_s(const cl_cluster *c, int tp, int dp, double grad_b
     return cm_ring_allreduce_s(&dp_view, dp, grad_bytes);
 }
 
+double predict_dp_sync_s(const cm_model *cm, const cl_cluster *c, int tp, int dp, int first,
+                         int last, double grad_bytes)
+{
+    int group = dp * (cm->context_parallel > 1 ? cm->context_parallel : 1);
+    if (cm->sharding >= WL_SHARD_OPTIM_GRADS_PARAMS)
+        return 0.0; /* reduce-scattered per micro-batch, parameters gathered per pass */
+    if (cm->sharding == WL_SHARD_OPTIM_GRADS) {
+        double param_bytes = 0.0;
+        for (int l = first; l < last; l++)
+            param_bytes += cm->layers[l].params * cm->weight_bytes_per_param;
+        return cm_dp_ring_allgather_s(c, tp, group, param_bytes);
+    }
+    return predict_dp_allreduce_s(c, tp, group, grad_bytes);
+}
+
 double predict_stage_tail_s(const cm_model *cm, const cl_cluster *c, const plan *pl, int s)
 {
     int first = pl->chunk_start[s], last = pl->chunk_start[s + 1];
     double grad_bytes = 0.0;
     for (int l = first; l < last; l++)
         grad_bytes += cm->layers[l].grad_bytes;
-    return predict_dp_allreduce_s(c, pl->tensor_parallel, pl->data_parallel, grad_bytes) +
+    return predict_dp_sync_s(cm, c, pl->tensor_parallel, pl->data_parallel, first, last,
+                             grad_bytes) +
            cm_optimizer_step_s(cm, first, last);
 }
 

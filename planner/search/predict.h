@@ -5,7 +5,8 @@
  * prediction, the 1F1B critical path (Narayanan et al. SC'21 §2.2;
  * docs/planners.md, BMPipe's preparation time plus (m−1)·τ, τ ≥ F + B + 2c):
  *   T   = Σ_s S'_s + (m − 1)·max_s S_s + max_s (AR_s + O_s),
- *   S_s = Σ_{l in s} (F_l + B_l + W_l + TP collectives_l + recompute_l) + 2·c_s + g_s,
+ *   S_s = Σ_{l in s} (F_l + B_l + W_l + TP collectives_l + recompute_l
+ *         + exposed CP exchange_l + ZeRO-2/3 collectives_l) + 2·c_s + g_s,
  * S'_s = S_s, or S_s without its recompute when the plan shifts it (Merak's
  * shifted critical path: the warm-up and cool-down micro-batches skip it),
  * c_s the send of stage s's output to stage s + 1 (none after the last),
@@ -66,6 +67,16 @@ double predict_layer_s(const cm_model *cm, const plan *pl, int l, bool skip_reco
  * 2(d−1)(α + S/(d·B)), on the scale-up fabric when the replicas of one TP
  * rank (tp ranks apart) share a server.  0 for dp ≤ 1 or without a cluster. */
 double predict_dp_allreduce_s(const cl_cluster *c, int tp, int dp, double grad_bytes);
+
+/* AR_s: the gradient sync at the end of the iteration of the layers
+ * [first, last) of grad_bytes, over the dp·cp replicas of Megatron's
+ * data-parallel group with context parallelism: the ring all-reduce of
+ * predict_dp_allreduce_s() with no_shard and optim (whose reduce-scatter
+ * and all-gather take the same ring time), the all-gather of the parameters
+ * with optim_grads (its gradients are reduce-scattered per micro-batch, in
+ * the layers' zero_backward_s), nothing with optim_grads_params. */
+double predict_dp_sync_s(const cm_model *cm, const cl_cluster *c, int tp, int dp, int first,
+                         int last, double grad_bytes);
 
 /* AR_s + O_s: stage s's data-parallel all-reduce and optimizer step. */
 double predict_stage_tail_s(const cm_model *cm, const cl_cluster *c, const plan *pl, int s);

@@ -3,10 +3,10 @@
  * tear-down (see engine.h).
  *
  * engine_run() checks the options against the plan, creates one worker per
- * (stage, replica) with its NPUs in Megatron's rank order, starts their
- * actors (engine_worker.c; engine_fold.c for replicas folded away;
- * engine_overlap.c for the gradient buckets), runs SimGrid to the end and
- * collects the metrics (engine_metrics.c).  Cost of a run is proportional to
+ * (stage, replica, context-parallel rank) with its NPUs in Megatron's rank
+ * order (tp-cp-dp-pp), starts their actors (engine_worker.c; engine_fold.c
+ * for replicas folded away; engine_overlap.c for the gradient buckets), runs
+ * SimGrid to the end and collects the metrics (engine_metrics.c).  Cost of a run is proportional to
  * the number of SimGrid activities, so the engine starts as few as the model
  * allows (docs/design.md, SimGrid facts: ~50K activities per CPU-second at
  * 16K hosts): one execution per compute op, one flow per TP rank per
@@ -88,7 +88,7 @@ int engine_simgrid_init(int *argc, char **argv, np_error *err)
 
 static int workers_create(engine *e, np_error *err)
 {
-    int n = e->p * e->dp;
+    int n = engine_num_workers(e);
     e->workers = calloc((size_t)n, sizeof *e->workers);
     int *ranks = malloc((size_t)n * e->tp * sizeof *ranks);
     sg_host_t *hosts = malloc((size_t)n * e->tp * sizeof *hosts);
@@ -97,28 +97,29 @@ static int workers_create(engine *e, np_error *err)
         free(hosts);
         return np_error_set(err, NP_EXIT_INTERNAL, "<engine>", "", 0, "out of memory");
     }
-    for (int s = 0; s < e->p; s++) {
-        for (int d = 0; d < e->dp; d++) {
-            worker *w = engine_worker(e, s, d);
-            w->stage = s;
-            w->replica = d;
-            w->eng = e;
-            w->ep.ranks = ranks + (size_t)(s * e->dp + d) * e->tp;
-            w->ep.hosts = hosts + (size_t)(s * e->dp + d) * e->tp;
-            /* Megatron's rank order tp-dp-pp: TP fastest, then DP, then PP. */
-            for (int r = 0; r < e->tp; r++) {
-                w->ep.ranks[r] = r + e->tp * (d + e->dp * s);
-                w->ep.hosts[r] = e->pf->host_of_rank[w->ep.ranks[r]];
-            }
-            for (int c = 0; c < CH_COUNT; c++)
-                w->chan[c].posted = sg_sem_init(0);
-            w->simulated = d < e->fold;
-            if (!w->simulated)
-                w->collective_start = sg_sem_init(0);
-            if (w->simulated && e->overlap) {
-                w->bucket_ready = sg_sem_init(0);
-                w->buckets_done = sg_sem_init(0);
-            }
+    for (int i = 0; i < n; i++) {
+        worker *w = &e->workers[i];
+        int d = i % e->dp, s = i / e->dp % e->p, c = i / (e->dp * e->p);
+        w->stage = s;
+        w->replica = d;
+        w->cp_rank = c;
+        w->eng = e;
+        w->ep.ranks = ranks + (size_t)i * e->tp;
+        w->ep.hosts = hosts + (size_t)i * e->tp;
+        /* Megatron's rank order tp-cp-dp-pp: TP fastest, then CP, then DP,
+         * then PP (tp-dp-pp without context parallelism). */
+        for (int r = 0; r < e->tp; r++) {
+            w->ep.ranks[r] = r + e->tp * (c + e->cp * (d + e->dp * s));
+            w->ep.hosts[r] = e->pf->host_of_rank[w->ep.ranks[r]];
+        }
+        for (int ch = 0; ch < CH_COUNT; ch++)
+            w->chan[ch].posted = sg_sem_init(0);
+        w->simulated = d < e->fold;
+        if (!w->simulated)
+            w->collective_start = sg_sem_init(0);
+        if (w->simulated && e->overlap) {
+            w->bucket_ready = sg_sem_init(0);
+            w->buckets_done = sg_sem_init(0);
         }
     }
     return 0;
@@ -127,19 +128,21 @@ static int workers_create(engine *e, np_error *err)
 static void workers_start(engine *e)
 {
     char name[64];
-    for (int s = 0; s < e->p; s++) {
-        for (int d = 0; d < e->dp; d++) {
-            worker *w = engine_worker(e, s, d);
-            snprintf(name, sizeof name, "stage%d-dp%d", s, d);
-            sg_actor_t a = sg_actor_init(name, w->ep.hosts[0]);
-            sg_actor_set_data(a, w);
-            sg_actor_start(a, w->simulated ? worker_main : fold_replica_main, 0, NULL);
-            if (w->simulated && e->overlap) {
-                snprintf(name, sizeof name, "stage%d-dp%d-grads", s, d);
-                sg_actor_t c = sg_actor_init(name, w->ep.hosts[0]);
-                sg_actor_set_data(c, w);
-                sg_actor_start(c, overlap_comm_main, 0, NULL);
-            }
+    for (int i = 0; i < engine_num_workers(e); i++) {
+        worker *w = &e->workers[i];
+        if (e->cp > 1)
+            snprintf(name, sizeof name, "stage%d-dp%d-cp%d", w->stage, w->replica, w->cp_rank);
+        else
+            snprintf(name, sizeof name, "stage%d-dp%d", w->stage, w->replica);
+        sg_actor_t a = sg_actor_init(name, w->ep.hosts[0]);
+        sg_actor_set_data(a, w);
+        sg_actor_start(a, w->simulated ? worker_main : fold_replica_main, 0, NULL);
+        if (w->simulated && e->overlap) {
+            snprintf(name, sizeof name, "stage%d-dp%d-cp%d-grads", w->stage, w->replica,
+                     w->cp_rank);
+            sg_actor_t c = sg_actor_init(name, w->ep.hosts[0]);
+            sg_actor_set_data(c, w);
+            sg_actor_start(c, overlap_comm_main, 0, NULL);
         }
     }
 }
@@ -148,7 +151,7 @@ static void workers_destroy(engine *e)
 {
     if (!e->workers)
         return;
-    for (int i = 0; i < e->p * e->dp; i++) {
+    for (int i = 0; i < engine_num_workers(e); i++) {
         worker *w = &e->workers[i];
         for (int c = 0; c < CH_COUNT; c++) {
             sg_sem_destroy(w->chan[c].posted);
@@ -180,7 +183,8 @@ int engine_run(const sim_platform *pf, const wl_workload *w, const cm_model *cm,
                 .opt = o,
                 .tp = pl->tensor_parallel,
                 .dp = pl->data_parallel,
-                .p = pl->num_stages};
+                .p = pl->num_stages,
+                .cp = cm->context_parallel > 1 ? cm->context_parallel : 1};
     int rc = engine_check_fold(w, pl, o->fold_dp, err);
     if (!rc && o->fold_dp > 0 && o->fold_dp != pl->data_parallel && pf->cluster.fabric_taper < 1)
         /* Measured: a 4:1 taper made the folded run 16% faster than the full. */
@@ -188,14 +192,25 @@ int engine_run(const sim_platform *pf, const wl_workload *w, const cm_model *cm,
                           "cannot fold on %s: its fat tree is tapered (%.2g:1), so the folded "
                           "replicas' missing pipeline traffic would change the contention",
                           pf->cluster.name, 1 / pf->cluster.fabric_taper);
+    if (!rc && o->dp_overlap && cm->sharding >= WL_SHARD_OPTIM_GRADS)
+        rc = np_error_set(err, NP_EXIT_USAGE, "<command line>", "--dp-overlap", 0,
+                          "data_parallel_sharding_strategy \"%s\" reduce-scatters the gradients "
+                          "after every backward already; --dp-overlap buckets one sync per "
+                          "iteration",
+                          wl_sharding_name((wl_dp_sharding)cm->sharding));
     if (rc || (rc = coll_check_options(o, err)) || (rc = overlap_check(pl, o, err)))
         return rc;
     e.fold = o->fold_dp > 0 ? o->fold_dp : e.dp;
-    long needed = (long)e.tp * e.dp * e.p;
-    if (needed != pf->num_npus)
+    long needed = (long)e.tp * e.cp * e.dp * e.p;
+    if (needed != pf->num_npus && e.cp == 1)
         return np_error_set(err, NP_EXIT_INPUT, pf->cluster.name, "", 0,
                             "the plan needs tp·pp·dp = %d·%d·%d = %ld NPUs, the platform has %d",
                             e.tp, e.p, e.dp, needed, pf->num_npus);
+    if (needed != pf->num_npus)
+        return np_error_set(err, NP_EXIT_INPUT, pf->cluster.name, "", 0,
+                            "the plan needs tp·cp·dp·pp = %d·%d·%d·%d = %ld NPUs, the platform "
+                            "has %d",
+                            e.tp, e.cp, e.dp, e.p, needed, pf->num_npus);
     if ((rc = overlap_build(&e, cm, err)))
         return rc;
     if ((rc = workers_create(&e, err))) {
@@ -203,7 +218,8 @@ int engine_run(const sim_platform *pf, const wl_workload *w, const cm_model *cm,
         return rc;
     }
     /* every worker, plus the gradient actors of the simulated ones */
-    e.finish = sg_barrier_init((unsigned)(e.p * e.dp + (e.overlap ? e.p * e.fold : 0)));
+    int actors = engine_num_workers(&e) + (e.overlap ? e.p * e.fold * e.cp : 0);
+    e.finish = sg_barrier_init((unsigned)actors);
     struct timespec t_start, t_end;
     clock_gettime(CLOCK_MONOTONIC, &t_start);
     transport_init(&e.net, pf, e.tp);
@@ -211,7 +227,6 @@ int engine_run(const sim_platform *pf, const wl_workload *w, const cm_model *cm,
     engine_progress_start(&e); /* engine_options.progress, when set (engine_progress.c) */
     simgrid_run();
     clock_gettime(CLOCK_MONOTONIC, &t_end);
-    int actors = e.p * e.dp + (e.overlap ? e.p * e.fold : 0);
     if (e.finished != actors)
         /* Actors are still blocked: SimGrid stopped on a deadlock.  Its state
          * cannot be reused, so nothing is torn down; the caller must stop. */

@@ -9,6 +9,10 @@
  * each runs (--dp-algorithm, --dp-radix, --dp-inter-algorithm,
  * --ep-alltoall-algorithm), and the gradient sync of the distributed
  * optimizer (a reduce-scatter and an all-gather instead of an all-reduce).
+ * With context parallelism the data-parallel group is Megatron's
+ * data-parallel group with context parallelism: the dp·cp workers of the
+ * stage, in global rank order (CP rank fastest), since CP ranks hold the
+ * same parameters and their gradients of different tokens.
  */
 #include <stdlib.h>
 #include <xbt/asserts.h>
@@ -46,11 +50,28 @@ static void group_of_replicas(engine *e, worker *w, int first, int size, int id,
     if (!members)
         xbt_die("npusim: out of memory building a collective group");
     for (int i = 0; i < size; i++)
-        members[i] = &engine_worker(e, w->stage, first + i)->ep;
+        members[i] = &engine_cp_worker(e, w->stage, first + i, w->cp_rank)->ep;
     g->members = members;
     g->size = size;
     g->me = w->replica - first;
     g->id = id;
+}
+
+/* The data-parallel group of w's stage: every replica's every CP rank,
+ * member d·cp + c.  The member array is allocated; free g->members. */
+static void dp_group(engine *e, worker *w, coll_group *g)
+{
+    int size = e->dp * e->cp;
+    const endpoint **members = malloc((size_t)size * sizeof *members);
+    if (!members)
+        xbt_die("npusim: out of memory building a collective group");
+    for (int d = 0; d < e->dp; d++)
+        for (int c = 0; c < e->cp; c++)
+            members[d * e->cp + c] = &engine_cp_worker(e, w->stage, d, c)->ep;
+    g->members = members;
+    g->size = size;
+    g->me = w->replica * e->cp + w->cp_rank;
+    g->id = COLL_GROUP_DP;
 }
 
 static void group_free(coll_group *g)
@@ -61,13 +82,13 @@ static void group_free(coll_group *g)
 
 void engine_dp_allreduce(engine *e, worker *w, double bytes)
 {
-    if (e->dp < 2 || bytes <= 0)
+    if (e->dp * e->cp < 2 || bytes <= 0)
         return;
     coll_params p = {.algorithm = e->opt->dp_algorithm,
                      .radix = e->opt->dp_radix,
                      .inter_algorithm = e->opt->dp_inter_algorithm};
     coll_group g;
-    group_of_replicas(e, w, 0, e->dp, COLL_GROUP_DP, &g);
+    dp_group(e, w, &g);
     if (e->opt->dp_param_gather_ratio > 0) {
         /* Megatron's distributed optimizer: reduce-scatter the gradients,
          * update the local shard, all-gather the parameters (in the
@@ -80,6 +101,22 @@ void engine_dp_allreduce(engine *e, worker *w, double bytes)
     } else {
         coll_run(&e->net, COLL_ALLREDUCE, &g, &p, bytes);
     }
+    group_free(&g);
+}
+
+void engine_dp_collective(engine *e, worker *w, op_kind kind, double bytes)
+{
+    if (e->dp * e->cp < 2 || bytes <= 0)
+        return;
+    coll_params p = {.algorithm = e->opt->dp_algorithm,
+                     .radix = e->opt->dp_radix,
+                     .inter_algorithm = e->opt->dp_inter_algorithm};
+    coll_kind k = kind == OP_PARAM_GATHER ? COLL_ALLGATHER : COLL_REDUCE_SCATTER;
+    if (!coll_algorithm_supports(p.algorithm, k))
+        p.algorithm = p.inter_algorithm; /* hierarchical has no RS/AG form */
+    coll_group g;
+    dp_group(e, w, &g);
+    coll_run(&e->net, k, &g, &p, bytes);
     group_free(&g);
 }
 

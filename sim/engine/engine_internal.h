@@ -7,6 +7,7 @@
  *   engine_overlap.c     --dp-overlap: gradient buckets and their actor
  *   engine_fold.c        --fold-dp: the light actors of folded replicas
  *   engine_collective.c  the data- and expert-parallel collectives of a worker
+ *   engine_cp.c          context parallelism: the ring exchange of K/V
  *   engine_metrics.c     the result, from the workers' accounting
  *   engine_progress.c    the progress callback's actor (engine_options.progress)
  *   engine_estimate.c    the activities and bytes a run will take, before it runs
@@ -42,12 +43,15 @@ typedef struct channel {
     sg_sem_t posted;
 } channel;
 
-enum { CH_FORWARD = 0, CH_BACKWARD, CH_COUNT };
+/* Stage-to-stage transfers in each direction; the K/V chunks of context
+ * parallelism from the CP ring predecessor. */
+enum { CH_FORWARD = 0, CH_BACKWARD, CH_CP, CH_COUNT };
 
 struct engine;
 
 typedef struct worker {
     int stage, replica;
+    int cp_rank; /* rank in its context-parallel group, 0 without CP */
     endpoint ep; /* its tp NPUs: ep.hosts[r], ep.ranks[r] for TP rank r */
     channel chan[CH_COUNT];
     struct engine *eng;
@@ -79,18 +83,29 @@ typedef struct engine {
     const schedule *sc;
     const engine_options *opt;
     int tp, dp, p;
+    int cp;                /* context-parallel ranks per (stage, replica): 1 without CP */
     int fold;              /* replicas whose pipelines run: dp, or K when folded */
     int finished;          /* actors that reached their end (a deadlock leaves fewer) */
     transport net;         /* clock origin: the run's start; every activity counted */
-    worker *workers;       /* [p·dp], worker (s, d) at s·dp + d */
+    worker *workers;       /* [cp·p·dp], worker (s, d, c) at (c·p + s)·dp + d */
     sg_bar_t finish;       /* every worker waits here before it ends (worker_linger) */
     overlap_plan *overlap; /* [p] with --dp-overlap, else NULL */
 } engine;
 
+/* Worker (stage, replica, CP rank c).  CP rank 0's workers come first, at
+ * s·dp + d as without CP, so that the timelines and every per-(stage,
+ * replica) view read them; the other CP ranks follow. */
+static inline worker *engine_cp_worker(engine *e, int stage, int replica, int c)
+{
+    return &e->workers[((size_t)c * e->p + stage) * e->dp + replica];
+}
+
 static inline worker *engine_worker(engine *e, int stage, int replica)
 {
-    return &e->workers[stage * e->dp + replica];
+    return engine_cp_worker(e, stage, replica, 0);
 }
+
+static inline int engine_num_workers(const engine *e) { return e->p * e->dp * e->cp; }
 
 /* Simulated seconds since the run's start. */
 static inline double engine_now(const engine *e) { return transport_now(&e->net); }
@@ -106,6 +121,22 @@ int worker_run_compute(worker *w, const sched_op *ops, int first, int count);
 /* Counts the actor as finished and waits for every other one (SimGrid cancels
  * the activities of an actor that ends). */
 void worker_linger(worker *w);
+/* Hands transfer t to channel ch (the receiver waits on it); and takes the
+ * oldest transfer of w's channel ch once it is posted, waiting for it to
+ * arrive. */
+void channel_post(channel *ch, transfer t);
+transfer channel_take(engine *e, worker *w, int ch);
+/* Executes duration_s on the worker's NPU (nothing for a zero length). */
+void worker_execute(worker *w, double duration_s);
+
+/* ---- engine_cp.c ------------------------------------------------------------- */
+
+/* The ring exchange of a compute op with cp_bytes (context parallelism):
+ * runs the op's cp_overlap_s of compute while its K/V messages travel to the
+ * CP ring successor, then waits for the predecessor's; returns the time it
+ * waited beyond the overlapped compute (exposed).  The caller runs the rest
+ * of the op. */
+double cp_exchange(worker *w, const sched_op *op);
 
 /* ---- engine_overlap.c -------------------------------------------------------- */
 
@@ -127,10 +158,15 @@ void fold_replica_main(int argc, char **argv);
 /* ---- engine_collective.c ----------------------------------------------------- */
 
 /* Data-parallel gradient sync of `bytes` per NPU among the replicas of w's
- * stage: an all-reduce with engine_options.dp_algorithm, or with the
- * distributed optimizer a reduce-scatter and an all-gather of the
- * parameters. */
+ * stage (and their CP ranks: Megatron's data-parallel group with context
+ * parallelism, dp·cp members ordered by global rank): an all-reduce with
+ * engine_options.dp_algorithm, or with the distributed optimizer a
+ * reduce-scatter and an all-gather of the parameters. */
 void engine_dp_allreduce(engine *e, worker *w, double bytes);
+/* Sharded data parallelism's collectives of one pass (OP_PARAM_GATHER: an
+ * all-gather of `bytes` of parameters; OP_GRAD_REDUCE_SCATTER: a
+ * reduce-scatter of `bytes` of gradients) on the same group and algorithm. */
+void engine_dp_collective(engine *e, worker *w, op_kind kind, double bytes);
 /* Expert-parallel all-to-all among the ep_size consecutive replicas of w's
  * stage that hold w (Megatron's EP groups); `bytes` per NPU in total, bytes/ep
  * to each member; engine_options.ep_alltoall_algorithm. */

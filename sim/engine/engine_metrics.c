@@ -26,17 +26,19 @@ static double model_flops_per_iteration(const cm_model *cm, const plan *pl)
             samples += pl->micro_batch_sizes[i];
     }
     /* forward + backward = 3 forwards (Narayanan et al. SC'21, eq. 3); per
-     * NPU flops times the TP ranks and DP replicas. */
+     * NPU flops times the TP ranks, DP replicas and CP ranks (each of which
+     * computes its 1/c of the sequence). */
+    int cp = cm->context_parallel > 1 ? cm->context_parallel : 1;
     return 3.0 * per_micro_batch * (samples / cm->micro_batch_size) * pl->tensor_parallel *
-           pl->data_parallel;
+           pl->data_parallel * cp;
 }
 
 static void stage_metrics(engine *e, int s, engine_stage_metrics *m)
 {
     memset(m, 0, sizeof *m);
     m->capacity_bytes = e->pf->cluster.hbm_bytes;
-    for (int d = 0; d < e->dp; d++) {
-        const worker *w = engine_worker(e, s, d);
+    for (int i = 0; i < e->dp * e->cp; i++) {
+        const worker *w = engine_cp_worker(e, s, i % e->dp, i / e->dp);
         if (w->busy_s > m->busy_s) {
             m->busy_s = w->busy_s;
             m->recompute_s = w->recompute_s;
@@ -57,7 +59,7 @@ int metrics_collect(engine *e, const wl_workload *w, const cm_model *cm, engine_
     out->stages = calloc((size_t)e->p, sizeof *out->stages);
     if (!out->stages)
         return -1;
-    for (int i = 0; i < e->p * e->dp; i++) {
+    for (int i = 0; i < engine_num_workers(e); i++) {
         const worker *wk = &e->workers[i];
         if (wk->end_s > out->iteration_s)
             out->iteration_s = wk->end_s;
@@ -78,7 +80,7 @@ int metrics_collect(engine *e, const wl_workload *w, const cm_model *cm, engine_
     out->bubble_ratio = busy > 0 ? idle / busy : 0;
     out->exposed_comm_s = comm / e->p;
     out->peak_fraction = out->peak_bytes / e->pf->cluster.hbm_bytes;
-    double npus = (double)e->tp * e->p * e->dp;
+    double npus = (double)e->tp * e->p * e->dp * e->cp;
     out->mfu = model_flops_per_iteration(cm, e->pl) /
                (out->iteration_s * npus * e->pf->cluster.peak_flops);
     double tokens =
@@ -86,7 +88,7 @@ int metrics_collect(engine *e, const wl_workload *w, const cm_model *cm, engine_
     out->tokens_per_s = tokens / out->iteration_s;
     out->activities = e->net.activities;
     if (e->opt->record_spans) {
-        int n = e->p * e->dp;
+        int n = e->p * e->dp; /* CP rank 0's workers (engine_cp_worker) */
         out->num_workers = n;
         out->spans = calloc((size_t)n, sizeof *out->spans);
         out->num_spans = calloc((size_t)n, sizeof *out->num_spans);

@@ -88,7 +88,7 @@ void overlap_free(engine *e)
 
 int overlap_build(engine *e, const cm_model *cm, np_error *err)
 {
-    if (!e->opt->dp_overlap || e->dp < 2)
+    if (!e->opt->dp_overlap || e->dp * e->cp < 2)
         return 0;
     /* Megatron's default DDP bucket: max(40M, 1M·dp) parameters
      * (distributed_data_parallel_config.py), of 4-byte fp32 gradients. */

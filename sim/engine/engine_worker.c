@@ -16,7 +16,7 @@
 
 /* ---- channels ---------------------------------------------------------- */
 
-static void channel_push(channel *ch, transfer t)
+void channel_post(channel *ch, transfer t)
 {
     if (ch->head == ch->tail)
         ch->head = ch->tail = 0;
@@ -29,6 +29,7 @@ static void channel_push(channel *ch, transfer t)
         ch->capacity = cap;
     }
     ch->items[ch->tail++] = t;
+    sg_sem_release(ch->posted);
 }
 
 /* A blocking send: starts the transfer, waits for it, then hands it to
@@ -37,8 +38,16 @@ static void channel_send(engine *e, worker *from, worker *to, int ch, double byt
 {
     transfer t = transport_start(&e->net, &from->ep, &to->ep, bytes);
     transport_wait(&e->net, &t);
-    channel_push(&to->chan[ch], t);
-    sg_sem_release(to->chan[ch].posted);
+    channel_post(&to->chan[ch], t);
+}
+
+transfer channel_take(engine *e, worker *w, int ch)
+{
+    channel *c = &w->chan[ch];
+    sg_sem_acquire(c->posted);
+    transfer t = c->items[c->head++];
+    transport_wait(&e->net, &t);
+    return t;
 }
 
 /* Waits for the oldest transfer on w's channel ch; returns the time spent
@@ -46,10 +55,7 @@ static void channel_send(engine *e, worker *from, worker *to, int ch, double byt
 static double channel_receive(engine *e, worker *w, int ch)
 {
     double asked = engine_now(e);
-    channel *c = &w->chan[ch];
-    sg_sem_acquire(c->posted);
-    transfer t = c->items[c->head++];
-    transport_wait(&e->net, &t);
+    transfer t = channel_take(e, w, ch);
     double since = asked > t.sent_s ? asked : t.sent_s;
     return engine_now(e) - since;
 }
@@ -120,8 +126,7 @@ static void compute_account(worker *w, const sched_op *op, double start_s, doubl
     w->pipeline_end_s = end_s;
 }
 
-/* Executes duration_s on the worker's NPU (nothing for a zero length). */
-static void npu_execute(worker *w, double duration_s)
+void worker_execute(worker *w, double duration_s)
 {
     if (duration_s > 0) {
         sg_actor_execute(duration_s * sg_host_get_speed(w->ep.hosts[0]));
@@ -134,26 +139,54 @@ static void npu_execute(worker *w, double duration_s)
  * the communication actor. */
 static void run_releasing_buckets(worker *w, double before_s, double duration_s, int buckets)
 {
-    npu_execute(w, before_s + duration_s / buckets);
+    worker_execute(w, before_s + duration_s / buckets);
     sg_sem_release(w->bucket_ready);
     for (int k = 1; k < buckets; k++) {
-        npu_execute(w, duration_s / buckets);
+        worker_execute(w, duration_s / buckets);
         sg_sem_release(w->bucket_ready);
     }
+}
+
+/* A compute op with a context-parallel exchange (engine_cp.c): the
+ * overlapped part with the exchange, then the rest of the op; the exposed
+ * wait counts as the op's busy time (it is part of the layer, as TP
+ * collectives are) and as exposed communication. */
+static void run_cp_op(worker *w, const sched_op *op, int buckets)
+{
+    double start_s = engine_now(w->eng);
+    double exposed_s = cp_exchange(w, op);
+    double rest_s = op->compute_s + op->comm_s - op->cp_overlap_s;
+    if (buckets > 0)
+        run_releasing_buckets(w, 0, rest_s, buckets);
+    else
+        worker_execute(w, rest_s);
+    compute_account(w, op, start_s, engine_now(w->eng));
+    w->busy_s += exposed_s;
+    w->p2p_exposed_s += exposed_s;
+}
+
+static bool has_cp(const worker *w, const sched_op *op)
+{
+    return op->cp_bytes > 0 && w->eng->cp > 1;
 }
 
 /* Runs the consecutive compute ops ops[0 .. count) from the first (op index
  * `first` of the stage): nothing else can run on the NPU between them, so
  * one SimGrid execution of their total length replays them exactly (one
  * activity instead of several, e.g. a recompute and its backward), unless a
- * gradient bucket must be handed over part-way.  Returns how many ops it ran. */
+ * gradient bucket must be handed over part-way.  An op with a context-parallel
+ * exchange runs on its own (run_cp_op).  Returns how many ops it ran. */
 int worker_run_compute(worker *w, const sched_op *ops, int first, int count)
 {
     const overlap_plan *ov = w->eng->overlap && w->simulated ? &w->eng->overlap[w->stage] : NULL;
+    if (count > 0 && has_cp(w, &ops[0])) {
+        run_cp_op(w, &ops[0], ov ? ov->buckets_at_op[first] : 0);
+        return 1;
+    }
     int n = 0;
     double pending_s = 0;
     double start_s = engine_now(w->eng);
-    while (n < count && is_compute(ops[n].kind)) {
+    while (n < count && is_compute(ops[n].kind) && !has_cp(w, &ops[n])) {
         double d = ops[n].compute_s + ops[n].comm_s;
         int buckets = ov ? ov->buckets_at_op[first + n] : 0;
         if (buckets > 0) {
@@ -164,7 +197,7 @@ int worker_run_compute(worker *w, const sched_op *ops, int first, int count)
         }
         n++;
     }
-    npu_execute(w, pending_s);
+    worker_execute(w, pending_s);
     double t = start_s;
     for (int i = 0; i < n; i++) {
         double end_s = i + 1 < n ? t + ops[i].compute_s + ops[i].comm_s : engine_now(w->eng);
@@ -181,7 +214,7 @@ static double timed_send(worker *w, const sched_op *op, int ch)
 {
     engine *e = w->eng;
     double start = engine_now(e);
-    channel_send(e, w, engine_worker(e, op->peer, w->replica), ch, op->bytes);
+    channel_send(e, w, engine_cp_worker(e, op->peer, w->replica, w->cp_rank), ch, op->bytes);
     return engine_now(e) - start;
 }
 
@@ -215,6 +248,14 @@ static void run_op(worker *w, const sched_op *op)
             fold_release_replicas(w);
             engine_dp_allreduce(e, w, op->bytes);
         }
+        w->dp_comm_s += engine_now(e) - start;
+        break;
+    }
+    case OP_PARAM_GATHER:
+    case OP_GRAD_REDUCE_SCATTER: {
+        double start = engine_now(e);
+        fold_release_replicas(w);
+        engine_dp_collective(e, w, (op_kind)op->kind, op->bytes);
         w->dp_comm_s += engine_now(e) - start;
         break;
     }

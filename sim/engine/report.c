@@ -134,26 +134,6 @@ void report_print_stages(FILE *out, const report_row *row)
     }
 }
 
-/* One CSV field, quoted as RFC 4180 asks when it holds a comma, a quote, a
- * CR or an LF (quotes doubled), so that every row stays one record whatever
- * a path, a planner name from a saved plan or an override holds. */
-static void csv_field(FILE *f, const char *s)
-{
-    if (!s)
-        s = "";
-    if (!strpbrk(s, ",\"\r\n")) {
-        fputs(s, f);
-        return;
-    }
-    fputc('"', f);
-    for (; *s; s++) {
-        if (*s == '"')
-            fputc('"', f);
-        fputc(*s, f);
-    }
-    fputc('"', f);
-}
-
 /* The row, newline included, formatted into memory (free() it), so that it
  * reaches the file in one piece. */
 static char *csv_format_row(const report_row *row, size_t *len)
@@ -165,17 +145,17 @@ static char *csv_format_row(const report_row *row, size_t *len)
     const engine_result *r = row->r;
     const plan *pl = row->pl;
     char rc[48];
-    csv_field(f, row->platform);
+    np_csv_field(f, row->platform);
     fputc(',', f);
-    csv_field(f, row->workload);
+    np_csv_field(f, row->workload);
     fputc(',', f);
-    csv_field(f, pl->planner);
+    np_csv_field(f, pl->planner);
     fputc(',', f);
-    csv_field(f, wl_schedule_name(pl->schedule));
+    np_csv_field(f, wl_schedule_name(pl->schedule));
     fprintf(f, ",%d,%d,%d,%d,%d,%d,%d,%ld,", row->num_npus, pl->tensor_parallel, pl->num_stages,
             pl->data_parallel, pl->num_chunks, pl->micro_batch_size, pl->num_micro_batches,
             row->w->training.global_batch_size);
-    csv_field(f, report_recompute_summary(pl, row->cm, rc, sizeof rc));
+    np_csv_field(f, report_recompute_summary(pl, row->cm, rc, sizeof rc));
     fputc(',', f);
     double recompute_s = 0;
     for (int s = 0; s < r->num_stages; s++)
@@ -184,11 +164,11 @@ static char *csv_format_row(const report_row *row, size_t *len)
             r->iteration_s, r->pipeline_s, r->tokens_per_s, r->mfu, r->bubble_ratio, r->peak_bytes,
             row->capacity_bytes, r->peak_fraction, r->exposed_comm_s, recompute_s / r->num_stages,
             pl->predicted_iteration_s, pl->planner_wall_s, r->wall_s, r->activities);
-    csv_field(f, pl->solver_status);
+    np_csv_field(f, pl->solver_status);
     fprintf(f, ",%.6g,", pl->solver_gap);
-    csv_field(f, row->overrides);
+    np_csv_field(f, row->overrides);
     fputc(',', f);
-    csv_field(f, row->run_id);
+    np_csv_field(f, row->run_id);
     engine_options defaults;
     const engine_options *eo = row->eo;
     if (!eo) {
@@ -199,13 +179,13 @@ static char *csv_format_row(const report_row *row, size_t *len)
             coll_algorithm_name(eo->dp_inter_algorithm),
             coll_algorithm_name(eo->ep_alltoall_algorithm), eo->dp_radix, eo->fold_dp,
             eo->dp_overlap ? 1 : 0, eo->dp_bucket_bytes, row->shifted_recompute ? 1 : 0);
-    csv_field(f, row->plan_file);
+    np_csv_field(f, row->plan_file);
     fputc(',', f);
-    csv_field(f, row->plan_sha256);
+    np_csv_field(f, row->plan_sha256);
     fputc(',', f);
-    csv_field(f, row->cfg);
+    np_csv_field(f, row->cfg);
     fputc(',', f);
-    csv_field(f, row->simulator_version);
+    np_csv_field(f, row->simulator_version);
     fputs(",ok,0,\n", f); /* status, exit_code, error: simsweep writes failed points' rows */
     int failed = ferror(f);
     if (fclose(f) != 0 || failed) {

@@ -104,6 +104,8 @@ static const char *trace_category(op_kind k)
         return "p2p";
     case OP_DP_ALLREDUCE:
     case OP_ALLTOALL:
+    case OP_PARAM_GATHER:
+    case OP_GRAD_REDUCE_SCATTER:
         return "collective";
     case OP_OPTIMIZER:
     case OP_KIND_COUNT:

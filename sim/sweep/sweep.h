@@ -131,9 +131,6 @@ int csv_read(const char *path, csv_table *t, bool *missing, np_error *err);
 int csv_column(const csv_table *t, const char *name);
 void csv_free(csv_table *t);
 
-/* One field as RFC 4180 writes it (quoted when it holds , " CR or LF). */
-void csv_put_field(FILE *f, const char *s);
-
 /* What a CSV already holds for a sweep: run id -> whether some row of it is
  * "ok" (else only "failed" rows). */
 typedef struct sweep_done {

@@ -233,23 +233,6 @@ int csv_column(const csv_table *t, const char *name)
     return -1;
 }
 
-void csv_put_field(FILE *f, const char *s)
-{
-    if (!s)
-        s = "";
-    if (!strpbrk(s, ",\"\r\n")) {
-        fputs(s, f);
-        return;
-    }
-    fputc('"', f);
-    for (; *s; s++) {
-        if (*s == '"')
-            fputc('"', f);
-        fputc(*s, f);
-    }
-    fputc('"', f);
-}
-
 /* ---- finished points ---------------------------------------------------- */
 
 static int entry_cmp(const void *a, const void *b)

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "np_file.h"
 #include "np_sha256.h"
 #include "sweep.h"
 
@@ -165,7 +166,7 @@ char *sweep_failure_row(const char *header, const sweep_point *p, const char *ve
              name = strtok_r(NULL, ",", &save)) {
             if (column++)
                 fputc(',', f);
-            csv_put_field(f, column_value(name, p, &id, version, code, error));
+            np_csv_field(f, column_value(name, p, &id, version, code, error));
         }
         fputc('\n', f);
         int bad = ferror(f);

@@ -4,6 +4,8 @@
 #define _GNU_SOURCE
 #include "fuzz_input.h"
 
+#include "reference_cluster.h"
+
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -29,20 +31,4 @@ int fuzz_input_open(const uint8_t *data, size_t size, char *path, size_t path_si
 
 void fuzz_input_close(int fd) { close(fd); }
 
-cl_cluster fuzz_cluster(int num_npus)
-{
-    cl_cluster c;
-    memset(&c, 0, sizeof c);
-    c.num_npus = num_npus;
-    c.npus_per_node = 8;
-    c.peak_flops = 313e12;
-    c.matmul_efficiency = 0.7;
-    c.hbm_bytes = 64e9;
-    c.hbm_bandwidth_Bps = 1.6e12;
-    c.scaleup_bandwidth_Bps = 196e9;
-    c.scaleup_latency_s = 2e-6;
-    c.scaleout_bandwidth_Bps = 25e9;
-    c.scaleout_latency_s = 4e-6;
-    c.kernel_launch_s = 10e-6;
-    return c;
-}
+cl_cluster fuzz_cluster(int num_npus) { return test_npu_cluster(num_npus, 8); }

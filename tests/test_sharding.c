@@ -1,0 +1,269 @@
+/*
+ * test_sharding.c -- data-parallel sharding
+ * (training.data_parallel_sharding_strategy): bytes per parameter of every
+ * level in closed form, the cost model's per-layer ZeRO-2/3 collectives and
+ * working set, the op lists (gathers and reduce-scatters around every pass),
+ * the engine's collectives on a flat platform (platforms/test_flat_4.xml:
+ * every route α = 10 µs, B = 1e9 B/s) and the loader's rules.
+ *
+ * Closed forms (costmodel_sharding.c): bf16 18, 6 + 12/n, 2 + 16/n, 18/n
+ * bytes per parameter over n replicas; a ZeRO-3 all-gather of a layer's
+ * D·P bytes of parameters brings each rank (n−1)/n·D·P and takes the ring
+ * time (n−1)·α + (n−1)/n·D·P/B.
+ */
+#include <string.h>
+
+#include "costmodel.h"
+#include "planner.h"
+#include "predict.h"
+#include "testutil.h"
+
+#define ALPHA_S 10e-6
+#define B_BPS 1e9
+
+static void test_bytes_per_param_of_every_level(void)
+{
+    const int ns[] = {1, 2, 8, 128};
+    for (int i = 0; i < 4; i++) {
+        double n = ns[i];
+        /* bf16 (fp32 main gradients): R = 6, S = 12, D = 2 */
+        ASSERT_REL(cm_sharded_state_bytes_per_param(WL_BF16, WL_SHARD_NO_SHARD, ns[i]), 18.0,
+                   1e-15);
+        ASSERT_REL(cm_sharded_state_bytes_per_param(WL_BF16, WL_SHARD_OPTIM, ns[i]), 6 + 12 / n,
+                   1e-15);
+        ASSERT_REL(cm_sharded_state_bytes_per_param(WL_BF16, WL_SHARD_OPTIM_GRADS, ns[i]),
+                   2 + 16 / n, 1e-15);
+        ASSERT_REL(cm_sharded_state_bytes_per_param(WL_BF16, WL_SHARD_OPTIM_GRADS_PARAMS, ns[i]),
+                   18 / n, 1e-15);
+        /* fp16: R = 4, S = 16, D = 2 */
+        ASSERT_REL(cm_sharded_state_bytes_per_param(WL_FP16, WL_SHARD_OPTIM_GRADS, ns[i]),
+                   2 + 18 / n, 1e-15);
+        ASSERT_REL(cm_sharded_state_bytes_per_param(WL_FP16, WL_SHARD_OPTIM_GRADS_PARAMS, ns[i]),
+                   20 / n, 1e-15);
+        /* fp32: R = 8, S = 8, D = 4 */
+        ASSERT_REL(cm_sharded_state_bytes_per_param(WL_FP32, WL_SHARD_OPTIM_GRADS, ns[i]),
+                   4 + 12 / n, 1e-15);
+        ASSERT_REL(cm_sharded_state_bytes_per_param(WL_FP32, WL_SHARD_OPTIM_GRADS_PARAMS, ns[i]),
+                   16 / n, 1e-15);
+        /* no_shard and optim are Megatron's table, as before */
+        for (int d = WL_BF16; d <= WL_FP32; d++) {
+            ASSERT_REL(cm_sharded_state_bytes_per_param((wl_dtype)d, WL_SHARD_NO_SHARD, ns[i]),
+                       cm_state_bytes_per_param((wl_dtype)d, false, ns[i]), 1e-15);
+            ASSERT_REL(cm_sharded_state_bytes_per_param((wl_dtype)d, WL_SHARD_OPTIM, ns[i]),
+                       cm_state_bytes_per_param((wl_dtype)d, true, ns[i]), 1e-15);
+        }
+    }
+}
+
+static const char *const level_names[] = {"no_shard", "optim", "optim_grads", "optim_grads_params"};
+
+/* GPT-3 175B on 128 A100-class NPUs (TP 8, PP 8, DP 2) at one level. */
+static int gpt_model(int level, const cl_cluster *c, cm_model *cm)
+{
+    char set[96];
+    snprintf(set, sizeof set, "data_parallel_sharding_strategy=%s", level_names[level]);
+    const char *const sets[] = {set, "use_distributed_optimizer=false"};
+    wl_workload w;
+    np_error err;
+    int rc = test_wl_load_with("workloads/gpt3_175b_128.json", sets, level == 0 ? 2 : 1, &w, &err);
+    if (!rc) {
+        CU_ASSERT_EQUAL(w.training.use_distributed_optimizer, level > 0);
+        rc = cm_build(&w, c, 0, cm, &err);
+    }
+    if (rc)
+        fprintf(stderr, "\n  %s: %s\n", err.key, err.text);
+    wl_free(&w);
+    return rc;
+}
+
+static void test_the_model_holds_each_levels_bytes(void)
+{
+    cl_cluster c = test_npu_cluster(128, 8);
+    cm_model cm[4];
+    for (int level = 0; level < 4; level++)
+        CU_ASSERT_EQUAL_FATAL(gpt_model(level, &c, &cm[level]), 0);
+    const double bpp[4] = {18, 6 + 12 / 2.0, 2 + 16 / 2.0, 18 / 2.0};
+    double largest = 0;
+    for (int l = 0; l < cm[0].num_layers; l++) {
+        double params = cm[0].layers[l].params;
+        largest = fmax(largest, params);
+        for (int level = 0; level < 4; level++)
+            ASSERT_REL(cm[level].layers[l].state_bytes, params * bpp[level], 1e-12);
+    }
+    /* ZeRO's unsharded layer is reserved: grads (4 B) for ZeRO-2, parameters
+     * (2 B) and grads for ZeRO-3; nothing for the others. */
+    ASSERT_REL(cm[1].workspace_bytes, cm[0].workspace_bytes, 1e-15);
+    ASSERT_REL(cm[2].workspace_bytes, cm[0].workspace_bytes + 4 * largest, 1e-12);
+    ASSERT_REL(cm[3].workspace_bytes, cm[0].workspace_bytes + 6 * largest, 1e-12);
+    for (int level = 0; level < 4; level++)
+        cm_free(&cm[level]);
+}
+
+static void test_zero3_gathers_a_layers_parameters_per_pass(void)
+{
+    cl_cluster c = test_npu_cluster(128, 8);
+    cm_model cm;
+    CU_ASSERT_EQUAL_FATAL(gpt_model(3, &c, &cm), 0);
+    const int d = 2; /* TP 8 x DP 2 > 8 NPUs per server: the scale-out fabric */
+    for (int l = 0; l < cm.num_layers; l++) {
+        const cm_layer *ly = &cm.layers[l];
+        double gathered = ly->params * 2.0; /* bf16 */
+        ASSERT_REL(ly->zero_gather_bytes, gathered, 1e-15);
+        ASSERT_REL(ly->zero_reduce_bytes, ly->params * 4.0, 1e-15);
+        /* each rank receives (d−1)/d of the layer's parameters */
+        double volume = gathered * (d - 1) / d;
+        double gather_s = (d - 1) * c.scaleout_latency_s + volume / c.scaleout_bandwidth_Bps;
+        double reduce_s = (d - 1) * c.scaleout_latency_s +
+                          ly->zero_reduce_bytes * (d - 1) / d / c.scaleout_bandwidth_Bps;
+        ASSERT_REL(ly->zero_forward_s, gather_s, 1e-12);
+        ASSERT_REL(ly->zero_backward_s, gather_s + reduce_s, 1e-12);
+    }
+    /* The prediction prices them per pass and drops the end-of-iteration
+     * sync: the tail is the optimizer step alone. */
+    plan pl;
+    wl_workload w;
+    np_error err;
+    const char *const set[] = {"data_parallel_sharding_strategy=optim_grads_params"};
+    CU_ASSERT_EQUAL_FATAL(test_wl_load_with("workloads/gpt3_175b_128.json", set, 1, &w, &err), 0);
+    CU_ASSERT_EQUAL_FATAL(test_run_planner("megatron", &cm, &c, &w, &pl, &err), 0);
+    const cm_layer *ly = &cm.layers[5];
+    ASSERT_REL(predict_layer_s(&cm, &pl, 5, false),
+               cm_forward_total_s(ly) + cm_backward_total_s(ly, pl.recompute[5]), 1e-12);
+    for (int s = 0; s < pl.num_stages; s++)
+        ASSERT_REL(predict_stage_tail_s(&cm, &c, &pl, s),
+                   cm_optimizer_step_s(&cm, pl.chunk_start[s], pl.chunk_start[s + 1]), 1e-12);
+    plan_free(&pl);
+    wl_free(&w);
+    cm_free(&cm);
+}
+
+/* The ops of kind k of stage st, and the bytes they carry. */
+static double op_bytes(const sched_stage *st, op_kind k, int *count)
+{
+    double bytes = 0;
+    *count = 0;
+    for (int i = 0; i < st->num_ops; i++)
+        if (st->ops[i].kind == k)
+            bytes += st->ops[i].bytes, (*count)++;
+    return bytes;
+}
+
+static void test_op_lists_gather_and_reduce_scatter_every_pass(void)
+{
+    cl_cluster c = test_npu_cluster(8, 8);
+    const char *schedules[] = {"1f1b", "zb-h1"};
+    for (int level = 2; level <= 3; level++) {
+        for (int k = 0; k < 2; k++) {
+            char set[96], sched[32];
+            snprintf(set, sizeof set, "data_parallel_sharding_strategy=%s", level_names[level]);
+            snprintf(sched, sizeof sched, "schedule=\"%s\"", schedules[k]);
+            const char *const sets[] = {set, sched};
+            test_job j;
+            np_error err;
+            int rc = test_job_build(&j, &c, "workloads/small_gpt.json", sets, 2, "megatron", &err);
+            if (rc)
+                fprintf(stderr, "\n  %s %s: %s: %s\n", set, sched, err.key, err.text);
+            CU_ASSERT_EQUAL_FATAL(rc, 0);
+            int m = j.pl.num_micro_batches, n;
+            for (int s = 0; s < j.pl.num_stages; s++) {
+                const sched_stage *st = &j.sc.stages[s];
+                double params = 0, grads = 0;
+                for (int l = j.pl.chunk_start[s]; l < j.pl.chunk_start[s + 1]; l++)
+                    params += j.cm.layers[l].params * 2, grads += j.cm.layers[l].grad_bytes;
+                CU_ASSERT_EQUAL(test_count_ops(st, OP_DP_ALLREDUCE), 0);
+                ASSERT_REL(op_bytes(st, OP_GRAD_REDUCE_SCATTER, &n), m * grads, 1e-12);
+                CU_ASSERT_EQUAL(n, m);
+                double gathered = op_bytes(st, OP_PARAM_GATHER, &n);
+                /* ZeRO-3: before every forward and every backward; ZeRO-2:
+                 * once, after the optimizer */
+                CU_ASSERT_EQUAL(n, level == 3 ? 2 * m : 1);
+                ASSERT_REL(gathered, level == 3 ? 2 * m * params : params, 1e-12);
+                /* a reduce-scatter follows the pass that completes the
+                 * gradients: W under zero-bubble, else B (then its send) */
+                for (int i = 0; i < st->num_ops; i++) {
+                    if (st->ops[i].kind != OP_GRAD_REDUCE_SCATTER)
+                        continue;
+                    int prev = st->ops[i - 1].kind == OP_SEND_BACKWARD ? i - 2 : i - 1;
+                    CU_ASSERT_EQUAL(st->ops[prev].kind, k ? OP_WEIGHT_GRAD : OP_BACKWARD);
+                }
+            }
+            test_job_free(&j);
+        }
+    }
+}
+
+/* A synthetic ZeRO-3 model: `layers` layers (F = 1, B = 2) of
+ * gather_bytes of parameters and reduce_bytes of gradients each. */
+static void zero3_model(cm_model *cm, int layers, double gather_bytes, double reduce_bytes)
+{
+    test_uniform_model(cm, layers);
+    cm->sharding = WL_SHARD_OPTIM_GRADS_PARAMS;
+    for (int l = 0; l < layers; l++) {
+        cm->layers[l].output_bytes = 0;
+        cm->layers[l].zero_gather_bytes = gather_bytes;
+        cm->layers[l].zero_reduce_bytes = reduce_bytes;
+    }
+}
+
+/* Ring all-gather or reduce-scatter of S among n NPUs on the flat fabric:
+ * the volume (n−1)/n·S at B after (n−1) latencies. */
+static double ring_half_s(int n, double bytes)
+{
+    return (n - 1) * ALPHA_S + (n - 1) * bytes / n / B_BPS;
+}
+
+static void test_zero3_collectives_on_a_flat_platform(void)
+{
+    const int dp = 4, layers = 2, m = 3;
+    const double gather = 40e6, reduce = 80e6;
+    cm_model cm;
+    zero3_model(&cm, layers, gather, reduce);
+    plan pl;
+    test_uniform_plan(&pl, 1, m, layers, SCHED_1F1B);
+    pl.data_parallel = dp;
+    test_sim_result r;
+    CU_ASSERT_EQUAL_FATAL(test_simulate_plan("platforms/test_flat_4.xml", &cm, &pl, NULL, &r), 0);
+    CU_ASSERT_EQUAL_FATAL(r.rc, 0);
+    double per_mb = layers * 1.0 + layers * 2.0 + 2 * ring_half_s(dp, layers * gather) +
+                    ring_half_s(dp, layers * reduce);
+    ASSERT_REL(r.iteration_s, m * per_mb, 1e-9);
+    /* --dp-overlap buckets one sync per iteration: refused. */
+    engine_options o;
+    engine_init_options(&o);
+    o.dp_overlap = true;
+    CU_ASSERT_EQUAL_FATAL(test_simulate_plan_quiet("platforms/test_flat_4.xml", &cm, &pl, &o, &r),
+                          0); /* the refusal is expected: not on stderr */
+    CU_ASSERT_EQUAL(r.rc, NP_EXIT_USAGE);
+    CU_ASSERT_PTR_NOT_NULL(strstr(r.error, "--dp-overlap"));
+    plan_free(&pl);
+    cm_free(&cm);
+}
+
+static void test_the_loader_keeps_the_levels_consistent(void)
+{
+    test_expect_override_error("workloads/llama.json", "data_parallel_sharding_strategy=no_shard",
+                               "training.data_parallel_sharding_strategy",
+                               "contradicts training.use_distributed_optimizer");
+    const char *const zb[] = {"schedule=pipedream", "data_parallel_sharding_strategy=optim_grads"};
+    wl_workload w;
+    np_error err;
+    CU_ASSERT_NOT_EQUAL(test_wl_load_with("workloads/small_gpt.json", zb, 2, &w, &err), 0);
+    CU_ASSERT_STRING_EQUAL(err.key, "training.data_parallel_sharding_strategy");
+    const char *const z3[] = {"data_parallel_sharding_strategy=optim_grads_params"};
+    CU_ASSERT_EQUAL_FATAL(test_wl_load_with("workloads/small_gpt.json", z3, 1, &w, &err), 0);
+    CU_ASSERT_TRUE(w.training.use_distributed_optimizer);
+    wl_free(&w);
+}
+
+void register_sharding_tests(void)
+{
+    TEST_SUITE(
+        "sharding", {"bytes per parameter of every level", test_bytes_per_param_of_every_level},
+        {"the model holds each level's bytes", test_the_model_holds_each_levels_bytes},
+        {"ZeRO-3 gathers a layer's parameters per pass",
+         test_zero3_gathers_a_layers_parameters_per_pass},
+        {"op lists gather and reduce-scatter every pass",
+         test_op_lists_gather_and_reduce_scatter_every_pass},
+        {"ZeRO-3 collectives on a flat platform", test_zero3_collectives_on_a_flat_platform},
+        {"the loader keeps the levels consistent", test_the_loader_keeps_the_levels_consistent});
+}
