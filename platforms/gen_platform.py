@@ -15,7 +15,7 @@ Usage (python standard library only):
   gen_platform.py --preset 910b --npus 65536 -o /tmp/64k_npu.xml
       fat-tree platform of any size; --npus must be a multiple of the preset's
       npus_per_node (or of --npus-per-node).  Options:
-        --preset {910b,a100,h100}   device figures (see PRESETS below)
+        --preset {910,910b,a100,h100}   device figures (see PRESETS below)
         --npus N                    number of NPUs (hosts)
         --npus-per-node K           override the preset's server size
         --topo "2;m1,m2;1,w2;1,1"   override the automatic fat-tree shape
@@ -96,6 +96,51 @@ PRESETS = {
         "elementwise fusions the 910B software stack applies by default",
         "bus_note": "not given (1): no public HCCL bus-bandwidth figure for the 910B "
         "scale-up fabric",
+    },
+    "910": {
+        "title": "Ascend 910 NPUs (not 910B), 8 per Atlas 800 training server (model 9000)",
+        "note": "The cluster CodeGeeX 13B was trained on: 1,536 Ascend 910 AI Processors "
+        "(32GB) (Zheng et al. 2023, CodeGeeX, arXiv:2303.17568).  Host speed is the FP16 "
+        "peak: the 910 has no BF16.",
+        "speed_flops": 256e12,
+        "speed_src": "256 TFLOPS FP16 dense peak: Huawei's Ascend 910 launch (23 Aug 2019, '256 "
+        "TeraFLOPS for half-precision (FP16)'), the Hot Chips 31 (2019) DaVinci talk (H. Liao, "
+        "'DaVinci: A Scalable Architecture for Neural Network Computing': 32 DaVinci cores x 4096 "
+        "FP16 MACs per cycle) and Liao et al., 'Ascend: a Scalable and Unified Architecture for "
+        "Ubiquitous Deep Neural Network Computing', HPCA 2021 (doi:10.1109/HPCA51647.2021.00071)",
+        "hbm_bytes": 32e9,
+        "hbm_src": "32 GB HBM2 in four stacks (Linley Microprocessor Report, 'Huawei Delivers "
+        "Powerful AI Training', 8 Oct 2019: 'Including 32GB of HBM2'; CodeGeeX, "
+        "arXiv:2303.17568: 'Ascend 910 AI Processors (32GB)')",
+        "hbm_bandwidth_Bps": 1.2e12,
+        "hbm_bw_src": "1.2 TB/s HBM2 (Liao et al., HPCA 2021, Ascend 910)",
+        "npus_per_node": 8,
+        "node_src": "8 Ascend 910 per Atlas 800 training server (model 9000), two HCCS groups "
+        "of 4 fully connected NPUs joined by PCIe (hiascend.com MindCluster scheduling guide, "
+        "dl_affinity_0002: 'Four Ascend AI processors are interconnected through HCCS, and "
+        "Ascend AI processors in HCCS rings are interconnected through PCIe')",
+        "scaleup_bandwidth_Bps": 30e9,
+        "scaleup_src": "HCCS: 3 ports of 240 Gb/s per Ascend 910 (Hot Chips 31 DaVinci talk), "
+        "one to each peer of its group of 4 -> 30 GB/s per direction between two NPUs; a ring "
+        "over all 8 also crosses PCIe 4.0 x16 between the groups (~32 GB/s per direction), so "
+        "one figure of 30e9 B/s stands for the whole server",
+        "scaleup_latency_s": 2e-6,
+        "scaleup_lat_src": "assumption: a few microseconds per HCCS transfer (as the 910b preset)",
+        "nic_Bps": 12.5e9,
+        "nic_src": "one 100 GE RoCE v2 port per NPU (100 Gb/s = 12.5e9 B/s): the Ascend 910 "
+        "integrates RoCE v2 (2 x 100 Gb/s on the Hot Chips 31 slide) and the Atlas 800 "
+        "training server (model 9000) brings out 8 x 100GE, one per NPU",
+        "link_latency_s": 1e-6,
+        "link_lat_src": "assumption: 1 us per link (NIC + Ethernet switch port); same-leaf "
+        "route 2 us, cross-spine route 4 us (as the 910b preset)",
+        "matmul_efficiency": 0.7,
+        "eff_src": "assumption: large-GEMM fraction of peak (as the 910b preset)",
+        "kernel_launch_s": 10e-6,
+        "launch_src": "assumption: per-operator dispatch overhead of CANN (as the 910b preset)",
+        "gemm_table_note": "no public per-shape GEMM figure for the 910: all at matmul_efficiency",
+        "attention_note": "no public fused-attention figure for the 910: at matmul_efficiency",
+        "fusion_note": "not given (no fusion): no public statement for the 910 software stack",
+        "bus_note": "not given (1): no public HCCL bus-bandwidth figure for the 910",
     },
     "a100": {
         "title": "NVIDIA DGX A100 (8 x A100 SXM4 80GB per node)",
@@ -331,6 +376,7 @@ def fat_tree_platform(preset, num_npus, npus_per_node=None, topo=None):
         ' "%s" (%d hosts per leaf switch, %d leaves, %d spines, every link %s B/s).'
         % (p["nic_src"], topo, m[0], m[1], int(levels[2].split(",")[1]), fmt(p["nic_Bps"])),
         "Link latency: %s." % p["link_lat_src"],
+    ] + ([p["note"]] if "note" in p else []) + [
         "Ranks of one server are consecutive (server = rank / npus_per_node) and share a leaf;",
         "a real rail-optimised fabric would spread them over leaves instead.",
     ]
@@ -403,6 +449,8 @@ def free_comm_platform(num_npus):
 # Every shipped platform: file name -> function producing its text.
 SHIPPED = {
     "16k_npu.xml": lambda: fat_tree_platform("910b", 16384),
+    # CodeGeeX's cluster (workloads/codegeex_13b.json): 192 servers of 8 Ascend 910.
+    "codegeex_1536_910.xml": lambda: fat_tree_platform("910", 1536),
     "dgx_a100_1024.xml": lambda: fat_tree_platform("a100", 1024),
     "dgx_a100_128.xml": lambda: fat_tree_platform("a100", 128),
     "h100_16k.xml": lambda: fat_tree_platform("h100", 16384),
