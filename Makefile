@@ -32,6 +32,8 @@ test: build
 	sh tests/cli_test.sh $(BUILD)/simrun
 	sh tests/output_test.sh $(BUILD)/simrun
 	sh tests/sweep_test.sh $(BUILD)
+	sh tests/parallel_test.sh $(BUILD)
+	sh tests/slurm_test.sh $(BUILD)
 	sh tests/analysis_test.sh
 
 # The same suite under AddressSanitizer and UndefinedBehaviorSanitizer.

@@ -2,6 +2,9 @@
 # install-deps.sh -- installs the Debian packages npusim needs, only those missing.
 # Run as root (or with sudo) on Debian 12.  Idempotent: does nothing when all
 # packages are present, so `make run` / `make test` stay fast on a set-up machine.
+# GNU parallel runs `simsweep --emit-jobs` in tests/sweep_test.sh and
+# tests/parallel_test.sh.  Slurm is not here: scripts/slurm-local.sh installs
+# it for tests/slurm_test.sh alone.
 set -eu
 PACKAGES="build-essential cmake pkg-config libsimgrid-dev libglpk-dev libjansson-dev
 libcunit1-dev libtcmalloc-minimal4 python3 python3-matplotlib time clang parallel"
