@@ -1,5 +1,5 @@
 # npusim -- the two commands of README.md, and a few conveniences.
-#   make run    install missing packages, build, simulate Llama-3 405B on 16K NPUs
+#   make run    install missing packages, build simrun, simulate Llama-3 405B on 16K NPUs
 #   make test   install missing packages, build, run every test
 # CMake does the real work; this file only strings the steps together.
 BUILD ?= build
@@ -12,11 +12,18 @@ WORKLOAD ?= workloads/llama.json
 deps:
 	@sh scripts/install-deps.sh
 
-build: deps
+.PHONY: configure build-simrun
+configure: deps
 	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+
+build: configure
 	@cmake --build $(BUILD) -j$(JOBS)
 
-run: build
+# make run needs simrun only: not the tests, not simsweep.
+build-simrun: configure
+	@cmake --build $(BUILD) -j$(JOBS) --target simrun
+
+run: build-simrun
 	$(BUILD)/simrun $(PLATFORM) $(WORKLOAD)
 
 test: build

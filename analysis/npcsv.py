@@ -135,6 +135,93 @@ def short_name(path):
     return os.path.splitext(os.path.basename(path))[0]
 
 
+# Axis labels in words with units, and the factor from the CSV's SI units
+# (docs/csv-format.md) to the unit shown: ratios become percentages, as
+# simrun's table prints them, bytes become GB (1e9, as HBM is quoted).
+LABELS = {
+    "iteration_s": ("iteration time (s)", 1),
+    "pipeline_s": ("pipeline time, to the last backward (s)", 1),
+    "tokens_per_s": ("throughput (tokens/s)", 1),
+    "mfu": ("MFU (% of peak FLOP/s)", 100),
+    "bubble_ratio": ("pipeline bubble (% of busy time)", 100),
+    "peak_fraction": ("peak device memory (% of capacity)", 100),
+    "peak_bytes": ("peak device memory (GB)", 1e-9),
+    "capacity_bytes": ("device memory capacity (GB)", 1e-9),
+    "memory_bytes": ("peak device memory (GB)", 1e-9),
+    "exposed_comm_s": ("exposed communication per stage (s)", 1),
+    "recompute_s": ("recompute time per stage (s)", 1),
+    "predicted_iteration_s": ("predicted iteration time (s)", 1),
+    "planner_wall_s": ("planner wall time (s)", 1),
+    "sim_wall_s": ("simulation wall time (s)", 1),
+    "activities": ("SimGrid activities", 1),
+    "npus": ("NPUs", 1),
+    "devices": ("NPUs", 1),
+    "tp": ("tensor-parallel size", 1),
+    "pp": ("pipeline stages", 1),
+    "dp": ("data-parallel replicas", 1),
+    "vpp": ("virtual chunks per stage", 1),
+    "micro_batch_size": ("micro-batch size (samples)", 1),
+    "num_micro_batches": ("micro-batches per pipeline", 1),
+    "global_batch_size": ("global batch (samples)", 1),
+    "dp_bucket_bytes": ("gradient bucket (GB)", 1e-9),
+    "fold_dp": ("simulated replicas (--fold-dp)", 1),
+    "dp_radix": ("butterfly radix", 1),
+}
+
+
+# Values that mean something other than their number.
+VALUE_NAMES = {"fold_dp": {"0": "every replica (no folding)", "1": "1 replica (--fold-dp 1)"}}
+
+
+def value_name(column, value):
+    """How a value of column reads in a legend."""
+    return VALUE_NAMES.get(column, {}).get(value, value)
+
+
+def label(column):
+    """The axis label of a column: LABELS, else GB for *_bytes, s for *_s."""
+    if column in LABELS:
+        return LABELS[column][0]
+    if column.endswith("_bytes"):
+        return f"{column[:-len('_bytes')]} (GB)"
+    if column.endswith("_s"):
+        return f"{column[:-len('_s')]} (s)"
+    return column
+
+
+def factor(column):
+    """What a column's CSV value is multiplied by for its axis (label())."""
+    if column in LABELS:
+        return LABELS[column][1]
+    return 1e-9 if column.endswith("_bytes") else 1.0
+
+
+def describe_runs(table, rows):
+    """'llama on 16k_npu (16384 NPUs)' from the workload, platform (and npus)
+    columns of the rows, when the CSV has them; '' otherwise.  Several values
+    are listed (up to 3) or counted."""
+    def values(column):
+        if column not in table.columns:
+            return []
+        return list(dict.fromkeys(table.text(i, column) for i in rows))
+
+    def words(items, what):
+        names = [short_name(v) for v in items]
+        return ", ".join(names) if len(names) <= 3 else f"{len(names)} {what}"
+
+    workloads, platforms = values("workload"), values("platform")
+    if not workloads and not platforms:
+        return ""
+    text = words(workloads, "workloads") if workloads else ""
+    if platforms:
+        text += (" on " if text else "") + words(platforms, "platforms")
+        npus = values("npus")
+        if len(platforms) == 1 and len(npus) == 1 and npus[0]:
+            n = npus[0]
+            text += f" ({int(n):,} NPUs)" if n.isdigit() else f" ({n} NPUs)"
+    return text
+
+
 def main(prog, run):
     """Runs run(); an InputError becomes one line on stderr and exit 2."""
     try:

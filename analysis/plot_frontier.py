@@ -1,23 +1,37 @@
 #!/usr/bin/python3
 """plot_frontier.py -- the time-memory Pareto frontier of candidate plans.
 
-    plot_frontier.py frontier.csv -o frontier.png [--group COLUMN] [--title TEXT]
+    plot_frontier.py frontier.csv -o frontier.png [--title TEXT] [--group COLUMN]
+        [--devices N] [--cut F] [--linear]
 
-One point per candidate plan: peak device memory (GB) across, iteration time
-up.  Feasible plans (they fit and were simulated) are filled, infeasible ones
-hollow.  The frontier is recomputed here from the rows given, as TensorOpt's
-Frontier Tracking defines it (Cai et al., TPDS 2022): the plans that no other
-plan beats on both time and memory (t' <= t and m' <= m, one strictly); it is
-drawn as a staircase and its points are labelled "tp/pp/dp mbs recompute".
-A CSV that already holds only a frontier is its own frontier.  The fastest
-feasible plan is starred.  With --group (e.g. workload), one frontier per
-value of the column, in its own colour.
+One point per candidate plan: peak device memory per NPU (GB) across,
+iteration time up.  Plans that fit (and were simulated) are filled, the
+others hollow.  The frontier is recomputed here from the rows given, as
+TensorOpt's Frontier Tracking defines it (Cai et al., TPDS 2022): the plans
+that no other plan beats on both time and memory (t' <= t and m' <= m, one
+strictly); it is drawn as a staircase.  The fastest plan that fits is starred
+and labelled "tp/pp/dp mbs recompute" (on a single panel the frontier's
+points are labelled too, only its first when more than 14).  A CSV that
+already holds only a frontier is its own frontier.
+
+One panel per device count when the CSV has a devices column with several
+values (simrun --frontier writes one frontier per count): small multiples,
+each with its own time axis, titled with the count and its fastest plan that
+fits.  --devices N draws one count.  The region beyond the capacity
+(capacity_bytes) is shaded, and the memory axis ends at --cut times the
+capacity (default 2; or at the largest plan that fits): plans that need
+hundreds of times the memory would otherwise squash the ones that fit; how
+many lie beyond is said in the panel's title.  A time axis whose values span
+two decades is logarithmic (--linear keeps it linear).  With --group (e.g.
+workload), one frontier per value of the column, in its own colour.  The
+frontier CSV does not name the workload and platform: give them with --title.
 
 Columns (analysis/README.md, "Frontier CSV"): required tp, pp, dp,
 micro_batch_size, recompute, iteration_s, memory_bytes, feasible
 (true/false or 1/0; an infeasible row may leave iteration_s empty or nan,
-and is then counted in the title but not drawn); optional capacity_bytes (one value for the whole file,
-drawn as a vertical line) and label (replaces the point label).
+and is then counted in the title but not drawn); optional devices (one panel
+per value), capacity_bytes (one value for the whole file, drawn as a vertical
+line) and label (replaces the point label).
 """
 
 import argparse
@@ -92,59 +106,155 @@ def capacity_gb(table):
     return values.pop() * 1e-9
 
 
-def plot(table, args):
-    plt = npcsv.pyplot()
+def capacity_of(table):
+    return capacity_gb(table)
+
+
+def panels(table, args):
+    """OrderedDict device count -> rows: one panel per count of the CSV's
+    devices column (simrun --frontier), in increasing order; one panel of
+    every row without that column, or with --devices N."""
+    if "devices" not in table.columns:
+        return OrderedDict([("", list(range(len(table.rows))))])
+    out = OrderedDict()
+    order = sorted(range(len(table.rows)), key=lambda i: table.number(i, "devices"))
+    for i in order:
+        n = table.text(i, "devices")
+        if args.devices is None or table.number(i, "devices") == args.devices:
+            out.setdefault(n, []).append(i)
+    if not out:
+        counts = sorted({table.text(i, "devices") for i in range(len(table.rows))}, key=float)
+        raise npcsv.InputError(f"{table.path}: no row with devices = {args.devices:g} "
+                               f"(the file has {', '.join(counts)})")
+    return out
+
+
+def draw_panel(ax, table, rows, args, cap, palette, many):
+    """One device count's plans; returns (drawn, not drawn, cut off) counts and
+    the legend handles of the first group."""
     groups = OrderedDict()
-    for i in range(len(table.rows)):
-        key = table.text(i, args.group) if args.group else ""
-        groups.setdefault(key, []).append(i)
-    palette = plt.get_cmap("tab10")
-    fig, ax = plt.subplots(figsize=(8.5, 5.5))
-    undrawn = 0
-    for g, (key, rows) in enumerate(groups.items()):
+    for i in rows:
+        groups.setdefault(table.text(i, args.group) if args.group else "", []).append(i)
+    kept_all = [i for i in rows if has_time(table, i)]
+    undrawn = len(rows) - len(kept_all)
+    mem_all = [memory_gb(table, i) for i in kept_all]
+    # The axis ends at cut x capacity (and at the largest plan that fits), so
+    # that infeasible plans of hundreds of times the memory do not squash the
+    # feasible ones; what lies beyond is counted.
+    right = max(mem_all) if mem_all else 1.0
+    if cap is not None and args.cut > 0:
+        fitting = [m for i, m in zip(kept_all, mem_all) if feasible(table, i)]
+        right = min(right, max([args.cut * cap] + fitting))
+    right *= 1.04
+    cut_off = sum(1 for m in mem_all if m > right)
+    times_in = [table.number(i, "iteration_s") for i, m in zip(kept_all, mem_all) if m <= right]
+    for g, (key, grows) in enumerate(groups.items()):
         c = palette(g % 10)
-        kept = [i for i in rows if has_time(table, i)]
-        undrawn += len(rows) - len(kept)
-        rows = kept
-        if not rows:
+        grows = [i for i in grows if has_time(table, i)]
+        if not grows:
             continue
-        pts = [(table.number(i, "iteration_s"), memory_gb(table, i)) for i in rows]
-        ok = [feasible(table, i) for i in rows]
-        name = f"{args.group}={key}" if args.group else "plans"
-        ax.scatter([m for (t, m), f in zip(pts, ok) if f], [t for (t, m), f in zip(pts, ok) if f],
-                   color=c, s=22, label=f"{name}: feasible", zorder=3)
+        pts = [(table.number(i, "iteration_s"), memory_gb(table, i)) for i in grows]
+        ok = [feasible(table, i) for i in grows]
+        name = f"{args.group}={key}: " if args.group else ""
+        if any(ok):
+            ax.scatter([m for (t, m), f in zip(pts, ok) if f],
+                       [t for (t, m), f in zip(pts, ok) if f], color=c, s=14 if many else 22,
+                       label=f"{name}plan that fits", zorder=3)
         if not all(ok):
             ax.scatter([m for (t, m), f in zip(pts, ok) if not f],
                        [t for (t, m), f in zip(pts, ok) if not f], facecolors="none",
-                       edgecolors=c, s=22, label=f"{name}: infeasible", zorder=3)
+                       edgecolors=c, s=14 if many else 22, label=f"{name}plan that does not fit",
+                       zorder=3)
         front = pareto(pts)
         fx, fy = [pts[k][1] for k in front], [pts[k][0] for k in front]
         ax.step(fx, fy, where="post", color=c, linewidth=1.2, alpha=0.8,
-                label=f"{name}: Pareto frontier ({len(front)} plans)")
-        labelled = front if len(front) <= MAX_LABELLED else [front[0], front[-1]]
-        for k in labelled:
-            ax.annotate(point_label(table, rows[k]), (pts[k][1], pts[k][0]), fontsize=7,
-                        xytext=(4, 3), textcoords="offset points", color=c)
-        fits = [k for k in range(len(rows)) if ok[k]]
+                label=f"{name}Pareto frontier")
+        fits = [k for k in range(len(grows)) if ok[k]]
+        labelled = [] if many else (front if len(front) <= MAX_LABELLED else [front[0]])
         if fits:
             best = min(fits, key=lambda k: pts[k][0])
-            ax.scatter([pts[best][1]], [pts[best][0]], marker="*", s=180, color=c,
-                       edgecolors="black", zorder=4,
-                       label=f"{name}: fastest feasible ({pts[best][0]:.3g} s)")
-    cap = capacity_gb(table)
+            ax.scatter([pts[best][1]], [pts[best][0]], marker="*", s=150 if many else 180,
+                       color=c, edgecolors="black", zorder=4, label=f"{name}fastest plan that fits")
+            labelled = [k for k in labelled if k != best] + [best]
+        for k in labelled:
+            ax.annotate(point_label(table, grows[k]), (pts[k][1], pts[k][0]), fontsize=7,
+                        xytext=(4, 3), textcoords="offset points", color=c,
+                        fontweight="bold" if fits and k == labelled[-1] else "normal")
     if cap is not None:
         ax.axvline(cap, color="firebrick", linestyle="--", linewidth=1,
-                   label=f"capacity {cap:.1f} GB")
-    ax.set_xlabel("peak device memory (GB)")
-    ax.set_ylabel("iteration time (s)")
-    title = args.title or "time-memory Pareto frontier"
-    if undrawn:
-        title += f"\n({undrawn} infeasible plan{'s' if undrawn > 1 else ''} without a time "
-        title += "not drawn)"
-    ax.set_title(title, fontsize=10)
+                   label=f"capacity ({cap:.0f} GB)")
+        if right > cap:
+            ax.axvspan(cap, right, color="grey", alpha=0.12, linewidth=0,
+                       label="does not fit in device memory")
+    ax.set_xlim(0, right)
+    if times_in:
+        lo, hi = min(times_in), max(times_in)
+        if not args.linear and lo > 0 and hi >= 100 * lo:
+            ax.set_yscale("log")
+        else:
+            pad = 0.06 * (hi - lo) if hi > lo else 0.05 * hi
+            ax.set_ylim(lo - pad, hi + pad)
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=7)
-    fig.tight_layout()
+    return undrawn, cut_off, right
+
+
+def best_text(table, rows):
+    fits = [i for i in rows if has_time(table, i) and feasible(table, i)]
+    if not fits:
+        return "no plan fits"
+    best = min(fits, key=lambda i: table.number(i, "iteration_s"))
+    t = table.number(best, "iteration_s")
+    seconds = f"{t:.0f}" if t >= 100 else f"{t:.3g}"
+    return f"fastest that fits: {seconds} s, {point_label(table, best)}"
+
+
+def plot(table, args):
+    plt = npcsv.pyplot()
+    palette = plt.get_cmap("tab10")
+    cap = capacity_of(table)
+    parts = panels(table, args)
+    n = len(parts)
+    many = n > 1
+    cols = min(n, 4 if n > 4 else n)
+    rows_n = (n + cols - 1) // cols
+    size = (8.5, 5.5) if not many else (4.3 * cols, 3.5 * rows_n + 0.8)
+    fig, axes = plt.subplots(rows_n, cols, figsize=size, squeeze=False)
+    handles = {}
+    notes = []
+    for ax, (count, rows) in zip(axes.flat, parts.items()):
+        undrawn, cut_off, right = draw_panel(ax, table, rows, args, cap, palette, many)
+        head = f"{int(float(count)):,} NPUs" if count else ""
+        sub = best_text(table, rows)
+        extra = []
+        if cut_off:
+            extra.append(f"{cut_off} plans beyond {right / 1.04:.0f} GB not shown")
+        if undrawn:
+            extra.append(f"{undrawn} infeasible plan{'s' if undrawn > 1 else ''} without a time "
+                         "not drawn")
+        ax.set_title("\n".join(x for x in [head, sub, "; ".join(extra)] if x),
+                     fontsize=8 if many else 9)
+        ax.set_xlabel("peak device memory per NPU (GB)", fontsize=8 if many else 10)
+        ax.set_ylabel("iteration time (s)" + (", log scale" if ax.get_yscale() == "log" else ""),
+                      fontsize=8 if many else 10)
+        ax.tick_params(labelsize=7 if many else 9)
+        if cap is not None and not many:
+            top = ax.secondary_xaxis("top", functions=(lambda x: 100 * x / cap,
+                                                       lambda p: p * cap / 100))
+            top.set_xlabel("% of device memory capacity", fontsize=9)
+        for h, lab in zip(*ax.get_legend_handles_labels()):
+            handles.setdefault(lab, h)
+    for ax in list(axes.flat)[n:]:
+        ax.set_visible(False)
+    title = args.title or "iteration time against peak device memory: the Pareto frontier"
+    if many:
+        title += "\none panel per device count; the star is the fastest plan that fits"
+    fig.suptitle(title, fontsize=11)
+    if many:
+        fig.legend(list(handles.values()), list(handles.keys()), loc="lower center",
+                   ncol=min(len(handles), 6), fontsize=8, frameon=False)
+    else:
+        axes[0][0].legend(list(handles.values()), list(handles.keys()), fontsize=7, loc="best")
+    fig.tight_layout(rect=(0, 0.06 if many else 0, 1, 1))
     npcsv.save(fig, args.output)
 
 
@@ -153,7 +263,16 @@ def run():
     ap.add_argument("csv", help="frontier CSV (columns in analysis/README.md)")
     ap.add_argument("-o", "--output", required=True, help="PNG file to write")
     ap.add_argument("--group", help="column whose values get separate frontiers")
-    ap.add_argument("--title", help="figure title")
+    ap.add_argument("--title", help="figure title; name the workload and platform (the "
+                    "frontier CSV does not record them)")
+    ap.add_argument("--devices", type=float, metavar="N",
+                    help="only the plans of N devices (default: one panel per device count "
+                    "of the devices column)")
+    ap.add_argument("--cut", type=float, default=2.0, metavar="F",
+                    help="draw memory up to F x the capacity (or the largest plan that fits), "
+                    "counting the plans beyond; 0 draws every plan (default: 2)")
+    ap.add_argument("--linear", action="store_true",
+                    help="a linear time axis even where times span two decades")
     args = ap.parse_args()
     table = npcsv.read_table(args.csv, COLUMNS + ([args.group] if args.group else []))
     plot(table, args)

@@ -9,8 +9,11 @@ baseline planner written at the end of each bar, the pipeline bubble
 (bubble_ratio, as a percentage of busy time: it exceeds 100% when the pipeline
 idles longer than it computes) and peak device-memory utilisation
 (peak_fraction, with the capacity at 100%).  Rows of one configuration are the
-bars; a planner that appears more than once (another schedule or recompute
-choice given on the command line) is labelled "planner (schedule, recompute)".
+bars, labelled "planner (recompute)"; where a planner appears more than once
+(another schedule or recompute choice given on the command line) or the
+configuration mixes schedules, "planner (schedule, recompute)".  --where
+COLUMN=VALUE keeps the matching rows (repeatable).  Times under a second are shown in ms.  Each
+row's title names the workload and platform (and NPUs) of its runs.
 The baseline is the first row of the baseline planner in its configuration,
 and the panel title names it; a configuration without one is an error.
 
@@ -27,24 +30,40 @@ COLUMNS = ["platform", "workload", "overrides", "planner", "schedule", "recomput
            "iteration_s", "bubble_ratio", "peak_fraction"]
 
 
-def configurations(table):
+# Bars in the order of simrun's planner registry (--planner all's order), so
+# that a sweep whose points finished in any order draws the same figure.
+PLANNER_ORDER = ["megatron", "pipedream", "adapipe", "merak", "ft", "bmpipe", "csimd", "mbpp-r",
+                 "mbpp-e"]
+
+
+def planner_rank(table, i):
+    p = table.text(i, "planner")
+    return PLANNER_ORDER.index(p) if p in PLANNER_ORDER else len(PLANNER_ORDER)
+
+
+def configurations(table, rows):
     """OrderedDict (workload, platform, overrides) -> row indices: configurations
-    of one workload together, workloads and rows in file order."""
+    of one workload together, workloads in file order, rows by planner in the
+    registry's order (then file order)."""
     groups = OrderedDict()
-    for i in range(len(table.rows)):
+    for i in sorted(rows, key=lambda i: (planner_rank(table, i), i)):
         key = (table.text(i, "workload"), table.text(i, "platform"), table.text(i, "overrides"))
         groups.setdefault(key, []).append(i)
-    workloads = list(OrderedDict.fromkeys(key[0] for key in groups))
+    workloads = list(OrderedDict.fromkeys(table.text(i, "workload") for i in rows))
     return OrderedDict(sorted(groups.items(), key=lambda kv: workloads.index(kv[0][0])))
 
 
 def bar_labels(table, rows):
-    """Planner names, disambiguated where a planner repeats."""
+    """Planner names with their recompute, and the schedule where a planner
+    repeats."""
     planners = [table.text(i, "planner") for i in rows]
+    several_schedules = len({table.text(i, "schedule") for i in rows}) > 1
     labels = []
     for i, p in zip(rows, planners):
-        if planners.count(p) > 1:
+        if planners.count(p) > 1 or several_schedules:
             p = f"{p} ({table.text(i, 'schedule')}, {table.text(i, 'recompute')})"
+        else:
+            p = f"{p} ({table.text(i, 'recompute')})"
         labels.append(p)
     seen = {}
     for k, label in enumerate(labels):
@@ -54,17 +73,38 @@ def bar_labels(table, rows):
     return labels
 
 
-def group_title(key):
+# Workload keys of the overrides column, shortened for a panel title.
+SHORT_KEYS = {"tensor_model_parallel_size": "TP", "pipeline_model_parallel_size": "PP",
+              "data_parallel_size": "DP", "global_batch_size": "global batch",
+              "micro_batch_size": "micro-batch", "recompute_granularity": "recompute",
+              "virtual_pipeline_model_parallel_size": "VPP"}
+
+
+def short_overrides(overrides):
+    """'data_parallel_size=256;global_batch_size=4096' -> 'DP 256, global batch 4096'."""
+    parts = []
+    for a in overrides.split(";"):
+        key, _, value = a.partition("=")
+        name = SHORT_KEYS.get(key.split(".")[-1])
+        parts.append(f"{name} {value}" if name else a)
+    return ", ".join(parts)
+
+
+def group_title(key, npus=""):
+    """'llama on 16k_npu (16,384 NPUs)', and the --set overrides on a line of their own."""
     workload, platform, overrides = key
     title = f"{npcsv.short_name(workload)} on {npcsv.short_name(platform)}"
-    return f"{title}  [{overrides}]" if overrides else title
+    if npus:
+        title += f" ({int(npus):,} NPUs)" if npus.isdigit() else f" ({npus} NPUs)"
+    return f"{title}\n{short_overrides(overrides)}" if overrides else title
 
 
-def plot(table, baseline, out_path):
+def plot(table, baseline, out_path, rows=None):
     plt = npcsv.pyplot()
-    groups = configurations(table)
-    planner_names = list(OrderedDict.fromkeys(table.text(i, "planner")
-                                              for i in range(len(table.rows))))
+    rows = list(range(len(table.rows))) if rows is None else rows
+    groups = configurations(table, rows)
+    planner_names = PLANNER_ORDER + sorted({table.text(i, "planner") for i in rows}
+                                           - set(PLANNER_ORDER))
     palette = plt.get_cmap("tab10")
     colour = {p: palette(k % 10) for k, p in enumerate(planner_names)}
 
@@ -83,7 +123,7 @@ def plot(table, baseline, out_path):
                                    "positive")
         data.append((key, rows, times, base_time, rows.index(base[0])))
 
-    height = sum(0.9 + 0.32 * len(rows) for _, rows, _, _, _ in data) + 0.4
+    height = sum(1.1 + 0.32 * len(rows) for _, rows, _, _, _ in data) + 0.4
     fig, axes = plt.subplots(len(data), 3, figsize=(14, height), squeeze=False,
                              gridspec_kw={"height_ratios": [len(d[1]) + 2 for d in data]})
     for r, (key, rows, times, base_time, base_k) in enumerate(data):
@@ -92,14 +132,18 @@ def plot(table, baseline, out_path):
         y = list(range(len(rows)))[::-1]
         ax_t, ax_b, ax_m = axes[r]
 
-        ax_t.barh(y, times, color=colours)
-        ax_t.set_yticks(y, labels)
-        ax_t.set_xlim(0, max(times) * 1.3)
+        # milliseconds for iterations under a second (layer-by-layer CNNs)
+        unit, k = ("ms", 1e3) if max(times) < 1 else ("s", 1)
+        ax_t.barh(y, [k * t for t in times], color=colours)
+        ax_t.set_yticks(y, labels, fontsize=8)
+        ax_t.set_xlim(0, k * max(times) * 1.35)
         for yy, t in zip(y, times):
-            ax_t.text(t, yy, f" {t:.3g} s  {base_time / t:.2f}x", va="center", fontsize=8)
-        ax_t.set_title(f"{group_title(key)}\niteration time (speed-up vs {labels[base_k]})",
-                       fontsize=9, loc="left")
-        ax_t.set_xlabel("iteration (s)")
+            ax_t.text(k * t, yy, f" {k * t:.3g} {unit}  {base_time / t:.2f}x", va="center",
+                      fontsize=8)
+        npus = table.text(rows[0], "npus") if "npus" in table.columns else ""
+        ax_t.set_title(f"{group_title(key, npus)}\niteration time (speed-up vs {labels[base_k]})",
+                       fontsize=9, loc="left", fontweight="bold")
+        ax_t.set_xlabel(f"iteration time ({unit})")
 
         bubbles = [100 * table.number(i, "bubble_ratio") for i in rows]
         ax_b.barh(y, bubbles, color=colours)
@@ -108,7 +152,7 @@ def plot(table, baseline, out_path):
         for yy, b in zip(y, bubbles):
             ax_b.text(b, yy, f" {b:.1f}%", va="center", fontsize=8)
         ax_b.set_title("pipeline bubble (% of busy time)", fontsize=9, loc="left")
-        ax_b.set_xlabel("bubble (%)")
+        ax_b.set_xlabel("pipeline bubble (% of busy time)")
 
         peaks = [100 * table.number(i, "peak_fraction") for i in rows]
         ax_m.barh(y, peaks, color=colours)
@@ -117,8 +161,9 @@ def plot(table, baseline, out_path):
         ax_m.set_xlim(0, max(max(peaks) * 1.2, 110))
         for yy, m in zip(y, peaks):
             ax_m.text(m, yy, f" {m:.1f}%", va="center", fontsize=8)
-        ax_m.set_title("peak device memory (% of capacity)", fontsize=9, loc="left")
-        ax_m.set_xlabel("peak / capacity (%)")
+        ax_m.set_title("peak device memory (% of capacity; 100% = full)", fontsize=9,
+                       loc="left")
+        ax_m.set_xlabel("peak device memory (% of HBM capacity)")
         for ax in (ax_t, ax_b, ax_m):
             ax.set_ylim(-0.7, len(rows) - 0.3)
             ax.grid(axis="x", alpha=0.3)
@@ -133,9 +178,11 @@ def run():
     ap.add_argument("-o", "--output", required=True, help="PNG file to write")
     ap.add_argument("--baseline", default="megatron",
                     help="planner the speed-ups are relative to (default: megatron)")
+    ap.add_argument("--where", action="append", metavar="COLUMN=VALUE",
+                    help="keep only rows where COLUMN equals VALUE (repeatable)")
     args = ap.parse_args()
     table = npcsv.read_table(args.csv, COLUMNS)
-    plot(table, args.baseline, args.output)
+    plot(table, args.baseline, args.output, npcsv.parse_where(table, args.where))
 
 
 if __name__ == "__main__":

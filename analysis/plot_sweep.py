@@ -3,13 +3,18 @@
 
     plot_sweep.py sweep.csv --x num_micro_batches --y bubble_ratio \\
         [--group recompute] [--where workload=workloads/llama.json]... \\
-        [--agg min|max|mean] [--logx] [--logy] [--title TEXT] -o sweep.png
+        [--agg min|max|mean] [--logx] [--logy] [--linear] [--ymin Y] [--title TEXT] -o sweep.png
 
 Works on any CSV with a header, simrun's --csv rows in the first place
 (docs/csv-format.md).  The x axis is numeric when every x value is a
-number, else categorical in order of first appearance.  Columns whose name
-ends in _bytes are plotted in GB (1e9 bytes, as HBM capacities are quoted).
---where keeps the rows whose COLUMN equals VALUE (repeatable).
+number, else categorical in order of first appearance.  Axes are labelled in
+words with units (npcsv.LABELS): ratios (bubble_ratio, mfu, peak_fraction)
+in percent as simrun's table prints them, columns ending in _bytes in GB (1e9
+bytes, as HBM capacities are quoted).  A numeric axis whose positive values
+span two decades or more is logarithmic (--linear keeps it linear; --logx,
+--logy force a log axis).  The title names the workloads and platforms of the
+rows drawn (their CSV columns).  --where keeps the rows whose COLUMN equals
+VALUE (repeatable).
 
 Two rows with the same group and x value are an error unless --agg says how
 to combine them: a sweep over one parameter that also varies another would
@@ -32,12 +37,20 @@ def is_number(text):
         return False
 
 
+DECADES = 100  # max / min at which an axis becomes logarithmic
+
+
 def axis_label(column):
-    return f"{column[:-len('_bytes')]} (GB)" if column.endswith("_bytes") else column
+    return npcsv.label(column)
 
 
 def scale(column):
-    return 1e-9 if column.endswith("_bytes") else 1.0
+    return npcsv.factor(column)
+
+
+def spans_decades(values):
+    values = [v for v in values]
+    return bool(values) and min(values) > 0 and max(values) >= DECADES * min(values)
 
 
 def aggregate(values, how):
@@ -76,7 +89,12 @@ def plot(table, rows, args):
     numeric = all(is_number(table.text(i, args.x)) for i in rows)
     categories = list(OrderedDict.fromkeys(table.text(i, args.x) for i in rows))
     fig, ax = plt.subplots(figsize=(7.5, 4.8))
-    for group, points in data.items():
+    all_x, all_y = [], []
+    groups = list(data)
+    if all(is_number(g) for g in groups):  # numeric groups (pp = 4, 8, ...) in order
+        groups.sort(key=float)
+    for group in groups:
+        points = data[group]
         xs = list(points)
         if numeric:
             xs.sort(key=float)
@@ -85,9 +103,13 @@ def plot(table, rows, args):
             xs.sort(key=categories.index)
             xv = [categories.index(x) for x in xs]
         yv = [aggregate(points[x], args.agg) for x in xs]
-        label = f"{args.group}={group}" if args.group else None
-        ax.plot(xv, yv, marker="o", label=label)
-    if args.logx:
+        ax.plot(xv, yv, marker="o", label=npcsv.value_name(args.group, group) if args.group
+                else None)
+        all_x += xv if numeric else []
+        all_y += yv
+    logx = args.logx or (numeric and not args.linear and spans_decades(all_x))
+    logy = args.logy or (not args.linear and spans_decades(all_y))
+    if logx:
         ax.set_xscale("log")
     if not numeric:
         ax.set_xticks(range(len(categories)), categories, rotation=20, ha="right")
@@ -96,18 +118,30 @@ def plot(table, rows, args):
         ticks = sorted({float(x) * scale(args.x) for x in categories})
         ax.set_xticks(ticks, [f"{t:g}" for t in ticks])
         ax.xaxis.set_minor_locator(plt.NullLocator())
-    if args.logy:
+    if logy:
+        # ticks at 1, 2, 5 x 10^k in plain numbers: 20, 50, 100 read better than 10^2
+        from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
         ax.set_yscale("log")
-    ax.set_xlabel(axis_label(args.x))
+        ax.yaxis.set_major_locator(LogLocator(base=10, subs=(1, 2, 5)))
+        ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+        ax.yaxis.set_minor_formatter(NullFormatter())
+    if args.ymin is not None:  # e.g. 0: a flat line is not zoomed into a cliff
+        ax.set_ylim(bottom=args.ymin, top=max(ax.get_ylim()[1], args.ymin + 1e-12))
+    ax.set_xlabel(axis_label(args.x) + (", log scale" if logx else ""))
     ylabel = axis_label(args.y)
-    ax.set_ylabel(f"{ylabel} ({args.agg})" if args.agg else ylabel)
-    title = args.title or f"{args.y} vs {args.x}"
+    if args.agg:
+        ylabel = f"{ylabel}, {args.agg} over runs"
+    ax.set_ylabel(ylabel + (", log scale" if logy else ""))
+    title = args.title or f"{axis_label(args.y)} vs {axis_label(args.x)}"
+    runs = npcsv.describe_runs(table, rows)
+    if runs:
+        title += "\n" + runs
     if args.where:
         title += "\n" + ", ".join(args.where)
     ax.set_title(title, fontsize=10)
     ax.grid(alpha=0.3)
     if args.group:
-        ax.legend(fontsize=8)
+        ax.legend(title=axis_label(args.group), fontsize=8, title_fontsize=8)
     fig.tight_layout()
     npcsv.save(fig, args.output)
 
@@ -122,9 +156,16 @@ def run():
                     help="keep only rows where COLUMN equals VALUE (repeatable)")
     ap.add_argument("--agg", choices=["min", "max", "mean"],
                     help="how to combine rows with the same group and x (else an error)")
-    ap.add_argument("--logx", action="store_true", help="logarithmic x axis")
-    ap.add_argument("--logy", action="store_true", help="logarithmic y axis")
-    ap.add_argument("--title", help="figure title (default: 'Y vs X')")
+    ap.add_argument("--logx", action="store_true",
+                    help="logarithmic x axis (default: when x spans two decades)")
+    ap.add_argument("--logy", action="store_true",
+                    help="logarithmic y axis (default: when y spans two decades)")
+    ap.add_argument("--linear", action="store_true",
+                    help="no automatic log axis (--logx and --logy still apply)")
+    ap.add_argument("--ymin", type=float, metavar="Y",
+                    help="start the y axis at Y in the axis' unit (e.g. 0), not at the data")
+    ap.add_argument("--title", help="figure title (default: 'Y vs X' in words); the "
+                    "workloads and platforms drawn are always named under it")
     ap.add_argument("-o", "--output", required=True, help="PNG file to write")
     args = ap.parse_args()
     needed = [args.x, args.y] + ([args.group] if args.group else [])

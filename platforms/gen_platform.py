@@ -15,7 +15,7 @@ Usage (python standard library only):
   gen_platform.py --preset 910b --npus 65536 -o /tmp/64k_npu.xml
       fat-tree platform of any size; --npus must be a multiple of the preset's
       npus_per_node (or of --npus-per-node).  Options:
-        --preset {910b,a100,h100}   device figures (see PRESETS below)
+        --preset {910,910b,a100,h100}   device figures (platforms/presets.py)
         --npus N                    number of NPUs (hosts)
         --npus-per-node K           override the preset's server size
         --topo "2;m1,m2;1,w2;1,1"   override the automatic fat-tree shape
@@ -51,133 +51,10 @@ import math
 import os
 import sys
 
-# Device presets.  Every figure carries its public source; "assumption" marks
-# the few that have no vendor figure and are order-of-magnitude choices.
-# GB are decimal as marketed (64 GB -> 64e9 B): the true capacity is GiB, and
-# the ~7% difference stands in for memory the runtime reserves.
-PRESETS = {
-    "910b": {
-        "title": "Ascend 910B-class NPUs in Atlas 800T A2-class servers (8 NPUs per server)",
-        "speed_flops": 313e12,
-        "speed_src": "dense FP16/BF16 peak quoted for the Ascend 910B (910B3 bin) "
-        "in public comparisons; cross-check: Huawei CANN platform_config for 910B2 "
-        "gives 24 cube cores x 1.8 GHz x 16^3 MAC x 2 = 353.9 TFLOPS "
-        "(gitcode.com/cann/ops-transformer issue 5487), 910B3 is the lower bin",
-        "hbm_bytes": 64e9,
-        "hbm_src": "64 GB HBM2e (ai.gitee.com/docs/compute/clusters_gpu/ascend_gpu; "
-        "gitcode.com/cann/ops-transformer issue 5487: Atlas A2 memory 64 GB)",
-        "hbm_bandwidth_Bps": 1.6e12,
-        "hbm_bw_src": "1.6 TB/s (gitcode.com/cann/ops-transformer issue 5487: Atlas A2 1.6TB/s)",
-        "npus_per_node": 8,
-        "node_src": "8 NPUs per server, HCCS full mesh (ai.gitee.com Ascend 910B doc: "
-        "'single machine 8-card full interconnect')",
-        "scaleup_bandwidth_Bps": 196e9,
-        "scaleup_src": "HCCS: 7 links x 56 GB/s = 392 GB/s per NPU as commonly quoted "
-        "for the 910B, counted both directions -> 196 GB/s per direction "
-        "(no primary Huawei datasheet found)",
-        "scaleup_latency_s": 2e-6,
-        "scaleup_lat_src": "assumption: a few microseconds per HCCS transfer",
-        "nic_Bps": 25e9,
-        "nic_src": "one 200 GE RoCE v2 port per NPU (200 Gb/s = 25e9 B/s), "
-        "Atlas 800T A2 8 x 200GE",
-        "link_latency_s": 1e-6,
-        "link_lat_src": "assumption: 1 us per link (NIC + Ethernet switch port); "
-        "same-leaf route 2 us, cross-spine route 4 us",
-        "matmul_efficiency": 0.7,
-        "eff_src": "assumption: large-GEMM fraction of peak",
-        "kernel_launch_s": 10e-6,
-        "launch_src": "assumption: per-operator dispatch overhead of CANN",
-        # Optional properties: none has a public figure for this device.
-        "gemm_table_note": "no public per-shape GEMM figure for the 910B: every GEMM "
-        "at matmul_efficiency",
-        "attention_note": "no public fused-attention efficiency figure for the 910B: "
-        "FlashAttention at matmul_efficiency",
-        "fusion_note": "not given (no fusion): no public statement of which "
-        "elementwise fusions the 910B software stack applies by default",
-        "bus_note": "not given (1): no public HCCL bus-bandwidth figure for the 910B "
-        "scale-up fabric",
-    },
-    "a100": {
-        "title": "NVIDIA DGX A100 (8 x A100 SXM4 80GB per node)",
-        "speed_flops": 312e12,
-        "speed_src": "312 TFLOPS dense BF16 Tensor Core (NVIDIA A100 datasheet)",
-        "hbm_bytes": 80e9,
-        "hbm_src": "80 GB HBM2e (NVIDIA A100 80GB datasheet)",
-        "hbm_bandwidth_Bps": 2.039e12,
-        "hbm_bw_src": "2,039 GB/s (NVIDIA A100 80GB SXM datasheet)",
-        "npus_per_node": 8,
-        "node_src": "8 GPUs per DGX A100, NVSwitch (NVIDIA DGX A100 datasheet)",
-        "scaleup_bandwidth_Bps": 300e9,
-        "scaleup_src": "NVLink 3: 600 GB/s per GPU both directions = 300 GB/s per "
-        "direction (NVIDIA A100 datasheet)",
-        "scaleup_latency_s": 1e-6,
-        "scaleup_lat_src": "assumption: about 1 us per NVLink transfer",
-        "nic_Bps": 25e9,
-        "nic_src": "8 x 200 Gb/s HDR InfiniBand per DGX A100 = one 25e9 B/s NIC "
-        "per GPU (NVIDIA DGX A100 datasheet)",
-        "link_latency_s": 0.5e-6,
-        "link_lat_src": "assumption: 0.5 us per link (HCA + ~130 ns IB switch); "
-        "same-leaf route 1 us, cross-spine route 2 us",
-        "matmul_efficiency": 0.8,
-        "eff_src": "assumption: large bf16 GEMMs reach ~250 of 312 TFLOPS",
-        "kernel_launch_s": 5e-6,
-        "launch_src": "assumption: CUDA kernel launch overhead",
-        "gemm_table_note": "no per-shape figure with a citable number: every GEMM at "
-        "matmul_efficiency",
-        "attention_efficiency": 0.73,
-        "attention_src": "FlashAttention-2 forward reaches up to 230 TFLOPS on A100, "
-        "73% of 312 (Dao 2023, FlashAttention-2, arXiv:2307.08691: 50-73% of peak "
-        "depending on head size and masking); the backward reaches less, so one "
-        "number is optimistic for it",
-        "elementwise_fusion": 1,
-        "fusion_src": "Megatron-LM fuses bias+dropout+add on NVIDIA GPUs by default "
-        "(args.bias_dropout_fusion, true unless the no-bias-dropout-fusion flag is given)",
-        "collective_bus_efficiency": 0.8,
-        "bus_src": "NCCL ring collectives reach ~80% of the NVLink line rate: "
-        "NCCL's maintainer, github.com/NVIDIA/nccl-tests/issues/212 (H100: 370 of "
-        "450 GB/s, protocol overhead ~20%); users report ~200-208 GB/s all-reduce "
-        "bus bandwidth on 8 x A100 SXM4 (nccl-tests issues 149, 178), 0.67-0.69",
-    },
-    "h100": {
-        "title": "NVIDIA H100 SXM5 80GB, 8 per node (DGX H100-class)",
-        "speed_flops": 989e12,
-        "speed_src": "989 TFLOPS dense BF16 Tensor Core (NVIDIA H100 SXM datasheet: "
-        "1,979 TFLOPS with sparsity)",
-        "hbm_bytes": 80e9,
-        "hbm_src": "80 GB HBM3 (NVIDIA H100 SXM datasheet)",
-        "hbm_bandwidth_Bps": 3.35e12,
-        "hbm_bw_src": "3.35 TB/s (NVIDIA H100 SXM datasheet)",
-        "npus_per_node": 8,
-        "node_src": "8 GPUs per DGX H100, NVSwitch (NVIDIA DGX H100 datasheet)",
-        "scaleup_bandwidth_Bps": 450e9,
-        "scaleup_src": "NVLink 4: 900 GB/s per GPU both directions = 450 GB/s per "
-        "direction (NVIDIA H100 SXM datasheet)",
-        "scaleup_latency_s": 1e-6,
-        "scaleup_lat_src": "assumption: about 1 us per NVLink transfer",
-        "nic_Bps": 50e9,
-        "nic_src": "one 400 Gb/s NDR InfiniBand ConnectX-7 per GPU = 50e9 B/s "
-        "(NVIDIA DGX H100 datasheet)",
-        "link_latency_s": 0.5e-6,
-        "link_lat_src": "assumption: 0.5 us per link (HCA + IB switch); "
-        "same-leaf route 1 us, cross-spine route 2 us",
-        "matmul_efficiency": 0.75,
-        "eff_src": "assumption: large bf16 GEMMs reach ~740 of 989 TFLOPS",
-        "kernel_launch_s": 5e-6,
-        "launch_src": "assumption: CUDA kernel launch overhead",
-        "gemm_table_note": "no per-shape figure with a citable number: every GEMM at "
-        "matmul_efficiency",
-        "attention_note": "not given: FlashAttention at matmul_efficiency (0.75), "
-        "which is FlashAttention-3's forward figure on H100 (740 TFLOPS FP16, 75%, "
-        "Shah et al. 2024, arXiv:2407.08608); no backward utilisation figure found",
-        "elementwise_fusion": 1,
-        "fusion_src": "Megatron-LM fuses bias+dropout+add on NVIDIA GPUs by default "
-        "(args.bias_dropout_fusion, true unless the no-bias-dropout-fusion flag is given)",
-        "collective_bus_efficiency": 0.82,
-        "bus_src": "NCCL ring collectives on H100 NVLink: 370 of 450 GB/s line rate, "
-        "NCCL's maintainer in github.com/NVIDIA/nccl-tests/issues/212 (NVLink SHARP "
-        "all-reduce goes higher; the model prices rings)",
-    },
-}
+sys.dont_write_bytecode = True  # no __pycache__ in platforms/
+# Device presets, every figure with its public source: platforms/presets.py
+# (this script's folder is on sys.path).
+from presets import PRESETS  # noqa: E402
 
 # "Free communication": every transfer takes ~bytes/1e30 s.  1e30 B/s is far
 # inside double range (SimGrid handles up to 1e300 on this machine) and leaves
@@ -323,6 +200,7 @@ def fat_tree_platform(preset, num_npus, npus_per_node=None, topo=None):
         ' "%s" (%d hosts per leaf switch, %d leaves, %d spines, every link %s B/s).'
         % (p["nic_src"], topo, m[0], m[1], int(levels[2].split(",")[1]), fmt(p["nic_Bps"])),
         "Link latency: %s." % p["link_lat_src"],
+    ] + ([p["note"]] if "note" in p else []) + [
         "Ranks of one server are consecutive (server = rank / npus_per_node) and share a leaf;",
         "a real rail-optimised fabric would spread them over leaves instead.",
     ]
@@ -395,6 +273,8 @@ def free_comm_platform(num_npus):
 # Every shipped platform: file name -> function producing its text.
 SHIPPED = {
     "16k_npu.xml": lambda: fat_tree_platform("910b", 16384),
+    # CodeGeeX's cluster (workloads/codegeex_13b.json): 192 servers of 8 Ascend 910.
+    "codegeex_1536_910.xml": lambda: fat_tree_platform("910", 1536),
     "dgx_a100_1024.xml": lambda: fat_tree_platform("a100", 1024),
     "dgx_a100_128.xml": lambda: fat_tree_platform("a100", 128),
     "h100_16k.xml": lambda: fat_tree_platform("h100", 16384),
@@ -455,7 +335,7 @@ elementwise_fusion, collective_bus_efficiency; a comment says why where not).  E
 docs/platform-format.md describes the format."""
 
 EPILOG = """\
-presets (edit PRESETS in this script to add a device):
+presets (edit PRESETS in platforms/presets.py to add a device):
 %s
 
 examples:

@@ -116,6 +116,82 @@ expect_error "frontier bad feasible" "column 'feasible'" plot_frontier.py "$TMP/
 expect_error "frontier feasible without time" "notime.csv:2: column 'iteration_s'" \
     plot_frontier.py "$TMP/notime.csv" -o "$TMP/bad.png"
 
+# ---- what the figures say: labels, titles, panels, cut, log axes ---------------
+expect_png frontier_devices "$TMP/d.png" plot_frontier.py $D/frontier_devices.csv -o "$TMP/d.png"
+expect_png frontier_one_count "$TMP/e.png" plot_frontier.py $D/frontier_devices.csv --devices 16 \
+    -o "$TMP/e.png"
+expect_error "frontier devices absent" "no row with devices = 3 (the file has 8, 16)" \
+    plot_frontier.py $D/frontier_devices.csv --devices 3 -o "$TMP/bad.png"
+if "$PYTHON" - "$D" <<'EOF' 2>"$TMP/err"
+import sys
+from types import SimpleNamespace
+sys.path.insert(0, "analysis")
+import npcsv, plot_sweep, plot_frontier, plot_planners
+D = sys.argv[1]
+figs = []
+npcsv.save = lambda fig, path: figs.append(fig)   # keep the figure, write nothing
+
+# plot_sweep: words and units, percentages, the runs named in the title
+t = npcsv.read_table(f"{D}/sweep_small.csv", ["num_micro_batches", "bubble_ratio", "recompute"])
+a = SimpleNamespace(x="num_micro_batches", y="bubble_ratio", group="recompute", where=None,
+                    agg=None, logx=False, logy=False, linear=False, ymin=None, title=None,
+                    output="x.png")
+plot_sweep.plot(t, list(range(len(t.rows))), a)
+ax = figs[-1].axes[0]
+assert ax.get_ylabel() == "pipeline bubble (% of busy time)", ax.get_ylabel()
+assert ax.get_xlabel() == "micro-batches per pipeline", ax.get_xlabel()
+assert "small_gpt on test_8npu (8 NPUs)" in ax.get_title(), ax.get_title()
+assert max(max(l.get_ydata()) for l in ax.lines) > 50, "bubble_ratio is drawn in percent"
+assert ax.get_legend().get_title().get_text() == "recompute"
+# values spanning two decades get a log axis (x 4..64 does not)
+assert ax.get_xscale() == "linear"
+assert plot_sweep.spans_decades([1, 10, 1000]) and not plot_sweep.spans_decades([4, 64])
+a.x, a.y, a.group, a.agg = "peak_bytes", "mfu", None, "max"
+plot_sweep.plot(t, list(range(len(t.rows))), a)
+assert figs[-1].axes[0].get_xlabel() == "peak device memory (GB)"
+assert figs[-1].axes[0].get_ylabel() == "MFU (% of peak FLOP/s), max over runs"
+a.ymin = 0   # a nearly flat line is not zoomed into a cliff
+plot_sweep.plot(t, list(range(len(t.rows))), a)
+assert figs[-1].axes[0].get_ylim()[0] == 0
+# y values spanning two decades: a log axis unless --linear
+a.x, a.y, a.ymin = "num_micro_batches", "tokens_per_s", None
+for r in t.rows:
+    if r["num_micro_batches"] == "4":
+        r["tokens_per_s"] = "1"
+plot_sweep.plot(t, list(range(len(t.rows))), a)
+assert figs[-1].axes[0].get_yscale() == "log", "two decades: log axis"
+assert figs[-1].axes[0].get_ylabel().endswith(", log scale")
+a.linear = True
+plot_sweep.plot(t, list(range(len(t.rows))), a)
+assert figs[-1].axes[0].get_yscale() == "linear"
+
+# plot_frontier: one panel per device count, the infeasible 48,000 GB plan cut off
+t = npcsv.read_table(f"{D}/frontier_devices.csv", plot_frontier.COLUMNS)
+a = SimpleNamespace(group=None, devices=None, cut=2.0, linear=False, title="T", output="x.png")
+plot_frontier.plot(t, a)
+axes = [x for x in figs[-1].axes if x.get_visible()]
+assert len(axes) == 2, len(axes)
+assert axes[0].get_title().startswith("8 NPUs"), axes[0].get_title()
+assert "fastest that fits: 20 s, 8/1/1 mbs 1 full" in axes[0].get_title(), axes[0].get_title()
+assert "1 plans beyond 128 GB not shown" in axes[0].get_title(), axes[0].get_title()
+assert axes[0].get_xlim()[1] < 140, axes[0].get_xlim()     # not 48,000 GB
+assert axes[0].get_xlabel() == "peak device memory per NPU (GB)"
+assert axes[1].get_title().startswith("16 NPUs")
+a.cut = 0
+plot_frontier.plot(t, a)
+assert [x for x in figs[-1].axes if x.get_visible()][0].get_xlim()[1] > 48000
+
+# plot_planners: the runs named, units in words, percentages
+t = npcsv.read_table(f"{D}/results_small.csv", plot_planners.COLUMNS)
+plot_planners.plot(t, "megatron", "x.png")
+ax_t, ax_b, ax_m = figs[-1].axes[:3]
+assert "on test_8npu" in ax_t.get_title(loc="left"), ax_t.get_title(loc="left")
+assert ax_t.get_xlabel() in ("iteration time (s)", "iteration time (ms)"), ax_t.get_xlabel()
+assert ax_b.get_xlabel() == "pipeline bubble (% of busy time)"
+assert ax_m.get_xlabel() == "peak device memory (% of HBM capacity)"
+EOF
+then ok; else ko "figures carry labels in words, titles naming the runs, panels per device count"; fi
+
 # ---- the frontier against brute force ---------------------------------------
 if "$PYTHON" - <<'EOF' 2>"$TMP/err"
 import random, sys

@@ -58,7 +58,8 @@ expect_error "plan for another batch" 2 "global_batch_size" --plan "$TMP/plan.js
 
 # options that change what is simulated run and say so
 "$SIMRUN" --shifted-recompute --set recompute_granularity=full "$P8" "$W8" >"$TMP/out" 2>"$TMP/err" &&
-    grep -q "full+shift" "$TMP/out" && ok || ko "--shifted-recompute marks the plan"
+    grep -q "mixed(2/0/6)+shift" "$TMP/out" && ok ||
+    ko "--shifted-recompute marks the plan (its last stage's 2 layers no longer recompute)"
 "$SIMRUN" --dp-overlap --dp-algorithm halving-doubling platforms/test_64npu.xml "$W8" \
     --set data_parallel_size=16 >"$TMP/out" 2>"$TMP/err" && grep -q "megatron" "$TMP/out" &&
     ok || ko "--dp-overlap with another algorithm runs"
@@ -188,5 +189,86 @@ expect_error "tp*cp*dp*pp != NPUs" 2 "context_parallel_size" --set context_paral
     ok || ko "ZeRO-3 runs"
 expect_error "fold with ZeRO-3" 1 "optim_grads_params" --fold-dp 1 \
     --set data_parallel_sharding_strategy=optim_grads_params "$P8" "$W8"
+
+# --- the rough edges a newcomer hits ------------------------------------------------
+# csv_col FILE NAME: column NAME of FILE's last row (a CSV reader: BMPipe's
+# solver_status holds a comma).
+csv_col() { /usr/bin/python3 -c 'import csv, sys; print(list(csv.DictReader(open(sys.argv[1])))[-1][sys.argv[2]])' "$1" "$2"; }
+A1K=platforms/dgx_a100_1024.xml
+L70=workloads/llama2_70b.json
+# honest recompute labels: Merak recomputes 1 of Llama-2 70B's 80 decoder layers
+rm -f "$TMP/rc.csv"
+"$SIMRUN" --quiet --fold-dp 1 --planner merak --csv "$TMP/rc.csv" "$A1K" "$L70" 2>"$TMP/err" &&
+    [ "$(csv_col "$TMP/rc.csv" recompute)" = "mixed(79/0/1)" ] && ok ||
+    ko "1 full layer among 79 without recompute is mixed(79/0/1), got $(csv_col "$TMP/rc.csv" recompute)"
+"$SIMRUN" --quiet --fold-dp 1 --planner adapipe --csv "$TMP/rc.csv" "$A1K" "$L70" 2>"$TMP/err" &&
+    [ "$(csv_col "$TMP/rc.csv" recompute)" = "units(20/80)" ] && ok ||
+    ko "AdaPipe's units(k/L) counts the 80 decoder layers, got $(csv_col "$TMP/rc.csv" recompute)"
+"$SIMRUN" --fold-dp 1 --planner merak "$A1K" "$L70" >"$TMP/out" 2>"$TMP/err" &&
+    grep -q "^merak .* mixed(79/0/1) " "$TMP/out" && ok || ko "the table prints the CSV's label"
+"$SIMRUN" --quiet --set recompute_granularity=full --csv "$TMP/rc.csv" "$P8" "$W8" 2>"$TMP/err" &&
+    [ "$(csv_col "$TMP/rc.csv" recompute)" = "full" ] && ok ||
+    ko "Megatron's full recompute is 'full' (the embedding and head do not count)"
+
+# --planner all --plan-out all.json writes all.NAME.json, as --help says
+"$SIMRUN" --quiet --planner all --plan-out "$TMP/all.json" "$P8" "$W8" 2>"$TMP/err" &&
+    [ -s "$TMP/all.megatron.json" ] && [ -s "$TMP/all.adapipe.json" ] && [ ! -e "$TMP/all.json" ] &&
+    ok || ko "--planner all --plan-out all.json writes all.megatron.json, all.adapipe.json"
+"$SIMRUN" --help >"$TMP/help" 2>&1
+grep -q "all.adapipe.json" "$TMP/help" && ok || ko "--help names the files --plan-out writes under --planner all"
+grep -q "platform's own count" "$TMP/help" && grep -q '"devices" column' "$TMP/help" && ok ||
+    ko "--help says which device counts --frontier covers"
+grep -q -- "--progress" "$TMP/help" && grep -q -- "--log=" "$TMP/help" && ok ||
+    ko "--help lists --progress and --log"
+"$SIMRUN" --frontier "$TMP/f.csv" --quiet "$P8" "$W8" 2>"$TMP/err" &&
+    [ "$(awk -F, 'NR>1{print $1}' "$TMP/f.csv" | sort -un | tr '\n' ' ')" = "1 2 4 8 " ] && ok ||
+    ko "--frontier covers 1, 2, 4 and 8 devices on 8 NPUs"
+
+# names: any case, and an unknown one lists the valid ones
+rm -f "$TMP/n.csv"
+"$SIMRUN" --quiet --planner BMPipe --schedule 1F1B --dp-algorithm Ring --csv "$TMP/n.csv" "$P8" "$W8" \
+    2>"$TMP/err" && [ "$(csv_col "$TMP/n.csv" planner)" = bmpipe ] &&
+    [ "$(csv_col "$TMP/n.csv" schedule)" = 1f1b ] && [ "$(csv_col "$TMP/n.csv" dp_algorithm)" = ring ] &&
+    ok || ko "--planner BMPipe --schedule 1F1B --dp-algorithm Ring run as bmpipe, 1f1b, ring"
+"$SIMRUN" --quiet --set planner=AdaPipe --set schedule=GPipe --csv "$TMP/n.csv" "$P8" "$W8" 2>"$TMP/err" &&
+    [ "$(csv_col "$TMP/n.csv" planner)" = adapipe ] && [ "$(csv_col "$TMP/n.csv" schedule)" = gpipe ] &&
+    ok || ko "the workload's planner and schedule keys in any case"
+"$SIMRUN" --quiet --planner ALL "$P8" "$W8" 2>"$TMP/err" && ok || ko "--planner ALL is --planner all"
+expect_error "unknown planner lists the planners" 1 "expected one of: megatron, .*mbpp-e, all" \
+    --planner nosuch "$P8" "$W8"
+expect_error "unknown workload planner lists the planners" 2 "planner: unknown planner 'nosuch', expected one of: megatron" \
+    --set planner=nosuch "$P8" "$W8"
+expect_error "unknown schedule lists the schedules" 1 "expected one of: gpipe, 1f1b, .*pipedream-2bw" \
+    --schedule 1f2b "$P8" "$W8"
+expect_error "unknown recompute lists the options" 2 'expected one of "none", "selective", "full"' \
+    --set recompute_granularity=some "$P8" "$W8"
+expect_error "unknown all-reduce lists the algorithms" 1 "expected one of: ring-flow, ring, hierarchical" \
+    --dp-algorithm rings "$P8" "$W8"
+
+# --quiet prints nothing but errors, even the planners --planner all skips
+"$SIMRUN" --quiet --planner all "$P8" "$W8" >"$TMP/out" 2>"$TMP/err" && [ ! -s "$TMP/out" ] &&
+    [ ! -s "$TMP/err" ] && ok || ko "--quiet --planner all prints nothing (skipped planners included)"
+"$SIMRUN" --planner all "$P8" "$W8" >"$TMP/out" 2>"$TMP/err" && grep -q "^simrun: planner csimd: " "$TMP/err" &&
+    ! grep -q "…" "$TMP/err" && ok || ko "without --quiet the skipped planners are named, no progress off a terminal"
+# progress: planner lines under --progress; the line itself once a simulation runs 2 s
+"$SIMRUN" --progress --planner all "$P8" "$W8" >"$TMP/out" 2>"$TMP/err" &&
+    grep -q "^simrun: planner megatron…$" "$TMP/err" && grep -q "^simrun: planner bmpipe…$" "$TMP/err" &&
+    grep -q "^megatron " "$TMP/out" && ok || ko "--progress names each planner of --planner all on stderr"
+"$SIMRUN" --progress --quiet --planner all "$P8" "$W8" >"$TMP/out" 2>"$TMP/err" && [ ! -s "$TMP/err" ] &&
+    ok || ko "--quiet wins over --progress"
+rm -f "$TMP/pr.csv"
+"$SIMRUN" --progress --csv "$TMP/pr.csv" --run-id with platforms/16k_npu.xml workloads/llama.json \
+    >"$TMP/out" 2>"$TMP/err"
+if grep -Eq '^simrun: simulating… [0-9]+% \(simulated [0-9.]+ s of ~42\.1 s\), [0-9.]+ s elapsed$' "$TMP/err" &&
+    grep -q "^megatron " "$TMP/out"; then ok; else ko "--progress shows the simulated clock of a 16K run"; fi
+"$SIMRUN" --quiet --csv "$TMP/pr.csv" --run-id without platforms/16k_npu.xml workloads/llama.json 2>"$TMP/err"
+[ "$(cut -d, -f1-24,27 "$TMP/pr.csv" | tail -2 | sort -u | wc -l)" -eq 1 ] && ok ||
+    ko "the progress actor changes no result"
+
+# the 1,536-NPU Ascend 910 platform of CodeGeeX
+"$SIMRUN" platforms/codegeex_1536_910.xml workloads/codegeex_13b.json >"$TMP/out" 2>"$TMP/err" &&
+    grep -q "1536 NPUs" "$TMP/out" && grep -q "/  32.0" "$TMP/out" && ok ||
+    ko "codegeex_13b runs on codegeex_1536_910.xml (32 GB per NPU)"
+"$SIMRUN" --log=root.thresh:critical --quiet "$P8" "$W8" 2>"$TMP/err" && ok || ko "--log= is passed to SimGrid"
 
 harness_done cli

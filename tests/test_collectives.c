@@ -422,7 +422,9 @@ static void test_algorithm_names_round_trip(void)
         CU_ASSERT_EQUAL(coll_algorithm_by_name(coll_algorithm_name(a)), a);
     CU_ASSERT_EQUAL(coll_algorithm_by_name("halving-doubling"), COLL_HALVING_DOUBLING);
     CU_ASSERT_EQUAL(coll_algorithm_by_name("ring-flow"), COLL_RING_FLOW);
-    CU_ASSERT_EQUAL(coll_algorithm_by_name("Ring"), -1);
+    CU_ASSERT_EQUAL(coll_algorithm_by_name("Ring"), COLL_RING); /* any case */
+    CU_ASSERT_EQUAL(coll_algorithm_by_name("HALVING-DOUBLING"), COLL_HALVING_DOUBLING);
+    CU_ASSERT_EQUAL(coll_algorithm_by_name("rin"), -1);
     CU_ASSERT_EQUAL(coll_algorithm_by_name(""), -1);
     CU_ASSERT_EQUAL(coll_algorithm_by_name(NULL), -1);
 }

@@ -14,11 +14,16 @@
  *     50 ms; each takes 6(α + 10 MB/(4B)) = 15.06 ms < 50 ms, so none waits
  *     for another and only the last one is exposed: T = 402 + 15.06 ms.
  */
+#include <stdio.h>
+#include <string.h>
+
 #include "engine.h"
 #include "testutil.h"
 
-/* The iteration time of the case above (-1 when the run failed). */
-static double run_with(bool overlap, double bucket_bytes, int fold, double gather_ratio)
+/* The iteration time of the case above (-1 when the run failed); a refusal's
+ * message goes to `error` instead of stderr when error is not NULL. */
+static double run_checked(bool overlap, double bucket_bytes, int fold, double gather_ratio,
+                          char *error, size_t error_size)
 {
     cm_model cm;
     plan pl;
@@ -36,10 +41,18 @@ static double run_with(bool overlap, double bucket_bytes, int fold, double gathe
     o.fold_dp = fold;
     o.dp_param_gather_ratio = gather_ratio;
     test_sim_result out;
-    int rc = test_simulate_plan("platforms/test_flat_4.xml", &cm, &pl, &o, &out);
+    int rc = error ? test_simulate_plan_quiet("platforms/test_flat_4.xml", &cm, &pl, &o, &out)
+                   : test_simulate_plan("platforms/test_flat_4.xml", &cm, &pl, &o, &out);
+    if (error)
+        snprintf(error, error_size, "%s", rc ? "" : out.error);
     plan_free(&pl);
     cm_free(&cm);
     return rc || out.rc ? -1 : out.iteration_s;
+}
+
+static double run_with(bool overlap, double bucket_bytes, int fold, double gather_ratio)
+{
+    return run_checked(overlap, bucket_bytes, fold, gather_ratio, NULL, 0);
 }
 
 static double run(bool overlap, double bucket_bytes, int fold)
@@ -71,7 +84,12 @@ static void test_one_bucket_hides_nothing(void)
 
 /* Folding is refused with the overlap: the folded replicas' pipeline
  * traffic, not simulated, would share the NICs with the buckets. */
-static void test_folding_is_refused_with_overlap(void) { CU_ASSERT_EQUAL(run(true, 10e6, 1), -1); }
+static void test_folding_is_refused_with_overlap(void)
+{
+    char error[512];
+    CU_ASSERT_EQUAL(run_checked(true, 10e6, 1, 0, error, sizeof error), -1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(error, "cannot fold with --dp-overlap"));
+}
 
 /* The distributed optimizer reduce-scatters the fp32 gradients and
  * all-gathers the bf16 parameters (half the bytes) instead of all-reducing. */

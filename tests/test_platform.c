@@ -134,22 +134,44 @@ static void test_16k_npu_is_16384_ascend_910b_in_servers_of_8(void)
     load_and_check(&e);
 }
 
+static void test_codegeex_1536_is_192_atlas_800_servers_of_ascend_910(void)
+{
+    /* Ascend 910: 256 TFLOPS FP16, 32 GB HBM2 at 1.2 TB/s, HCCS 30 GB/s per
+     * direction, one 100 GE port (12.5e9 B/s) per NPU; 64 hosts per leaf, so
+     * rank 8 is under rank 0's leaf, 2 links of 1 us. */
+    static const expected_platform e = {"codegeex_1536_910.xml",
+                                        1536,
+                                        8,
+                                        256e12,
+                                        32e9,
+                                        1.2e12,
+                                        30e9,
+                                        2e-6,
+                                        12.5e9,
+                                        2e-6,
+                                        0.7,
+                                        10e-6};
+    load_and_check(&e);
+}
+
 static void test_h100_16k_is_16384_h100_sxm_with_ndr(void)
 {
     /* H100 SXM datasheet: 989 TFLOPS bf16 dense, 80 GB HBM3 at 3.35 TB/s,
      * NVLink4 900 GB/s = 450 GB/s per direction; NDR 400 Gb/s = 50e9 B/s;
-     * 0.5 us per link, rank 8 under the same leaf. */
+     * 0.5 us per link, rank 8 under the same leaf; matmul_efficiency calibrated
+     * (docs/validation.md). */
     static const expected_platform e = {"h100_16k.xml", 16384, 8,    989e12, 80e9, 3.35e12,
-                                        450e9,          1e-6,  50e9, 1e-6,   0.75, 5e-6};
+                                        450e9,          1e-6,  50e9, 1e-6,   0.6718, 5e-6};
     load_and_check(&e);
 }
 
 static void test_dgx_a100_1024_is_128_dgx_nodes_with_hdr(void)
 {
     /* A100 80GB datasheet: 312 TFLOPS bf16, 2.039 TB/s, NVLink3 300 GB/s per
-     * direction; DGX A100: 8 x HDR 200 Gb/s = 25e9 B/s per GPU. */
+     * direction; DGX A100: 8 x HDR 200 Gb/s = 25e9 B/s per GPU; matmul_efficiency
+     * calibrated (docs/validation.md). */
     static const expected_platform e = {
-        "dgx_a100_1024.xml", 1024, 8, 312e12, 80e9, 2.039e12, 300e9, 1e-6, 25e9, 1e-6, 0.8, 5e-6};
+        "dgx_a100_1024.xml", 1024, 8, 312e12, 80e9, 2.039e12, 300e9, 1e-6, 25e9, 1e-6, 0.6857, 5e-6};
     load_and_check(&e);
 }
 
@@ -355,6 +377,8 @@ void register_platform_tests(void)
         "platform",
         {"16k_npu.xml: 16384 Ascend 910B NPUs, 8 per server",
          test_16k_npu_is_16384_ascend_910b_in_servers_of_8},
+        {"codegeex_1536_910.xml: 192 Atlas 800 servers of 8 Ascend 910",
+         test_codegeex_1536_is_192_atlas_800_servers_of_ascend_910},
         {"h100_16k.xml: 16384 H100 SXM, NDR per GPU", test_h100_16k_is_16384_h100_sxm_with_ndr},
         {"dgx_a100_1024.xml: 128 DGX A100 nodes, HDR per GPU",
          test_dgx_a100_1024_is_128_dgx_nodes_with_hdr},

@@ -202,6 +202,11 @@ static void test_bad_keys(void)
     expect_bad("{" PW ", \"options\": [\"--cfg\"]}", "options[0]", "one string");
     expect_bad("{" PW ", \"options\": [\"--planner\", \"all\"]}", "options[1]",
                "one row per planner");
+    /* simrun matches planner names in any case, so "ALL" is "all" */
+    expect_bad("{" PW ", \"vary\": {\"--planner\": [\"ALL\"]}}", "vary.--planner[0]",
+               "one row per planner");
+    expect_bad("{" PW ", \"points\": [{\"planner\": \"All\"}]}", "points[0].planner",
+               "one row per planner");
     expect_bad("{" PW ", \"options\": [4]}", "options[0]", "a string");
     /* the file itself: JSON syntax (with the line), duplicate keys, not an object */
     expect_bad("{" PW ",\n \"name\": }", "", "");

@@ -331,11 +331,17 @@ static void sim_child(void *ctx, int fd)
     test_write_all(fd, &out, sizeof out);
 }
 
+int test_simulate_plan_quiet(const char *platform, const cm_model *cm, const plan *pl,
+                             const engine_options *o, test_sim_result *out)
+{
+    sim_job job = {platform, cm, pl, o};
+    return test_in_child(sim_child, &job, out, sizeof *out) != 0 ? -1 : 0;
+}
+
 int test_simulate_plan(const char *platform, const cm_model *cm, const plan *pl,
                        const engine_options *o, test_sim_result *out)
 {
-    sim_job job = {platform, cm, pl, o};
-    if (test_in_child(sim_child, &job, out, sizeof *out) != 0)
+    if (test_simulate_plan_quiet(platform, cm, pl, o, out) != 0)
         return -1;
     if (out->rc)
         fprintf(stderr, "\n  %s %s p=%d m=%d: %s\n", platform, wl_schedule_name(pl->schedule),

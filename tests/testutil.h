@@ -164,6 +164,10 @@ void test_sim_summarize(const engine_result *res, const plan *pl, test_sim_resul
  * delivered *out (out->rc then says whether the run succeeded). */
 int test_simulate_plan(const char *platform, const cm_model *cm, const plan *pl,
                        const engine_options *o, test_sim_result *out);
+/* The same without printing a failed run's error: for a test that expects
+ * the run to be refused and checks out->error itself. */
+int test_simulate_plan_quiet(const char *platform, const cm_model *cm, const plan *pl,
+                             const engine_options *o, test_sim_result *out);
 
 /* ---- the simrun path on a workload file --------------------------------------- */
 

@@ -10,6 +10,7 @@
  */
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 
 #include "workload_internal.h"
 
@@ -30,12 +31,14 @@ _Static_assert(sizeof(recompute_kind) == sizeof(int), "enum must be int-sized");
 _Static_assert(sizeof(wl_dtype) == sizeof(int), "enum must be int-sized");
 _Static_assert(sizeof(wl_dp_sharding) == sizeof(int), "enum must be int-sized");
 
+/* Names match without regard to case ("1F1B", "ZB-H1", "Full"): the
+ * index of the canonical name, which is what is stored and printed. */
 int wl_name_index(const char *const *names, int count, const char *name)
 {
     if (!name)
         return -1;
     for (int i = 0; i < count; i++)
-        if (strcmp(names[i], name) == 0)
+        if (strcasecmp(names[i], name) == 0)
             return i;
     return -1;
 }

@@ -7,6 +7,7 @@
  *   cli_output.c  standard output, output paths and their pre-checks, errors
  *   cli_size.c    the bound on a run's size (--allow-large), checked before
  *                 any op list is built
+ *   cli_progress.c  the progress lines on stderr (--progress, a terminal)
  *   simrun.c      the job: load the inputs, plan, simulate and report; main
  */
 #ifndef SIM_CLI_H
@@ -48,6 +49,9 @@ typedef struct cli {
     int dp_overlap;
     int shifted_recompute;
     int stages, quiet;
+    int progress;           /* --progress */
+    int terminal;           /* stderr is a terminal */
+    int show_progress;      /* cli_progress_init(): progress lines on stderr */
     int allow_large;        /* --allow-large: no bound on a run's size */
     int fold_dp_replicas;   /* parsed --fold-dp */
     engine_options engine;  /* parsed collective options */
@@ -68,7 +72,8 @@ typedef struct job {
     char plan_sha256[NP_SHA256_HEX_SIZE]; /* of the --plan file's bytes, or "" */
     double baseline_iteration_s;          /* the first successful run, for speed-ups */
     int rows;
-    int several; /* --planner all: output files get the planner's name */
+    int several;         /* --planner all: output files get the planner's name */
+    const char *planner; /* the planner's canonical name, or "all" (cli_planner_name()) */
 } job;
 
 /* ---- cli_args.c ------------------------------------------------------------- */
@@ -83,6 +88,13 @@ char *join_overrides(const cli *c);
 
 /* n strings joined by ';' (malloc'd; NULL when out of memory). */
 char *cli_join(const char *const *items, int n);
+
+/* The canonical name of planner `name` matched without regard to case
+ * ("BMPipe" is "bmpipe"), "all" for any case of all, or NULL when unknown. */
+const char *cli_planner_name(const char *name);
+
+/* The planners' names joined by ", " into buf. */
+const char *cli_planner_list(char *buf, size_t size);
 
 /* A fresh run id for a run without --run-id: 16 hex digits mixed from the
  * clock, the process id and a counter. */
@@ -123,5 +135,29 @@ int check_workload_size(const cli *c, const job *j, np_error *err);
  * (--plan) names its file and num_micro_batches, a planner's plan the
  * workload file and training.global_batch_size.  0 or NP_EXIT_INPUT. */
 int check_plan_size(const cli *c, const job *j, const plan *pl, np_error *err);
+
+/* ---- cli_progress.c ------------------------------------------------------------- */
+
+/* Decides whether progress is shown: never with --quiet; with --progress or
+ * when stderr is a terminal. */
+void cli_progress_init(cli *c);
+
+/* One progress line ("simrun: planner adapipe…"), when progress is shown. */
+void cli_progress_say(const cli *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Erases the line a terminal shows (before the table goes on). */
+void cli_progress_clear(const cli *c);
+
+/* The progress of one simulation. */
+typedef struct cli_progress {
+    const cli *c;
+    double start_s, shown_s; /* wall clock: the simulation's start, the last line */
+    double estimate_s;       /* predicted iteration time, 0 when none */
+} cli_progress;
+
+/* Sets eo's progress callback for the simulation of pl, when progress is
+ * shown (p must outlive the run). */
+void cli_progress_attach(const cli *c, const job *j, const cm_model *cm, const plan *pl,
+                         cli_progress *p, engine_options *eo);
 
 #endif

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -30,30 +31,45 @@ static const char usage_text[] =
     "                     KEY is dotted (parallel.data_parallel_size) or bare\n"
     "                     (data_parallel_size); VALUE is a JSON literal or a string\n"
     "  --planner NAME     planner to run (default: the workload's \"planner\");\n"
-    "                     NAME is one of: %s;\n"
+    "                     NAME, in any case, is one of:\n"
+    "%s;\n"
     "                     \"all\" simulates every planner's plan and prints one table\n"
     "                     (speed-up is relative to the first row, Megatron's, which\n"
-    "                     then takes the fastest uniform recompute that fits)\n"
-    "  --plan-out FILE    write the plan as JSON (with --planner all: FILE.NAME.json\n"
-    "                     for each planner)\n"
-    "  --plan FILE        replay a saved plan instead of running a planner\n"
+    "                     then takes the fastest uniform recompute that fits); a\n"
+    "                     planner that does not apply or fit is named on stderr\n"
+    "                     and skipped\n"
+    "  --plan-out FILE    write the plan as JSON; with --planner all one file per\n"
+    "                     planner, its name before the extension: --plan-out all.json\n"
+    "                     writes all.megatron.json, all.adapipe.json, ...\n"
+    "  --plan FILE        replay a saved plan (a --plan-out file) instead of planning:\n"
+    "                     no planner runs, --planner is ignored\n"
     "  --frontier FILE    also write TensorOpt's Pareto frontier of (iteration time,\n"
-    "                     memory per NPU) over TP/PP/DP, micro-batch and recompute, for\n"
-    "                     1, 2, 4, ... NPUs up to the platform's, as CSV\n"
-    "  --schedule NAME    pipeline schedule (default: the workload's \"schedule\")\n"
+    "                     memory per NPU) over TP/PP/DP, micro-batch and recompute,\n"
+    "                     as CSV with a \"devices\" column: one frontier per count\n"
+    "                     N = 1, 2, 4, 8, ... and the platform's own count, from the\n"
+    "                     smallest N where some plan fits in memory\n"
+    "  --schedule NAME    pipeline schedule (default: the workload's \"schedule\"), in\n"
+    "                     any case:\n"
+    "%s\n"
     "  --csv FILE         append one result row to FILE (header written if new;\n"
     "                     columns in docs/csv-format.md)\n"
     "  --run-id ID        the row's run_id (default: a fresh 16-hex-digit id); 1 to 64\n"
     "                     of A-Z a-z 0-9 . _ : - (simsweep passes its points' ids)\n"
     "  --csv-header       print the CSV header line and exit\n"
     "  --version          print \"simrun VERSION\" (the CSV's simulator_version) and exit\n"
-    "  --trace FILE       write the timeline as a Chrome trace (Perfetto, chrome://tracing)\n"
-    "  --trace-replicas N data-parallel replicas per stage in the trace (default 1; \"all\")\n"
-    "  --dp-algorithm A   data-parallel all-reduce: %s\n"
+    "  --trace FILE       write the timeline as a Chrome trace (Perfetto, chrome://tracing);\n"
+    "                     with --planner all one per planner, named as --plan-out's\n"
+    "  --trace-replicas N data-parallel replicas per stage in the trace (default 1;\n"
+    "                     \"all\"; with --fold-dp K at most K)\n"
+    "  --dp-algorithm A   data-parallel all-reduce (default ring-flow), in any case:\n"
+    "%s\n"
+    "  --dp-inter-algorithm A  between-servers part of \"hierarchical\": the same names\n"
     "                     (default ring-flow)\n"
-    "  --dp-inter-algorithm A  between-servers part of \"hierarchical\" (default ring-flow)\n"
-    "  --dp-radix R       radix of \"butterfly\" (default 4)\n"
-    "  --ep-alltoall-algorithm A  expert-parallel all-to-all: %s (default pairwise)\n"
+    "  --dp-radix R       radix of \"butterfly\", at least 2 (default 4)\n"
+    "  --ep-alltoall-algorithm A  expert-parallel all-to-all (default pairwise):\n"
+    "%s\n"
+    "                     (recorded in the CSV; no schedule emits expert all-to-alls\n"
+    "                     yet, so it changes no result today)\n"
     "  --dp-overlap       bucket the gradient all-reduce and overlap it with the backward\n"
     "                     (Megatron's overlap_grad_reduce)\n"
     "  --dp-bucket-bytes N  bucket size for --dp-overlap (default Megatron's:\n"
@@ -64,16 +80,25 @@ static const char usage_text[] =
     "  --fold-dp K        simulate the pipelines of K data-parallel replicas only; the\n"
     "                     others join every collective, so its traffic stays on the fabric;\n"
     "                     exact on non-blocking fat trees (refused, with the reason, on\n"
-    "                     tapered ones and where replicas are not symmetric)\n"
+    "                     tapered ones, with --dp-overlap, and where replicas are not\n"
+    "                     symmetric: expert parallelism, asynchronous PipeDream)\n"
     "  --stages           also print the per-stage table\n"
-    "  --quiet            print nothing on success (use with --csv)\n"
+    "  --quiet            print nothing but errors (use with --csv): no table, no\n"
+    "                     progress, no line for a planner --planner all skips\n"
+    "  --progress         progress on stderr even when it is not a terminal (on a\n"
+    "                     terminal it is shown without --progress): the planner\n"
+    "                     --planner all is at and, once a simulation has run 2 s,\n"
+    "                     \"simulating... 41%% (simulated 17.2 s of ~41.7 s)\", at\n"
+    "                     most twice a second\n"
     "  --allow-large      simulate runs over the size bound: by default a run whose\n"
     "                     estimate exceeds 5e7 SimGrid activities (about 10 minutes)\n"
     "                     or this machine's memory (MemTotal) is refused before any\n"
     "                     op list is built, naming the key that drives its size, and\n"
     "                     so is a platform of more than 2e6 elements\n"
     "  --help             this text\n"
-    "  --cfg=NAME:VALUE   passed to SimGrid (e.g. --cfg=network/model:LV08)\n"
+    "  --cfg=NAME:VALUE   passed to SimGrid (e.g. --cfg=network/model:LV08); recorded\n"
+    "                     in the CSV's cfg column\n"
+    "  --log=SPEC         passed to SimGrid's logging (e.g. --log=root.thresh:info)\n"
     "\n"
     "output files (--csv, --trace, --plan-out, --frontier) are checked before the\n"
     "simulation: a missing folder, a directory, a device or a read-only file is\n"
@@ -86,20 +111,67 @@ static const char usage_text[] =
     "output failure (also a refused output path, or standard output that cannot\n"
     "be written).\n";
 
-static void print_usage(FILE *out)
+/* cli.h */
+const char *cli_planner_list(char *buf, size_t size)
 {
-    char names[256] = "";
     int n;
     const planner_desc *all = planner_all(&n);
-    for (int i = 0; i < n; i++) {
-        strncat(names, all[i].name, sizeof names - strlen(names) - 1);
-        if (i + 1 < n)
-            strncat(names, ", ", sizeof names - strlen(names) - 1);
+    buf[0] = '\0';
+    for (int i = 0; i < n; i++)
+        snprintf(buf + strlen(buf), size - strlen(buf), "%s%s", i ? ", " : "", all[i].name);
+    return buf;
+}
+
+/* cli.h */
+const char *cli_planner_name(const char *name)
+{
+    int n;
+    const planner_desc *all = planner_all(&n);
+    for (int i = 0; name && i < n; i++)
+        if (strcasecmp(all[i].name, name) == 0)
+            return all[i].name;
+    return name && strcasecmp(name, "all") == 0 ? "all" : NULL;
+}
+
+/* list ("a, b, c") indented by 21 columns and wrapped after a comma so that
+ * no line passes 80 columns, into buf. */
+static const char *indented(const char *list, char *buf, size_t size)
+{
+    enum { INDENT = 21, WIDTH = 80 };
+    size_t n = 0;
+    int col = 0;
+    buf[0] = '\0';
+    for (const char *w = list; *w && n + 2 * INDENT < size;) {
+        size_t len = strcspn(w, " ");
+        if (col == 0 || col + 1 + (int)len > WIDTH) {
+            n += snprintf(buf + n, size - n, "%s%*s", col ? "\n" : "", INDENT, "");
+            col = INDENT;
+        } else {
+            buf[n++] = ' ';
+            col++;
+        }
+        n += snprintf(buf + n, size - n, "%.*s", (int)len, w);
+        col += (int)len;
+        w += len;
+        w += strspn(w, " ");
     }
+    return buf;
+}
+
+static void print_usage(FILE *out)
+{
+    char names[256];
+    cli_planner_list(names, sizeof names);
+    char schedules[160] = "";
+    for (int k = 0; k < SCHED_COUNT; k++)
+        snprintf(schedules + strlen(schedules), sizeof schedules - strlen(schedules), "%s%s",
+                 k ? ", " : "", wl_schedule_name((schedule_kind)k));
     char allreduce[128], alltoall[64];
     coll_algorithm_list(COLL_ALLREDUCE, allreduce, sizeof allreduce);
     coll_algorithm_list(COLL_ALLTOALL, alltoall, sizeof alltoall);
-    fprintf(out, usage_text, names, allreduce, alltoall);
+    char a[320], b[320], c[320], d[320];
+    fprintf(out, usage_text, indented(names, a, sizeof a), indented(schedules, b, sizeof b),
+            indented(allreduce, c, sizeof c), indented(alltoall, d, sizeof d));
 }
 
 static int usage_error(const char *fmt, const char *arg)
@@ -260,6 +332,8 @@ int parse_args(int argc, char **argv, cli *c)
             c->shifted_recompute = 1;
         } else if (strcmp(a, "--quiet") == 0) {
             c->quiet = 1;
+        } else if (strcmp(a, "--progress") == 0) {
+            c->progress = 1;
         } else if (strcmp(a, "--allow-large") == 0) {
             c->allow_large = 1;
         } else if (a[0] == '-' && a[1] != '\0') {

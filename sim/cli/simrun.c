@@ -41,8 +41,12 @@ static int simulate_and_report(const cli *c, job *j, plan *pl, np_error *err)
     if (!rc)
         rc = sched_build(pl, cm, &sc, err);
     engine_options eo = cli_engine_options(c, j);
+    cli_progress progress;
+    if (!rc)
+        cli_progress_attach(c, j, cm, pl, &progress, &eo);
     if (!rc)
         rc = engine_run(&j->pf, &j->w, cm, pl, &sc, &eo, &res, err);
+    cli_progress_clear(c);
     if (!rc && c->trace_path) {
         trace_options to;
         trace_init_options(&to);
@@ -58,6 +62,7 @@ static int simulate_and_report(const cli *c, job *j, plan *pl, np_error *err)
                           .workload = c->workload_path,
                           .w = &j->w,
                           .pl = pl,
+                          .cm = cm,
                           .r = &res,
                           .capacity_bytes = j->pf.cluster.hbm_bytes,
                           .num_npus = j->pf.num_npus,
@@ -146,7 +151,9 @@ static int run_all_planners(const cli *c, job *j, np_error *err)
     for (int i = 0; i < n; i++) {
         np_error one;
         np_error_clear(&one);
+        cli_progress_say(c, "simrun: planner %s…", all[i].name);
         int rc = run_planner(c, j, &all[i], &one);
+        cli_progress_clear(c);
         if (rc == 0) {
             successes++;
             continue;
@@ -156,8 +163,9 @@ static int run_all_planners(const cli *c, job *j, np_error *err)
             return rc;
         }
         char buf[1400];
-        fprintf(stderr, "simrun: planner %s: %s\n", all[i].name,
-                np_error_format(&one, buf, sizeof buf));
+        if (!c->quiet) /* --quiet: errors only, and a planner that does not apply is not one */
+            fprintf(stderr, "simrun: planner %s: %s\n", all[i].name,
+                    np_error_format(&one, buf, sizeof buf));
         if (!first_rc) {
             first_rc = rc;
             *err = one;
@@ -177,9 +185,14 @@ static int load_inputs(cli *c, job *j, np_error *err)
     char schedule_override[80];
     int n = 0;
     if (c->schedule) {
-        if (wl_schedule_by_name(c->schedule) < 0)
+        if (wl_schedule_by_name(c->schedule) < 0) {
+            char names[160] = "";
+            for (int k = 0; k < SCHED_COUNT; k++)
+                snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", k ? ", " : "",
+                         wl_schedule_name((schedule_kind)k));
             return np_error_set(err, NP_EXIT_USAGE, "<command line>", "--schedule", 0,
-                                "unknown schedule '%s'", c->schedule);
+                                "unknown schedule '%s', expected one of: %s", c->schedule, names);
+        }
         snprintf(schedule_override, sizeof schedule_override, "schedule=\"%s\"", c->schedule);
         overrides[n++] = schedule_override;
     }
@@ -189,15 +202,21 @@ static int load_inputs(cli *c, job *j, np_error *err)
     if (rc)
         return rc;
     const char *name = c->planner ? c->planner : j->w.planner;
-    if (!c->plan_in && strcmp(name, "all") != 0 && !planner_find(name))
+    j->planner = cli_planner_name(name); /* the canonical name, whatever its case */
+    if (!c->plan_in && !j->planner) {
+        char names[256];
         return np_error_set(err, c->planner ? NP_EXIT_USAGE : NP_EXIT_INPUT,
                             c->planner ? "<command line>" : c->workload_path,
-                            c->planner ? "--planner" : "planner", 0, "unknown planner '%s'", name);
-    if (c->run_id && !c->plan_in && strcmp(name, "all") == 0)
+                            c->planner ? "--planner" : "planner", 0,
+                            "unknown planner '%s', expected one of: %s, all", name,
+                            cli_planner_list(names, sizeof names));
+    }
+    bool all = !c->plan_in && strcmp(j->planner, "all") == 0;
+    if (c->run_id && all)
         return np_error_set(err, NP_EXIT_USAGE, "<command line>", "--run-id", 0,
                             "--run-id names one row, --planner all writes one per planner: run "
                             "each planner with its own id");
-    if ((rc = check_outputs(c, !c->plan_in && strcmp(name, "all") == 0, err)))
+    if ((rc = check_outputs(c, all, err)))
         return rc;
     if ((rc = engine_simgrid_init(&c->simgrid_argc, c->simgrid_argv, err)))
         return rc;
@@ -217,7 +236,9 @@ static int load_inputs(cli *c, job *j, np_error *err)
 static int write_frontier(const cli *c, job *j, np_error *err)
 {
     frontier fr;
+    cli_progress_say(c, "simrun: frontier over every device count…");
     int rc = frontier_sweep(&j->w, &j->pf.cluster, &fr, err);
+    cli_progress_clear(c);
     if (!rc)
         rc = frontier_write_csv(c->frontier_path, &fr, err);
     frontier_free(&fr);
@@ -352,10 +373,9 @@ static int run_job(cli *c, job *j, np_error *err)
         plan_free(&pl);
         return rc;
     }
-    const char *name = c->planner ? c->planner : j->w.planner;
-    if (strcmp(name, "all") == 0)
+    if (strcmp(j->planner, "all") == 0)
         return run_all_planners(c, j, err);
-    return run_planner(c, j, planner_find(name), err);
+    return run_planner(c, j, planner_find(j->planner), err);
 }
 
 #ifdef NPUSIM_SANITIZE
@@ -382,6 +402,7 @@ int main(int argc, char **argv)
         int out = finish_stdout(); /* --help > /dev/full */
         return rc ? rc : out;
     }
+    cli_progress_init(&c);
     job j;
     memset(&j, 0, sizeof j);
     if (c.run_id)

@@ -224,6 +224,7 @@ int engine_run(const sim_platform *pf, const wl_workload *w, const cm_model *cm,
     clock_gettime(CLOCK_MONOTONIC, &t_start);
     transport_init(&e.net, pf, e.tp);
     workers_start(&e);
+    engine_progress_start(&e); /* engine_options.progress, when set (engine_progress.c) */
     simgrid_run();
     clock_gettime(CLOCK_MONOTONIC, &t_end);
     if (e.finished != actors)

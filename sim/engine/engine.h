@@ -59,6 +59,13 @@ typedef struct engine_options {
     double dp_param_gather_ratio;
     bool dp_overlap;
     double dp_bucket_bytes; /* 0: Megatron's default, max(40M, 1M·dp) fp32 gradients */
+    /* Progress (simrun's progress line; engine_progress.c): when set, called
+     * with the simulated seconds since the run's start every progress_step_s
+     * simulated seconds (≤ 0: 10 ms) while the run goes on, from a light
+     * actor that starts no activity; NULL: no actor. */
+    void (*progress)(double simulated_s, void *ctx);
+    void *progress_ctx;
+    double progress_step_s;
 } engine_options;
 
 void engine_init_options(engine_options *o);

@@ -9,6 +9,7 @@
  *   engine_collective.c  the data- and expert-parallel collectives of a worker
  *   engine_cp.c          context parallelism: the ring exchange of K/V
  *   engine_metrics.c     the result, from the workers' accounting
+ *   engine_progress.c    the progress callback's actor (engine_options.progress)
  *   engine_estimate.c    the activities and bytes a run will take, before it runs
  *                        (simrun refuses a job over its bound; declared in engine.h)
  *
@@ -170,6 +171,11 @@ void engine_dp_collective(engine *e, worker *w, op_kind kind, double bytes);
  * stage that hold w (Megatron's EP groups); `bytes` per NPU in total, bytes/ep
  * to each member; engine_options.ep_alltoall_algorithm. */
 void engine_ep_alltoall(engine *e, worker *w, int ep_size, double bytes);
+
+/* ---- engine_progress.c ------------------------------------------------------- */
+
+/* Starts the progress actor when engine_options.progress is set. */
+void engine_progress_start(engine *e);
 
 /* ---- engine_metrics.c -------------------------------------------------------- */
 

@@ -23,28 +23,48 @@ const char report_csv_header[] =
     "dp_bucket_bytes,shifted_recompute,plan_file,plan_sha256,cfg,simulator_version,status,"
     "exit_code,error";
 
-const char *report_recompute_summary(const plan *pl, char *buf, int size)
+/* Whether layer l's recompute option is a decision the label reports: every
+ * decoder and listed layer, and an embedding or LM head only when the plan
+ * recomputes it (Megatron's options apply to the Transformer layers; the
+ * embedding and the head keep their activations unless a planner says
+ * otherwise).  Without a cost model every layer counts. */
+static bool counts_layer(const plan *pl, const cm_model *cm, int l)
 {
-    if (pl->recompute_units) { /* AdaPipe: units of some layers */
-        int layers = 0;
-        for (int l = 0; l < pl->num_layers; l++)
+    if (!cm || l >= cm->num_layers)
+        return true;
+    cm_layer_kind k = cm->layers[l].kind;
+    if (k == CM_DECODER || k == CM_CUSTOM)
+        return true;
+    return pl->recompute_units ? pl->recompute_units[l] != 0 : pl->recompute[l] != RECOMPUTE_NONE;
+}
+
+const char *report_recompute_summary(const plan *pl, const cm_model *cm, char *buf, int size)
+{
+    if (pl->recompute_units) { /* AdaPipe: units of some of the layers that have units */
+        int layers = 0, with_units = 0;
+        for (int l = 0; l < pl->num_layers; l++) {
+            bool has_units = !cm || l >= cm->num_layers || cm->layers[l].num_units > 0;
+            with_units += has_units || pl->recompute_units[l] != 0;
             layers += pl->recompute_units[l] != 0;
-        snprintf(buf, size, layers ? "units(%d/%d)" : "none", layers, pl->num_layers);
-        return buf;
+        }
+        snprintf(buf, size, layers ? "units(%d/%d)" : "none", layers, with_units);
+    } else {
+        int count[RECOMPUTE_COUNT] = {0};
+        for (int l = 0; l < pl->num_layers; l++)
+            if (counts_layer(pl, cm, l))
+                count[pl->recompute[l]]++;
+        int kinds = 0, only = RECOMPUTE_NONE;
+        for (int r = 0; r < RECOMPUTE_COUNT; r++)
+            if (count[r])
+                kinds++, only = r;
+        /* One kind on every counted layer is that kind; anything else is
+         * mixed, even 1 full layer among 81 without recompute. */
+        if (kinds <= 1)
+            snprintf(buf, size, "%s", wl_recompute_name((recompute_kind)only));
+        else
+            snprintf(buf, size, "mixed(%d/%d/%d)", count[RECOMPUTE_NONE],
+                     count[RECOMPUTE_SELECTIVE], count[RECOMPUTE_FULL]);
     }
-    int count[RECOMPUTE_COUNT] = {0};
-    for (int l = 0; l < pl->num_layers; l++)
-        count[pl->recompute[l]]++;
-    int kinds = 0, only = 0;
-    for (int r = 0; r < RECOMPUTE_COUNT; r++)
-        if (count[r] && r != RECOMPUTE_NONE)
-            kinds++, only = r;
-    if (kinds == 0)
-        snprintf(buf, size, "none");
-    else if (kinds == 1)
-        snprintf(buf, size, "%s", wl_recompute_name((recompute_kind)only));
-    else
-        snprintf(buf, size, "mixed(%d/%d/%d)", count[0], count[1], count[2]);
     if (pl->merak_shifted_recompute && size > 8)
         strncat(buf, "+shift", size - strlen(buf) - 1);
     return buf;
@@ -62,7 +82,7 @@ void report_print_header(FILE *out, const report_row *row)
 
 void report_print_table_head(FILE *out)
 {
-    fprintf(out, "\n%-10s %-13s %-14s %-13s %10s %10s %8s %11s %6s %7s %9s %15s %7s %9s %9s %8s\n",
+    fprintf(out, "\n%-10s %-13s %-14s %-16s %10s %10s %8s %11s %6s %7s %9s %15s %7s %9s %9s %8s\n",
             "planner", "schedule", "TPxPPxDP m", "recompute", "iter (s)", "pred (s)", "speedup",
             "tokens/s", "MFU", "bubble", "recomp(s)", "peak mem (GB)", "mem", "comm (s)",
             "plan (s)", "sim (s)");
@@ -84,11 +104,11 @@ void report_print_table_row(FILE *out, const report_row *row, double baseline_it
     if (row->pl->predicted_iteration_s > 0)
         snprintf(predicted, sizeof predicted, "%.3f", row->pl->predicted_iteration_s);
     fprintf(out,
-            "%-10s %-13s %-14s %-13s %10.3f %10s %7.2fx %11.0f %5.1f%% %6.1f%% %9.3f %7.1f / %5.1f "
+            "%-10s %-13s %-14s %-16s %10.3f %10s %7.2fx %11.0f %5.1f%% %6.1f%% %9.3f %7.1f / %5.1f "
             "%6.1f%% %9.3f %9.3f %8.2f\n",
             row->pl->planner, wl_schedule_name(row->pl->schedule), shape,
-            report_recompute_summary(row->pl, rc, sizeof rc), r->iteration_s, predicted, speedup,
-            r->tokens_per_s, 100 * r->mfu, 100 * bubble, recompute_s / r->num_stages,
+            report_recompute_summary(row->pl, row->cm, rc, sizeof rc), r->iteration_s, predicted,
+            speedup, r->tokens_per_s, 100 * r->mfu, 100 * bubble, recompute_s / r->num_stages,
             r->peak_bytes / 1e9, row->capacity_bytes / 1e9, 100 * r->peak_fraction,
             r->exposed_comm_s, row->pl->planner_wall_s, r->wall_s);
     if (row->pl->solver_status[0])
@@ -135,7 +155,7 @@ static char *csv_format_row(const report_row *row, size_t *len)
     fprintf(f, ",%d,%d,%d,%d,%d,%d,%d,%ld,", row->num_npus, pl->tensor_parallel, pl->num_stages,
             pl->data_parallel, pl->num_chunks, pl->micro_batch_size, pl->num_micro_batches,
             row->w->training.global_batch_size);
-    np_csv_field(f, report_recompute_summary(pl, rc, sizeof rc));
+    np_csv_field(f, report_recompute_summary(pl, row->cm, rc, sizeof rc));
     fputc(',', f);
     double recompute_s = 0;
     for (int s = 0; s < r->num_stages; s++)

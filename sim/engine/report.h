@@ -23,6 +23,7 @@ typedef struct report_row {
     const char *workload;
     const wl_workload *w;
     const plan *pl;
+    const cm_model *cm; /* the plan's cost model (the recompute label), or NULL */
     const engine_result *r;
     double capacity_bytes;
     int num_npus;
@@ -49,8 +50,13 @@ void report_print_stages(FILE *out, const report_row *row);
  * part of the row. */
 int report_csv_append(const char *path, const report_row *row, np_error *err);
 
-/* "none", "selective", "full", "mixed(n/s/f)" with the layer counts, or
- * "units(k/L)" when k of the L layers recompute some of their units. */
-const char *report_recompute_summary(const plan *pl, char *buf, int size);
+/* The plan's recompute in one word: "none", "selective" or "full" when every
+ * decoder (or listed) layer takes that option, "mixed(n/s/f)" with the layer
+ * counts as soon as two options are used (1 full layer among 81 without
+ * recompute is mixed(81/0/1)), or "units(k/L)" when k of the L layers that
+ * have recomputable units recompute some of them (AdaPipe); "+shift" under
+ * Merak's shifted recompute.  With cm, the embedding and the LM head count
+ * only when the plan recomputes them; cm NULL counts every layer. */
+const char *report_recompute_summary(const plan *pl, const cm_model *cm, char *buf, int size);
 
 #endif

@@ -9,6 +9,7 @@
  * and expert-parallel calls are sim/engine/engine_collective.c.
  */
 #include <string.h>
+#include <strings.h>
 
 #include "collective.h"
 #include "collective_internal.h"
@@ -39,7 +40,7 @@ const char *coll_algorithm_name(coll_algorithm a)
 int coll_algorithm_by_name(const char *name)
 {
     for (int a = 0; a < COLL_ALGORITHM_COUNT; a++)
-        if (name && strcmp(name, algorithms[a].name) == 0)
+        if (name && strcasecmp(name, algorithms[a].name) == 0) /* "Ring", "RING" */
             return a;
     return -1;
 }

@@ -45,7 +45,7 @@ static const char usage_text[] =
     "  --run-point-index I  run point I, from 0 (what a Slurm array task runs)\n"
     "  --merge OUT FRAG...  join CSV fragments and OUT into OUT, one header, one row\n"
     "                     per run id (an ok row over a failed one, else the first)\n"
-    "  --help             this text\n"
+    "  -h, --help         this text\n"
     "\n"
     "exit codes: 0 every point has an ok row; 1 bad command line; 2 bad sweep file\n"
     "or CSV; 3 some points failed (their rows say why); 4 output failure or simrun\n"
@@ -111,7 +111,7 @@ static int parse_args(int argc, char **argv, args *a)
         }
         if (takes)
             i++;
-        if (!strcmp(o, "--help")) {
+        if (!strcmp(o, "--help") || !strcmp(o, "-h")) { /* as simrun */
             fputs(usage_text, stdout);
             rc = 0;
         } else if (!strcmp(o, "-j") || !strcmp(o, "--jobs")) {

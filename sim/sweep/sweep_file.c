@@ -13,6 +13,7 @@
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 
 #include "sweep_internal.h"
@@ -118,7 +119,7 @@ static int check_point_value(const char *path, const char *where, const char *ke
         if (!is_scalar(v))
             return fail_type(err, path, where, "a string, number or boolean", v);
         if (strcmp(key, "planner") == 0 && json_is_string(v) &&
-            !strcmp(json_string_value(v), "all"))
+            !strcasecmp(json_string_value(v), "all")) /* simrun matches names in any case */
             return FAIL(err, path, where,
                         "planner \"all\" writes one row per planner, a point is one row: "
                         "vary \"--planner\" over the planners' names");
@@ -140,7 +141,8 @@ static int check_point_value(const char *path, const char *where, const char *ke
         return fail_type(err, path, where, "true or false (a flag)", v);
     if (kind != SWEEP_OPT_FLAG && !(json_is_string(v) || json_is_number(v) || json_is_false(v)))
         return fail_type(err, path, where, "a string or a number (or false to omit it)", v);
-    if (strcmp(key, "--planner") == 0 && json_is_string(v) && !strcmp(json_string_value(v), "all"))
+    if (strcmp(key, "--planner") == 0 && json_is_string(v) &&
+        !strcasecmp(json_string_value(v), "all"))
         return FAIL(err, path, where,
                     "--planner all writes one row per planner, a point is one row: vary "
                     "\"--planner\" over the planners' names");
@@ -198,9 +200,9 @@ static int check_fixed_options(const char *path, const json_t *v, np_error *err)
             return FAIL(err, path, where, "%s takes a value: the next string of the array", a);
         const char *value = json_string_value(json_array_get(v, i));
         snprintf(where, sizeof where, "options[%zu]", i);
-        if ((strcmp(a, "--planner") == 0 && strcmp(value, "all") == 0) ||
+        if ((strcmp(a, "--planner") == 0 && strcasecmp(value, "all") == 0) ||
             (strcmp(a, "--set") == 0 &&
-             (strcmp(value, "planner=all") == 0 || strcmp(value, "planner=\"all\"") == 0)))
+             (strcasecmp(value, "planner=all") == 0 || strcasecmp(value, "planner=\"all\"") == 0)))
             return FAIL(err, path, where,
                         "planner all writes one row per planner, a point is "
                         "one row: vary \"--planner\" over the planners' names");
