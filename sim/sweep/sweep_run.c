@@ -353,9 +353,10 @@ static int run_list(runner *r, const sweep_point *const *list, int n, np_error *
                 if (r->children[i].pid > 0)
                     kill(r->children[i].pid, got_stop);
         }
-        int status;
+        int status, reaped = 0;
         pid_t pid;
-        while (r->running > 0 && (pid = waitpid(-1, &status, WNOHANG)) > 0)
+        while (r->running > 0 && (pid = waitpid(-1, &status, WNOHANG)) > 0) {
+            reaped++;
             for (int i = 0; i < jobs; i++)
                 if (r->children[i].pid == pid) {
                     int frc = finish(r, &r->children[i], status, err);
@@ -363,7 +364,12 @@ static int run_list(runner *r, const sweep_point *const *list, int n, np_error *
                         rc = frc;
                     r->children[i].pid = 0;
                 }
+        }
         show_progress(r, false);
+        /* a point just ended: start the next one before sleeping (the
+         * SIGCHLD that woke us is spent, another may never come) */
+        if (reaped && !rc && !got_stop && next < n)
+            continue;
         if (r->running > 0 && !(forwarded < stop_count))
             sigsuspend(&r->orig_mask); /* until SIGCHLD, SIGALRM, SIGINT or SIGTERM */
         else if (r->running == 0 && (rc || got_stop))
