@@ -139,7 +139,7 @@ void report_print_stages(FILE *out, const report_row *row)
     }
 }
 
-/* The mem_* columns: the worst stage's memory (mem_worst_stage(), the
+/* The mem_* columns, each after its comma: the worst stage's memory (mem_worst_stage(), the
  * breakdown of simrun --memory) beside the engine's peak of that stage;
  * empty without a cost model. */
 static void csv_memory_fields(FILE *f, const report_row *row)
@@ -147,11 +147,11 @@ static void csv_memory_fields(FILE *f, const report_row *row)
     mem_stage st;
     int s = row->cm ? mem_worst_stage(row->cm, row->pl, &st) : -1;
     if (s < 0) {
-        fputs(",,,,,,,,,,", f); /* 11 empty fields */
+        fputs(",,,,,,,,,,,", f); /* 11 empty fields */
         return;
     }
     double simulated = s < row->r->num_stages ? row->r->stages[s].peak_bytes : 0.0;
-    fprintf(f, "%d,%.9g,%.9g,%.9g,%.9g,%.9g,%d,%.9g,%.9g,%.9g,%.9g", s, st.weight_bytes,
+    fprintf(f, ",%d,%.9g,%.9g,%.9g,%.9g,%.9g,%d,%.9g,%.9g,%.9g,%.9g", s, st.weight_bytes,
             st.stash_bytes, st.grad_bytes, st.optimizer_bytes, st.activation_bytes, st.inflight,
             st.transient_bytes, st.workspace_bytes, st.total_bytes, simulated);
 }
@@ -208,7 +208,7 @@ static char *csv_format_row(const report_row *row, size_t *len)
     np_csv_field(f, row->cfg);
     fputc(',', f);
     np_csv_field(f, row->simulator_version);
-    fputs(",ok,0,", f); /* status, exit_code, error: simsweep writes failed points' rows */
+    fputs(",ok,0,", f); /* status, exit_code, error (empty): simsweep writes failed points' rows */
     csv_memory_fields(f, row);
     fputc('\n', f);
     int failed = ferror(f);
