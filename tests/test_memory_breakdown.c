@@ -251,6 +251,31 @@ static void test_moe_experts_shard_over_dp_over_ep(void)
     wl_free(&w);
 }
 
+/* The "does not fit" error gives the same breakdown, from the same code:
+ * stage 1 of the first case on a 1 GB device, in GB with two decimals. */
+static void test_does_not_fit_names_the_parts(void)
+{
+    gpt_case g;
+    gpt_build(&g, 1, 2, "1f1b", "\"recompute_granularity\": \"none\"");
+    CU_ASSERT_EQUAL_FATAL(g.rc, 0);
+    g.cm.hbm_bytes = 1e9;
+    np_error err;
+    np_error_clear(&err);
+    CU_ASSERT_EQUAL(mem_check_fits(&g.cm, &g.pl, &err), NP_EXIT_NOFIT);
+    double P = 2 * decoder_params(1), sbh = SEQ * H;
+    double act = 3 * 2 * sbh * (34 + 5 * HEADS * SEQ / H);
+    char want[400];
+    snprintf(want, sizeof want,
+             "stage 1 needs %.2f GB (weights %.2f + gradients %.2f + optimizer %.2f + "
+             "activations %.2f (3 in flight) + recompute 0.00 + workspace %.2f) but has 1.00 GB",
+             (18 * P + act + WORKSPACE) / 1e9, 2 * P / 1e9, 4 * P / 1e9, 12 * P / 1e9, act / 1e9,
+             WORKSPACE / 1e9);
+    if (!strstr(err.text, want))
+        fprintf(stderr, "\n  got:  %s\n  want: %s\n", err.text, want);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.text, want));
+    gpt_free(&g);
+}
+
 /* Interleaved, p 4, v 2, m 8, 3 layers of 10 bytes per chunk: Megatron's
  * warm-up on stage s is 2(p − s − 1) + (v − 1)p chunk forwards, and the
  * k-th forward runs chunk (k / p) mod v; at the peak the warm-up plus one
@@ -340,6 +365,7 @@ void register_memory_breakdown_tests(void)
         {"FlashAttention activations", test_flash_attention_activations},
         {"full recompute transient", test_full_recompute_transient},
         {"MoE experts shard over dp/ep", test_moe_experts_shard_over_dp_over_ep},
+        {"does not fit names the parts", test_does_not_fit_names_the_parts},
         {"interleaved chunks hold their share", test_interleaved_chunks_hold_their_share},
         {"simulated peak equals predicted", test_simulated_peak_equals_predicted});
 }
