@@ -121,32 +121,56 @@ static void state_per_param(const cm_model *cm, int shards, double *w, double *g
     *o = cm->sharding >= WL_SHARD_OPTIM ? S / n : S;
 }
 
-void mem_layer_state(const cm_model *cm, int l, double *weights, double *grads, double *optimizer)
+/* Per parameter: dense (d) and expert (e, sharded over dp / ep) weights,
+ * gradients and optimizer state; computed once per stage. */
+typedef struct state_split {
+    bool synthetic, moe;
+    double wd, gd, od, we, ge, oe;
+} state_split;
+
+static state_split state_split_of(const cm_model *cm)
+{
+    state_split sp = {.synthetic = !cm->has_source};
+    if (sp.synthetic)
+        return sp;
+    int ep = cm->source.parallel.expert_model_parallel_size;
+    ep = ep > 0 ? ep : 1;
+    state_per_param(cm, cm->data_parallel, &sp.wd, &sp.gd, &sp.od);
+    state_per_param(cm, cm->data_parallel / ep > 0 ? cm->data_parallel / ep : 1, &sp.we, &sp.ge,
+                    &sp.oe);
+    double bd = sp.wd + sp.gd + sp.od, be = sp.we + sp.ge + sp.oe;
+    sp.moe = cm->source.model.num_experts > 0 && fabs(be - bd) > 1e-9 * bd;
+    return sp;
+}
+
+static void split_layer(const cm_model *cm, const state_split *sp, int l, double *weights,
+                        double *grads, double *optimizer)
 {
     const cm_layer *ly = &cm->layers[l];
     double state = ly->state_bytes;
-    if (!cm->has_source) {
+    if (sp->synthetic) {
         *weights = fmin(ly->params * cm->weight_bytes_per_param, state);
         *grads = 0.0;
         *optimizer = state - *weights;
         return;
     }
-    double wd, gd, od, we, ge, oe, expert = 0.0;
-    int ep = cm->source.parallel.expert_model_parallel_size;
-    ep = ep > 0 ? ep : 1;
-    state_per_param(cm, cm->data_parallel, &wd, &gd, &od);
-    state_per_param(cm, cm->data_parallel / ep > 0 ? cm->data_parallel / ep : 1, &we, &ge, &oe);
     /* A MoE layer's experts are sharded over dp / ep replicas: its state is
      * dense·(wd + gd + od) + expert·(we + ge + oe) with dense + expert its
      * params, which gives the experts' count (costmodel.c, cm_set_state). */
-    double bd = wd + gd + od, be = we + ge + oe;
-    if (cm->source.model.num_experts > 0 && fabs(be - bd) > 1e-9 * bd)
+    double expert = 0.0, bd = sp->wd + sp->gd + sp->od, be = sp->we + sp->ge + sp->oe;
+    if (sp->moe)
         expert = fmin(fmax((state - ly->params * bd) / (be - bd), 0.0), ly->params);
     double dense = ly->params - expert;
-    *weights = dense * wd + expert * we;
-    *grads = dense * gd + expert * ge;
+    *weights = dense * sp->wd + expert * sp->we;
+    *grads = dense * sp->gd + expert * sp->ge;
     /* the rest, so that the three sum to state_bytes exactly */
     *optimizer = fmax(state - *weights - *grads, 0.0);
+}
+
+void mem_layer_state(const cm_model *cm, int l, double *weights, double *grads, double *optimizer)
+{
+    state_split sp = state_split_of(cm);
+    split_layer(cm, &sp, l, weights, grads, optimizer);
 }
 
 /* ---- per-chunk sums of the plan ------------------------------------------ */
@@ -161,7 +185,8 @@ typedef struct chunk_cost {
     int layers;
 } chunk_cost;
 
-static void chunk_sum(const cm_model *cm, const plan *pl, int s, int chunk, chunk_cost *out)
+static void chunk_sum(const cm_model *cm, const state_split *sp, const plan *pl, int s, int chunk,
+                      chunk_cost *out)
 {
     int k = chunk * pl->num_stages + s;
     memset(out, 0, sizeof *out);
@@ -175,7 +200,7 @@ static void chunk_sum(const cm_model *cm, const plan *pl, int s, int chunk, chun
         out->state_bytes += ly->state_bytes;
         out->weight_bytes += ly->params * cm->weight_bytes_per_param;
         double w, g, o;
-        mem_layer_state(cm, l, &w, &g, &o);
+        split_layer(cm, sp, l, &w, &g, &o);
         out->live_weight_bytes += w;
         out->grad_bytes += g;
         out->optimizer_bytes += o;
@@ -310,8 +335,9 @@ void mem_stage_chunks(const cm_model *cm, const plan *pl, int s, mem_stage *out,
         return;
     }
     double weights = 0.0;
+    state_split sp = state_split_of(cm);
     for (int j = 0; j < v; j++) {
-        chunk_sum(cm, pl, s, j, &chunks[j]);
+        chunk_sum(cm, &sp, pl, s, j, &chunks[j]);
         out->static_bytes += chunks[j].state_bytes;
         out->weight_bytes += chunks[j].live_weight_bytes;
         out->grad_bytes += chunks[j].grad_bytes;

@@ -12,6 +12,9 @@
  *   version per in-flight micro-batch, 2BW two.
  * The simulator's memory tracker measures the same quantity op by op; the two
  * agree exactly for uniform micro-batches (a test checks it).
+ * The same figures, split by what holds them, are simrun --memory's table
+ * (sim/cli/cli_memory.c), the CSV's mem_* columns and the "does not fit"
+ * error's text (mem_describe_stage()).
  */
 #ifndef MEMORY_H
 #define MEMORY_H
