@@ -271,4 +271,65 @@ if grep -Eq '^simrun: simulating… [0-9]+% \(simulated [0-9.]+ s of ~42\.1 s\),
     ko "codegeex_13b runs on codegeex_1536_910.xml (32 GB per NPU)"
 "$SIMRUN" --log=root.thresh:critical --quiet "$P8" "$W8" 2>"$TMP/err" && ok || ko "--log= is passed to SimGrid"
 
+# --- --memory: the per-stage memory table, and the CSV's mem_* columns ------------------------
+# small_gpt is PP 4 under 1F1B: a caption, a head, 4 stage rows of 14 columns with p - s
+# micro-batches in flight; the simulated peak beside the predicted one.
+rm -f "$TMP/mem.csv"
+"$SIMRUN" --memory --csv "$TMP/mem.csv" "$P8" "$W8" >"$TMP/out" 2>"$TMP/err" &&
+    /usr/bin/python3 - "$TMP/out" "$TMP/mem.csv" <<'EOF2'
+import csv, sys
+lines = open(sys.argv[1]).read().splitlines()
+cap = [i for i, l in enumerate(lines) if l.startswith("memory per NPU by stage")]
+assert len(cap) == 1, "one caption"
+head = lines[cap[0] + 1].split()
+assert head == ["stage", "chunk", "layers", "weights", "grads", "optimizer", "activations",
+                "in-flight", "transient", "workspace", "predicted", "capacity", "headroom",
+                "simulated"], head
+rows = [l.split() for l in lines[cap[0] + 2:] if l.strip()]
+assert len(rows) == 4 and all(len(r) == 14 for r in rows), rows
+for s, r in enumerate(rows):
+    v = dict(zip(head, r))
+    assert int(v["stage"]) == s and v["chunk"] == "-"
+    assert int(v["in-flight"]) == 4 - s, "1F1B holds p - s"
+    parts = sum(float(v[k]) for k in ("weights", "grads", "optimizer", "activations",
+                                      "transient", "workspace"))
+    assert abs(parts - float(v["predicted"])) <= 0.03, "the parts sum to the total"
+    assert abs(float(v["capacity"]) - float(v["predicted"]) - float(v["headroom"])) <= 0.011
+    assert v["simulated"] == v["predicted"], "uniform micro-batches: simulated = predicted"
+# the CSV's mem_* columns: the fullest stage's row of the table, in bytes
+row = list(csv.DictReader(open(sys.argv[2], newline="")))[-1]
+assert None not in row and None not in row.values(), "as many fields as the header"
+worst = max(range(4), key=lambda s: float(rows[s][10]))
+assert int(row["mem_stage"]) == worst, (row["mem_stage"], worst)
+v = dict(zip(head, rows[worst]))
+for col, name in (("mem_weights_bytes", "weights"), ("mem_grads_bytes", "grads"),
+                  ("mem_optimizer_bytes", "optimizer"), ("mem_activations_bytes", "activations"),
+                  ("mem_transient_bytes", "transient"), ("mem_workspace_bytes", "workspace"),
+                  ("mem_predicted_bytes", "predicted"), ("mem_simulated_bytes", "simulated")):
+    assert "%.2f" % (float(row[col]) / 1e9) == v[name], (col, row[col], v[name])
+assert int(row["mem_inflight"]) == int(v["in-flight"])
+assert float(row["mem_stashed_weights_bytes"]) == 0
+assert float(row["mem_simulated_bytes"]) == float(row["peak_bytes"]), "the fullest stage peaks"
+EOF2
+[ $? -eq 0 ] && ok || ko "--memory: one row per stage, parts summing to the total, CSV as the table"
+"$SIMRUN" --memory --schedule interleaved --set virtual_pipeline_model_parallel_size=2 "$P8" "$W8" \
+    >"$TMP/out" 2>"$TMP/err" && [ "$(grep -Ec '^ +[0-9]+ +all ' "$TMP/out")" -eq 4 ] &&
+    [ "$(grep -Ec '^ +[0-9]+ +[01] ' "$TMP/out")" -eq 8 ] && ok ||
+    ko "--memory under interleaved: a row per stage and one per chunk"
+"$SIMRUN" --memory --schedule pipedream "$P8" "$W8" >"$TMP/out" 2>"$TMP/err" &&
+    grep -q " stashed " "$TMP/out" && ok || ko "--memory under PipeDream shows the stashed weights"
+expect_error "--memory with --quiet" 1 "--memory prints a table and --quiet prints nothing" \
+    --memory --quiet "$P8" "$W8"
+expect_error "does not fit gives the breakdown" 3 \
+    "stage 0 needs .* GB (weights .* + gradients .* + optimizer .* + activations .* (4 in flight) + recompute .* + workspace .*) but has 64.00 GB" \
+    --set num_layers=400 --set hidden_size=8192 --set num_attention_heads=64 "$P8" "$W8"
+# a CSV of an older simrun (the header up to "error", before the mem_* columns) is refused
+# before anything is simulated; simsweep refuses it too (tests/sweep_test.sh)
+"$SIMRUN" --csv-header | sed 's/,error,.*/,error/' >"$TMP/old.csv"
+cp "$TMP/old.csv" "$TMP/old.before"
+expect_error "--csv onto an older simrun's file" 4 \
+    "old.csv:1: --csv: written by an older simrun: its 46 columns are the first 46 of this simrun's" \
+    --csv "$TMP/old.csv" "$P8" "$W8"
+cmp -s "$TMP/old.csv" "$TMP/old.before" && ok || ko "the older file is left as it was"
+
 harness_done cli

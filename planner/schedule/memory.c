@@ -103,6 +103,76 @@ double mem_inflight(schedule_kind sched, int p, int s, int m, int v, int chunk)
     return count;
 }
 
+/* ---- the static bytes split ------------------------------------------- */
+
+/* Bytes per parameter of the weight, its gradient and its optimizer state
+ * (fp32 master weight and Adam moments) on one NPU with the model's
+ * sharding level over `shards` replicas: the split costmodel_sharding.c
+ * sums (D, R − D and S of its table; bf16 2, 4, 12), ZeRO-1 dividing S,
+ * ZeRO-2 also the gradient, ZeRO-3 also the weight. */
+static void state_per_param(const cm_model *cm, int shards, double *w, double *g, double *o)
+{
+    wl_dtype d = cm->source.training.params_dtype;
+    double n = shards > 0 ? shards : 1;
+    double D = cm->weight_bytes_per_param, G = cm_grad_bytes_per_param(d);
+    double S = cm_sharded_state_bytes_per_param(d, WL_SHARD_NO_SHARD, 1) - D - G;
+    *w = cm->sharding >= WL_SHARD_OPTIM_GRADS_PARAMS ? D / n : D;
+    *g = cm->sharding >= WL_SHARD_OPTIM_GRADS ? G / n : G;
+    *o = cm->sharding >= WL_SHARD_OPTIM ? S / n : S;
+}
+
+/* Per parameter: dense (d) and expert (e, sharded over dp / ep) weights,
+ * gradients and optimizer state; computed once per stage. */
+typedef struct state_split {
+    bool synthetic, moe;
+    double wd, gd, od, we, ge, oe;
+} state_split;
+
+static state_split state_split_of(const cm_model *cm)
+{
+    state_split sp = {.synthetic = !cm->has_source};
+    if (sp.synthetic)
+        return sp;
+    int ep = cm->source.parallel.expert_model_parallel_size;
+    ep = ep > 0 ? ep : 1;
+    state_per_param(cm, cm->data_parallel, &sp.wd, &sp.gd, &sp.od);
+    state_per_param(cm, cm->data_parallel / ep > 0 ? cm->data_parallel / ep : 1, &sp.we, &sp.ge,
+                    &sp.oe);
+    double bd = sp.wd + sp.gd + sp.od, be = sp.we + sp.ge + sp.oe;
+    sp.moe = cm->source.model.num_experts > 0 && fabs(be - bd) > 1e-9 * bd;
+    return sp;
+}
+
+static void split_layer(const cm_model *cm, const state_split *sp, int l, double *weights,
+                        double *grads, double *optimizer)
+{
+    const cm_layer *ly = &cm->layers[l];
+    double state = ly->state_bytes;
+    if (sp->synthetic) {
+        *weights = fmin(ly->params * cm->weight_bytes_per_param, state);
+        *grads = 0.0;
+        *optimizer = state - *weights;
+        return;
+    }
+    /* A MoE layer's experts are sharded over dp / ep replicas: its state is
+     * dense·(wd + gd + od) + expert·(we + ge + oe) with dense + expert its
+     * params, which gives the experts' count (costmodel.c, cm_set_state). */
+    double expert = 0.0, bd = sp->wd + sp->gd + sp->od, be = sp->we + sp->ge + sp->oe;
+    if (sp->moe)
+        expert = fmin(fmax((state - ly->params * bd) / (be - bd), 0.0), ly->params);
+    double dense = ly->params - expert;
+    *weights = dense * sp->wd + expert * sp->we;
+    *grads = dense * sp->gd + expert * sp->ge;
+    /* the rest, so that the three sum to state_bytes exactly */
+    *optimizer = fmax(state - *weights - *grads, 0.0);
+}
+
+void mem_layer_state(const cm_model *cm, int l, double *weights, double *grads, double *optimizer)
+{
+    state_split sp = state_split_of(cm);
+    split_layer(cm, &sp, l, weights, grads, optimizer);
+}
+
 /* ---- per-chunk sums of the plan ------------------------------------------ */
 
 typedef struct chunk_cost {
@@ -110,10 +180,13 @@ typedef struct chunk_cost {
     double activation_none;  /* kept with no recompute (Merak's skipped micro-batches) */
     double transient_bytes;  /* largest per-layer recompute working set */
     double state_bytes;
-    double weight_bytes;
+    double weight_bytes; /* one full weight copy (PipeDream's stashed versions) */
+    double live_weight_bytes, grad_bytes, optimizer_bytes; /* state_bytes split */
+    int layers;
 } chunk_cost;
 
-static void chunk_sum(const cm_model *cm, const plan *pl, int s, int chunk, chunk_cost *out)
+static void chunk_sum(const cm_model *cm, const state_split *sp, const plan *pl, int s, int chunk,
+                      chunk_cost *out)
 {
     int k = chunk * pl->num_stages + s;
     memset(out, 0, sizeof *out);
@@ -126,6 +199,12 @@ static void chunk_sum(const cm_model *cm, const plan *pl, int s, int chunk, chun
         out->transient_bytes = fmax(out->transient_bytes, rc.transient_bytes);
         out->state_bytes += ly->state_bytes;
         out->weight_bytes += ly->params * cm->weight_bytes_per_param;
+        double w, g, o;
+        split_layer(cm, sp, l, &w, &g, &o);
+        out->live_weight_bytes += w;
+        out->grad_bytes += g;
+        out->optimizer_bytes += o;
+        out->layers++;
     }
 }
 
@@ -137,6 +216,13 @@ typedef struct replay {
     int s;
     const chunk_cost *chunks;
     double held, peak_held, peak_total;
+    int count, peak_count; /* chunk forwards held now, and at the activation peak */
+    /* With a per-chunk report: each chunk's bytes and forwards held now
+     * (held_bytes, held_count), copied to snap at the activation peak. */
+    double *held_bytes;
+    int *held_count;
+    mem_chunk *snap;
+    int v;
 } replay;
 
 static double mb_scale(const replay *r, int mb)
@@ -157,8 +243,22 @@ static double kept_bytes(const replay *r, int chunk, int mb)
 
 static void replay_forward(replay *r, int chunk, int mb)
 {
-    r->held += kept_bytes(r, chunk, mb);
-    r->peak_held = fmax(r->peak_held, r->held);
+    double kept = kept_bytes(r, chunk, mb);
+    r->held += kept;
+    r->count++;
+    if (r->snap) {
+        r->held_bytes[chunk] += kept;
+        r->held_count[chunk]++;
+    }
+    /* the first moment of the peak; with nothing kept, the most forwards */
+    if (r->held > r->peak_held || (r->held == r->peak_held && r->count > r->peak_count)) {
+        r->peak_held = r->held;
+        r->peak_count = r->count;
+        for (int j = 0; r->snap && j < r->v; j++) {
+            r->snap[j].activation_bytes = r->held_bytes[j];
+            r->snap[j].inflight = r->held_count[j];
+        }
+    }
     r->peak_total = fmax(r->peak_total, r->held);
 }
 
@@ -167,7 +267,13 @@ static void replay_backward(replay *r, int chunk, int mb)
     bool skip = sched_skips_recompute(r->pl, r->s, mb);
     double transient = skip ? 0.0 : mb_scale(r, mb) * r->chunks[chunk].transient_bytes;
     r->peak_total = fmax(r->peak_total, r->held + transient);
-    r->held -= kept_bytes(r, chunk, mb);
+    double kept = kept_bytes(r, chunk, mb);
+    r->held -= kept;
+    r->count--;
+    if (r->snap) {
+        r->held_bytes[chunk] -= kept;
+        r->held_count[chunk]--;
+    }
 }
 
 /* Warm-up chunk-forwards, then one chunk-forward and one chunk-backward,
@@ -210,50 +316,98 @@ double mem_stash_copies(schedule_kind sched, int p, int s, int m)
     return sched == SCHED_PIPEDREAM_2BW ? 1.0 : 0.0;
 }
 
-void mem_stage_bytes(const cm_model *cm, const plan *pl, int s, mem_stage *out)
+void mem_stage_chunks(const cm_model *cm, const plan *pl, int s, mem_stage *out, mem_chunk *report)
 {
     int p = pl->num_stages, m = pl->num_micro_batches;
     int v = pl->num_chunks > 0 ? pl->num_chunks : 1;
     chunk_cost *chunks = calloc((size_t)v, sizeof *chunks);
+    double *held_bytes = report ? calloc((size_t)v, sizeof *held_bytes) : NULL;
+    int *held_count = report ? calloc((size_t)v, sizeof *held_count) : NULL;
     memset(out, 0, sizeof *out);
+    if (report)
+        memset(report, 0, (size_t)v * sizeof *report);
     out->workspace_bytes = cm->workspace_bytes;
     out->capacity_bytes = cm->hbm_bytes;
-    if (!chunks)
+    if (!chunks || (report && (!held_bytes || !held_count))) {
+        free(chunks);
+        free(held_bytes);
+        free(held_count);
         return;
-    double weights = 0.0;
-    for (int j = 0; j < v; j++) {
-        chunk_sum(cm, pl, s, j, &chunks[j]);
-        out->static_bytes += chunks[j].state_bytes;
-        weights += chunks[j].weight_bytes;
     }
-    out->static_bytes += mem_stash_copies(pl->schedule, p, s, m) * weights;
-    replay r = {cm, pl, s, chunks, 0.0, 0.0, 0.0};
+    double weights = 0.0;
+    state_split sp = state_split_of(cm);
+    for (int j = 0; j < v; j++) {
+        chunk_sum(cm, &sp, pl, s, j, &chunks[j]);
+        out->static_bytes += chunks[j].state_bytes;
+        out->weight_bytes += chunks[j].live_weight_bytes;
+        out->grad_bytes += chunks[j].grad_bytes;
+        out->optimizer_bytes += chunks[j].optimizer_bytes;
+        weights += chunks[j].weight_bytes;
+        if (report) {
+            report[j].layers = chunks[j].layers;
+            report[j].weight_bytes = chunks[j].live_weight_bytes;
+            report[j].grad_bytes = chunks[j].grad_bytes;
+            report[j].optimizer_bytes = chunks[j].optimizer_bytes;
+        }
+    }
+    out->stash_bytes = mem_stash_copies(pl->schedule, p, s, m) * weights;
+    out->static_bytes += out->stash_bytes;
+    replay r = {cm, pl, s, chunks, 0.0, 0.0, 0.0, 0, 0, held_bytes, held_count, report, v};
     if (pl->schedule == SCHED_INTERLEAVED && v > 1)
         replay_order(&r, p, v, interleaved_warmup(p, s, m, v), m * v, false);
     else
         replay_order(&r, p, 1, flat_warmup(pl->schedule, p, s, m), m, pl->schedule == SCHED_GPIPE);
     free(chunks);
+    free(held_bytes);
+    free(held_count);
     out->activation_bytes = r.peak_held;
+    out->inflight = r.peak_count;
     out->transient_bytes = r.peak_total - r.peak_held;
     out->total_bytes =
         out->static_bytes + out->activation_bytes + out->transient_bytes + out->workspace_bytes;
 }
 
+void mem_stage_bytes(const cm_model *cm, const plan *pl, int s, mem_stage *out)
+{
+    mem_stage_chunks(cm, pl, s, out, NULL);
+}
+
+int mem_worst_stage(const cm_model *cm, const plan *pl, mem_stage *out)
+{
+    int worst = -1;
+    memset(out, 0, sizeof *out);
+    for (int s = 0; s < pl->num_stages; s++) {
+        mem_stage st;
+        mem_stage_bytes(cm, pl, s, &st);
+        if (worst < 0 || st.total_bytes > out->total_bytes) {
+            worst = s;
+            *out = st;
+        }
+    }
+    return worst;
+}
+
 /* ---- the fit check -------------------------------------------------------- */
 
-static int describe_stage(char *buf, int size, int s, const mem_stage *st)
+int mem_describe_stage(char *buf, int size, int s, const mem_stage *st)
 {
+    char stash[64] = "";
+    if (st->stash_bytes > 0)
+        snprintf(stash, sizeof stash, " + stashed weights %.2f", st->stash_bytes / BYTES_PER_GB);
     return snprintf(buf, size,
-                    "stage %d needs %.2f GB (static %.2f + activations %.2f + recompute %.2f"
+                    "stage %d needs %.2f GB (weights %.2f%s + gradients %.2f + optimizer %.2f"
+                    " + activations %.2f (%d in flight) + recompute %.2f"
                     " + workspace %.2f) but has %.2f GB: does not fit",
-                    s, st->total_bytes / BYTES_PER_GB, st->static_bytes / BYTES_PER_GB,
-                    st->activation_bytes / BYTES_PER_GB, st->transient_bytes / BYTES_PER_GB,
-                    st->workspace_bytes / BYTES_PER_GB, st->capacity_bytes / BYTES_PER_GB);
+                    s, st->total_bytes / BYTES_PER_GB, st->weight_bytes / BYTES_PER_GB, stash,
+                    st->grad_bytes / BYTES_PER_GB, st->optimizer_bytes / BYTES_PER_GB,
+                    st->activation_bytes / BYTES_PER_GB, st->inflight,
+                    st->transient_bytes / BYTES_PER_GB, st->workspace_bytes / BYTES_PER_GB,
+                    st->capacity_bytes / BYTES_PER_GB);
 }
 
 int mem_check_fits(const cm_model *cm, const plan *pl, np_error *err)
 {
-    char text[sizeof err->text], line[256];
+    char text[sizeof err->text], line[320];
     const int reserve = 48; /* room for "; and N more stages do not fit" */
     int used = 0, failing = 0, listed = 0;
     text[0] = '\0';
@@ -263,7 +417,7 @@ int mem_check_fits(const cm_model *cm, const plan *pl, np_error *err)
         if (st.total_bytes <= st.capacity_bytes)
             continue;
         failing++;
-        int n = describe_stage(line, (int)sizeof line, s, &st);
+        int n = mem_describe_stage(line, (int)sizeof line, s, &st);
         if (used + n + 2 >= (int)sizeof text - reserve)
             continue;
         used += snprintf(text + used, sizeof text - used, "%s%s", listed ? "; " : "", line);

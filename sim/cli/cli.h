@@ -8,6 +8,7 @@
  *   cli_size.c    the bound on a run's size (--allow-large), checked before
  *                 any op list is built
  *   cli_progress.c  the progress lines on stderr (--progress, a terminal)
+ *   cli_memory.c  the per-stage memory table (--memory)
  *   simrun.c      the job: load the inputs, plan, simulate and report; main
  */
 #ifndef SIM_CLI_H
@@ -22,6 +23,7 @@
 #include "np_sha256.h"
 #include "plan.h"
 #include "platform.h"
+#include "report.h"
 #include "workload.h"
 
 #define MAX_OVERRIDES 64
@@ -49,6 +51,7 @@ typedef struct cli {
     int dp_overlap;
     int shifted_recompute;
     int stages, quiet;
+    int memory;             /* --memory: the per-stage memory table (cli_memory.c) */
     int progress;           /* --progress */
     int terminal;           /* stderr is a terminal */
     int show_progress;      /* cli_progress_init(): progress lines on stderr */
@@ -135,6 +138,13 @@ int check_workload_size(const cli *c, const job *j, np_error *err);
  * (--plan) names its file and num_micro_batches, a planner's plan the
  * workload file and training.global_batch_size.  0 or NP_EXIT_INPUT. */
 int check_plan_size(const cli *c, const job *j, const plan *pl, np_error *err);
+
+/* ---- cli_memory.c ------------------------------------------------------------- */
+
+/* --memory: one row per pipeline stage (and per model chunk when
+ * interleaved) of the plan's memory at the stage's peak (mem_stage_chunks()),
+ * the engine's simulated peak of the stage beside the predicted total. */
+void cli_print_memory(FILE *out, const report_row *row);
 
 /* ---- cli_progress.c ------------------------------------------------------------- */
 

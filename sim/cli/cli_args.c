@@ -83,6 +83,13 @@ static const char usage_text[] =
     "                     tapered ones, with --dp-overlap, and where replicas are not\n"
     "                     symmetric: expert parallelism, asynchronous PipeDream)\n"
     "  --stages           also print the per-stage table\n"
+    "  --memory           also print each stage's device memory at its peak: weights,\n"
+    "                     gradients and optimizer state (sharded as the workload says),\n"
+    "                     activations and the micro-batches in flight, recompute\n"
+    "                     transient, workspace, predicted total, capacity, headroom\n"
+    "                     and the simulated peak (interleaved: a row per chunk too);\n"
+    "                     the CSV's mem_* columns hold the fullest stage's (not with\n"
+    "                     --quiet)\n"
     "  --quiet            print nothing but errors (use with --csv): no table, no\n"
     "                     progress, no line for a planner --planner all skips\n"
     "  --progress         progress on stderr even when it is not a terminal (on a\n"
@@ -326,6 +333,8 @@ int parse_args(int argc, char **argv, cli *c)
             i++;
         } else if (strcmp(a, "--stages") == 0) {
             c->stages = 1;
+        } else if (strcmp(a, "--memory") == 0) {
+            c->memory = 1;
         } else if (strcmp(a, "--dp-overlap") == 0) {
             c->dp_overlap = 1;
         } else if (strcmp(a, "--shifted-recompute") == 0) {
@@ -346,6 +355,9 @@ int parse_args(int argc, char **argv, cli *c)
     }
     if (npos < 2)
         return usage_error("%s", "expected PLATFORM.xml and WORKLOAD.json");
+    if (c->memory && c->quiet)
+        return usage_error("%s", "--memory prints a table and --quiet prints nothing: drop one "
+                                 "(with --csv, the mem_* columns hold the fullest stage's memory)");
     if (c->run_id && !valid_run_id(c->run_id))
         return usage_error("--run-id expects 1 to 64 of A-Z a-z 0-9 . _ : -, got '%s'", c->run_id);
     if (c->fold_dp && parse_count(c->fold_dp, "--fold-dp", &c->fold_dp_replicas))

@@ -7,7 +7,8 @@
  *
  * Output files never destroy anything (np_file.h): every output path is
  * checked before the simulation starts (a missing or unwritable folder, a
- * directory, a device or a read-only file is refused, naming the option), a
+ * directory, a device or a read-only file is refused, naming the option; so
+ * is a --csv file whose header is not this simrun's), a
  * whole file is written to a temporary file renamed into place once
  * complete, and a CSV row is appended whole under a lock.
  */
@@ -18,6 +19,7 @@
 #include "cli.h"
 #include "np_file.h"
 #include "planner.h"
+#include "report.h"
 
 /* An output file of one planner's run: "out/x.json" when one planner runs,
  * "out/x.NAME.json" for each planner of --planner all. */
@@ -64,6 +66,10 @@ int check_outputs(const cli *c, int several, np_error *err)
 {
     int rc;
     if (c->csv_path && (rc = np_file_check_target(c->csv_path, "--csv", NP_FILE_APPEND, err)))
+        return rc;
+    /* rows are appended under the file's own header: a file of an older
+     * simrun (fewer columns) is refused before anything is simulated */
+    if (c->csv_path && (rc = report_csv_check_header(c->csv_path, err)))
         return rc;
     if (c->frontier_path &&
         (rc = np_file_check_target(c->frontier_path, "--frontier", NP_FILE_REPLACE, err)))

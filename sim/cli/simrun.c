@@ -86,6 +86,8 @@ static int simulate_and_report(const cli *c, job *j, plan *pl, np_error *err)
             report_print_table_row(stdout, &row, j->baseline_iteration_s);
             if (c->stages)
                 report_print_stages(stdout, &row);
+            if (c->memory)
+                cli_print_memory(stdout, &row);
             flush_stdout();
         }
     }

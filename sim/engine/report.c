@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "memory.h"
 #include "np_file.h"
 
 const char report_csv_header[] =
@@ -21,7 +22,11 @@ const char report_csv_header[] =
     /* appended by the sweep issue; new columns go after these, never between */
     "run_id,dp_algorithm,dp_inter_algorithm,ep_alltoall_algorithm,dp_radix,fold_dp,dp_overlap,"
     "dp_bucket_bytes,shifted_recompute,plan_file,plan_sha256,cfg,simulator_version,status,"
-    "exit_code,error";
+    "exit_code,error,"
+    /* appended by the memory breakdown (simrun --memory): the worst stage's */
+    "mem_stage,mem_weights_bytes,mem_stashed_weights_bytes,mem_grads_bytes,mem_optimizer_bytes,"
+    "mem_activations_bytes,mem_inflight,mem_transient_bytes,mem_workspace_bytes,"
+    "mem_predicted_bytes,mem_simulated_bytes";
 
 /* Whether layer l's recompute option is a decision the label reports: every
  * decoder and listed layer, and an embedding or LM head only when the plan
@@ -134,6 +139,23 @@ void report_print_stages(FILE *out, const report_row *row)
     }
 }
 
+/* The mem_* columns, each after its comma: the worst stage's memory (mem_worst_stage(), the
+ * breakdown of simrun --memory) beside the engine's peak of that stage;
+ * empty without a cost model. */
+static void csv_memory_fields(FILE *f, const report_row *row)
+{
+    mem_stage st;
+    int s = row->cm ? mem_worst_stage(row->cm, row->pl, &st) : -1;
+    if (s < 0) {
+        fputs(",,,,,,,,,,,", f); /* 11 empty fields */
+        return;
+    }
+    double simulated = s < row->r->num_stages ? row->r->stages[s].peak_bytes : 0.0;
+    fprintf(f, ",%d,%.9g,%.9g,%.9g,%.9g,%.9g,%d,%.9g,%.9g,%.9g,%.9g", s, st.weight_bytes,
+            st.stash_bytes, st.grad_bytes, st.optimizer_bytes, st.activation_bytes, st.inflight,
+            st.transient_bytes, st.workspace_bytes, st.total_bytes, simulated);
+}
+
 /* The row, newline included, formatted into memory (free() it), so that it
  * reaches the file in one piece. */
 static char *csv_format_row(const report_row *row, size_t *len)
@@ -186,7 +208,9 @@ static char *csv_format_row(const report_row *row, size_t *len)
     np_csv_field(f, row->cfg);
     fputc(',', f);
     np_csv_field(f, row->simulator_version);
-    fputs(",ok,0,\n", f); /* status, exit_code, error: simsweep writes failed points' rows */
+    fputs(",ok,0,", f); /* status, exit_code, error (empty): simsweep writes failed points' rows */
+    csv_memory_fields(f, row);
+    fputc('\n', f);
     int failed = ferror(f);
     if (fclose(f) != 0 || failed) {
         free(buf);
@@ -195,14 +219,52 @@ static char *csv_format_row(const report_row *row, size_t *len)
     return buf;
 }
 
+static int count_columns(const char *line, size_t len)
+{
+    int n = 1;
+    for (size_t i = 0; i < len; i++)
+        n += line[i] == ',';
+    return n;
+}
+
+int report_csv_check_header(const char *path, np_error *err)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return 0;    /* a new file (np_file_check_target() says why one cannot be made) */
+    char line[8192]; /* the header is about 1 KB: a longer first line is not it */
+    size_t n = fread(line, 1, sizeof line - 1, f);
+    fclose(f);
+    if (n == 0)
+        return 0;
+    line[n] = '\0';
+    size_t len = strcspn(line, "\r\n"), want = strlen(report_csv_header);
+    if (len == want && memcmp(line, report_csv_header, want) == 0)
+        return 0;
+    int have = count_columns(line, len), ours = count_columns(report_csv_header, want);
+    if (len < want && memcmp(line, report_csv_header, len) == 0 && report_csv_header[len] == ',')
+        return np_error_set(err, NP_EXIT_INTERNAL, path, "--csv", 1,
+                            "written by an older simrun: its %d columns are the first %d of "
+                            "this simrun's %d (--csv-header, docs/csv-format.md); a row of "
+                            "%d fields would not match its header: write to a new file",
+                            have, have, ours, ours);
+    return np_error_set(err, NP_EXIT_INTERNAL, path, "--csv", 1,
+                        "the header (%d columns) is not this simrun's (%d columns, "
+                        "--csv-header): write to a new file",
+                        have, ours);
+}
+
 int report_csv_append(const char *path, const report_row *row, np_error *err)
 {
+    int rc = report_csv_check_header(path, err);
+    if (rc)
+        return rc;
     size_t len = 0;
     char *line = csv_format_row(row, &len);
     if (!line)
         return np_error_set(err, NP_EXIT_INTERNAL, path, "--csv", 0,
                             "cannot format the CSV row: out of memory");
-    int rc = np_file_append(path, "--csv", report_csv_header, line, len, err);
+    rc = np_file_append(path, "--csv", report_csv_header, line, len, err);
     free(line);
     return rc;
 }

@@ -45,7 +45,14 @@ void report_print_table_head(FILE *out);
 void report_print_table_row(FILE *out, const report_row *row, double baseline_iteration_s);
 void report_print_stages(FILE *out, const report_row *row);
 
-/* Appends one row (and the header if the file is new or empty).  0, or
+/* 0 when path is missing, empty or starts with this simrun's header;
+ * NP_EXIT_INTERNAL with err naming path and "--csv" otherwise (a file of an
+ * older simrun, whose header lacks the columns appended since, or another
+ * CSV): its rows would not match its header. */
+int report_csv_check_header(const char *path, np_error *err);
+
+/* Appends one row (and the header if the file is new or empty), after
+ * report_csv_check_header().  0, or
  * NP_EXIT_INTERNAL with err naming path and "--csv"; the file then holds no
  * part of the row. */
 int report_csv_append(const char *path, const report_row *row, np_error *err);
