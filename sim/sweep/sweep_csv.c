@@ -266,7 +266,8 @@ int sweep_done_read(const char *path, const char *header, sweep_done *d, np_erro
         (strlen(header) != t.header_len || strncmp(t.header_raw, header, t.header_len) != 0))
         rc = np_error_set(err, NP_EXIT_INPUT, path, "", 1,
                           "the header is not this simrun's (--csv-header): written by another "
-                          "version? Sweep into a new file, or --merge");
+                          "version? Sweep into a new file (docs/csv-format.md says how to "
+                          "carry old rows over)");
     if (!rc)
         rc = identity_columns(&t, path, &id, &status, err);
     if (!rc && t.num_records && !(d->entries = calloc((size_t)t.num_records, sizeof *d->entries)))
