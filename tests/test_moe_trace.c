@@ -298,6 +298,96 @@ static void test_trace_checked_against_workload(void)
     wl_free(&w);
 }
 
+/* ---- one layer's routing (the replay's accounting) ---------------------- */
+
+/* 2 sources, 4 experts (2 per rank), tokens 8, topk 2:
+ *   source 0: 4 2 1 1     source 1: 0 4 4 0
+ * C = 3 padded: experts keep 3+0, 2+3, 1+3, 1+0 and drop 1, 1, 1, 0; each
+ * computes 2·3 = 6 rows, padding 3, 1, 2, 5; rank 0 (experts 0, 1): rows
+ * 12, padding 4, dropped 2; rank 1: rows 12, padding 7, dropped 1; every
+ * pair sends C·2 = 6.  C = 3 unpadded: rows 8 and 5.  Dropless: rows 10 and
+ * 6, sends 6 2 / 4 4, hottest expert 6 rows, mean 4. */
+static void test_route_of_a_hand_made_trace(void)
+{
+    char path[64];
+    temp_file(path, "npusim-moe-trace 1\nexperts 4\nsources 2\nlayers 1\nsteps 1\ntopk 2\n"
+                    "tokens 8\n0 0 0 4 2 1 1\n0 0 1 0 4 4 0\n");
+    moe_trace t;
+    np_error err;
+    CU_ASSERT_EQUAL_FATAL(moe_trace_read(path, &t, &err), 0);
+    unlink(path);
+    moe_route r;
+    CU_ASSERT_EQUAL_FATAL(moe_route_init(&r, 2), 0);
+    moe_route_layer(&t, 0, 0, 3.0, true, &r);
+    CU_ASSERT_DOUBLE_EQUAL(r.rows[0], 12, 0);
+    CU_ASSERT_DOUBLE_EQUAL(r.rows[1], 12, 0);
+    CU_ASSERT_DOUBLE_EQUAL(r.padding[0], 4, 0);
+    CU_ASSERT_DOUBLE_EQUAL(r.padding[1], 7, 0);
+    CU_ASSERT_DOUBLE_EQUAL(r.dropped[0], 2, 0);
+    CU_ASSERT_DOUBLE_EQUAL(r.dropped[1], 1, 0);
+    for (int i = 0; i < 4; i++)
+        CU_ASSERT_DOUBLE_EQUAL(r.send[i], 6, 0);
+    moe_route_layer(&t, 0, 0, 3.0, false, &r);
+    CU_ASSERT_DOUBLE_EQUAL(r.rows[0], 8, 0);
+    CU_ASSERT_DOUBLE_EQUAL(r.rows[1], 5, 0);
+    CU_ASSERT_DOUBLE_EQUAL(r.padding[0] + r.padding[1], 0, 0);
+    CU_ASSERT_DOUBLE_EQUAL(r.send[0], 5, 0);
+    CU_ASSERT_DOUBLE_EQUAL(r.send[1], 2, 0);
+    CU_ASSERT_DOUBLE_EQUAL(r.send[2], 3, 0);
+    CU_ASSERT_DOUBLE_EQUAL(r.send[3], 3, 0);
+    moe_route_layer(&t, 0, 0, 0.0, false, &r);
+    CU_ASSERT_DOUBLE_EQUAL(r.rows[0], 10, 0);
+    CU_ASSERT_DOUBLE_EQUAL(r.rows[1], 6, 0);
+    CU_ASSERT_DOUBLE_EQUAL(r.dropped[0] + r.dropped[1], 0, 0);
+    CU_ASSERT_DOUBLE_EQUAL(r.send[0], 6, 0);
+    CU_ASSERT_DOUBLE_EQUAL(r.send[1], 2, 0);
+    CU_ASSERT_DOUBLE_EQUAL(r.send[2], 4, 0);
+    CU_ASSERT_DOUBLE_EQUAL(r.send[3], 4, 0);
+    CU_ASSERT_DOUBLE_EQUAL(r.max_expert_rows, 6, 0);
+    CU_ASSERT_DOUBLE_EQUAL(r.mean_expert_rows, 4, 0);
+    moe_route_free(&r);
+    moe_trace_free(&t);
+}
+
+/* On generated skewed traces, at every capacity, with and without padding:
+ * computed (rows − padding) + dropped = every assignment, and what the
+ * sources send equals what the ranks compute. */
+static void test_every_token_is_computed_or_dropped(void)
+{
+    moe_trace_params p = {.experts = 16,
+                          .sources = 8,
+                          .layers = 3,
+                          .steps = 2,
+                          .topk = 2,
+                          .tokens = 1024,
+                          .top2_share = 0.6,
+                          .drift = 0.3,
+                          .seed = 21};
+    moe_trace t;
+    char why[256];
+    CU_ASSERT_EQUAL_FATAL(moe_trace_generate(&p, &t, why, sizeof why), 0);
+    moe_route r;
+    CU_ASSERT_EQUAL_FATAL(moe_route_init(&r, 8), 0);
+    double caps[] = {0, 16, 64, 100, 512};
+    for (int c = 0; c < 5; c++)
+        for (int pad = 0; pad < 2; pad++)
+            for (int s = 0; s < 2; s++)
+                for (int l = 0; l < 3; l++) {
+                    moe_route_layer(&t, s, l, caps[c], pad, &r);
+                    double total = 0, sent = 0, rows = 0;
+                    for (int j = 0; j < 8; j++) {
+                        total += r.rows[j] - r.padding[j] + r.dropped[j];
+                        rows += r.rows[j];
+                    }
+                    for (int i = 0; i < 64; i++)
+                        sent += r.send[i];
+                    CU_ASSERT_DOUBLE_EQUAL(total, 8.0 * 1024, 1e-9);
+                    CU_ASSERT_DOUBLE_EQUAL(sent, rows, 1e-9);
+                }
+    moe_route_free(&r);
+    moe_trace_free(&t);
+}
+
 void register_moe_trace_tests(void)
 {
     TEST_SUITE("moe_trace", {"reader reads a hand-made trace", test_reader_reads_a_hand_made_trace},
@@ -308,5 +398,7 @@ void register_moe_trace_tests(void)
                {"generator drift moves hot experts", test_generator_drift_moves_hot_experts},
                {"generator is seeded", test_generator_is_seeded},
                {"generator refuses impossible shares", test_generator_refuses_impossible_shares},
-               {"trace checked against workload", test_trace_checked_against_workload});
+               {"trace checked against workload", test_trace_checked_against_workload},
+               {"route of a hand-made trace", test_route_of_a_hand_made_trace},
+               {"every token is computed or dropped", test_every_token_is_computed_or_dropped});
 }

@@ -310,6 +310,62 @@ void moe_trace_stats_of(const moe_trace *t, int step, int layer, moe_trace_stats
     out->max_over_mean = total > 0 ? first / (total / t->experts) : 0.0;
 }
 
+/* ---- one layer's routing ------------------------------------------------------- */
+
+int moe_route_init(moe_route *r, int sources)
+{
+    *r = (moe_route){.sources = sources};
+    r->rows = calloc((size_t)sources, sizeof *r->rows);
+    r->padding = calloc((size_t)sources, sizeof *r->padding);
+    r->dropped = calloc((size_t)sources, sizeof *r->dropped);
+    r->send = calloc((size_t)sources * sources, sizeof *r->send);
+    if (r->rows && r->padding && r->dropped && r->send)
+        return 0;
+    moe_route_free(r);
+    return -1;
+}
+
+void moe_route_free(moe_route *r)
+{
+    free(r->rows);
+    free(r->padding);
+    free(r->dropped);
+    free(r->send);
+    *r = (moe_route){0};
+}
+
+void moe_route_layer(const moe_trace *t, int step, int layer, double capacity, bool pad,
+                     moe_route *r)
+{
+    int n = t->sources, local = t->experts / n;
+    bool capped = capacity > 0;
+    pad = pad && capped;
+    for (int j = 0; j < n; j++)
+        r->rows[j] = r->padding[j] = r->dropped[j] = 0.0;
+    for (long i = 0; i < (long)n * n; i++)
+        r->send[i] = 0.0;
+    r->max_expert_rows = 0.0;
+    double all_rows = 0.0;
+    for (int e = 0; e < t->experts; e++) {
+        int j = e / local;
+        double kept_sum = 0.0;
+        for (int i = 0; i < n; i++) {
+            double c = *moe_trace_at(t, step, layer, i, e);
+            double kept = capped && c > capacity ? capacity : c;
+            kept_sum += kept;
+            r->dropped[j] += c - kept;
+            r->send[(size_t)i * n + j] += pad ? capacity : kept;
+        }
+        double rows = pad ? n * capacity : kept_sum;
+        r->rows[j] += rows;
+        r->padding[j] += rows - kept_sum;
+        all_rows += rows;
+        if (rows > r->max_expert_rows)
+            r->max_expert_rows = rows;
+    }
+    r->mean_expert_rows = all_rows / t->experts;
+}
+
 /* ---- against a workload --------------------------------------------------- */
 
 long moe_trace_workload_tokens(const wl_workload *w)

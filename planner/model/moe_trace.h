@@ -12,6 +12,7 @@
 #ifndef MOE_TRACE_H
 #define MOE_TRACE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -60,6 +61,31 @@ typedef struct moe_trace_stats {
     double top2_share, max_over_mean;
 } moe_trace_stats;
 void moe_trace_stats_of(const moe_trace *t, int step, int layer, moe_trace_stats *out);
+
+/* ---- one layer's routing as the replay sees it (moe_trace.c) ------------- */
+
+/* What the trace's (step, layer) makes of an EP group of `sources` ranks,
+ * each holding local = experts/sources consecutive experts (expert e on
+ * rank e / local), under a capacity of C tokens per expert and source
+ * (0: none) and Megatron's padding to it:
+ *   kept c' = min(c, C) of each count c (all of it without C), dropped
+ *   c − c'; with padding each source sends exactly C per expert, so an
+ *   expert computes sources·C rows, padding = sources·C − Σ c'.
+ * Per destination rank j: rows[j] its experts compute (padding included),
+ * padding[j], dropped[j]; send[i·sources + j] the tokens source i sends to
+ * rank j (C·local when padded).  Every assignment is kept or dropped:
+ * Σ_j (rows[j] − padding[j] + dropped[j]) = sources·tokens. */
+typedef struct moe_route {
+    int sources;
+    double *rows, *padding, *dropped;         /* [sources] */
+    double *send;                             /* [sources·sources] */
+    double max_expert_rows, mean_expert_rows; /* over all experts, padding included */
+} moe_route;
+int moe_route_init(moe_route *r, int sources);
+void moe_route_free(moe_route *r);
+/* Fills r for (step, layer) of t; r->sources must equal t->sources. */
+void moe_route_layer(const moe_trace *t, int step, int layer, double capacity, bool pad,
+                     moe_route *r);
 
 /* ---- generator (moe_trace_gen.c) ----------------------------------------- */
 
