@@ -90,6 +90,7 @@ typedef struct engine {
     worker *workers;       /* [cp·p·dp], worker (s, d, c) at (c·p + s)·dp + d */
     sg_bar_t finish;       /* every worker waits here before it ends (worker_linger) */
     overlap_plan *overlap; /* [p] with --dp-overlap, else NULL */
+    struct engine_moe *moe; /* MoE replay (engine_moe.c), else NULL */
 } engine;
 
 /* Worker (stage, replica, CP rank c).  CP rank 0's workers come first, at
