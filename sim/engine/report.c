@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "np_file.h"
+#include "report_moe.h"
 
 const char report_csv_header[] =
     "platform,workload,planner,schedule,npus,tp,pp,dp,vpp,micro_batch_size,"
@@ -21,7 +22,10 @@ const char report_csv_header[] =
     /* appended by the sweep issue; new columns go after these, never between */
     "run_id,dp_algorithm,dp_inter_algorithm,ep_alltoall_algorithm,dp_radix,fold_dp,dp_overlap,"
     "dp_bucket_bytes,shifted_recompute,plan_file,plan_sha256,cfg,simulator_version,status,"
-    "exit_code,error";
+    "exit_code,error,"
+    /* appended by the MoE issue (report_moe.c) */
+    "moe_alltoall_s,moe_alltoall_mean_s,moe_max_over_mean,moe_assignments,moe_dropped_tokens,"
+    "moe_padding_tokens,moe_padding_flops";
 
 /* Whether layer l's recompute option is a decision the label reports: every
  * decoder and listed layer, and an embedding or LM head only when the plan
@@ -114,6 +118,7 @@ void report_print_table_row(FILE *out, const report_row *row, double baseline_it
     if (row->pl->solver_status[0])
         fprintf(out, "%-10s   solver: %s, MIP gap %.2f%%\n", "", row->pl->solver_status,
                 100 * row->pl->solver_gap);
+    report_moe_print(out, r); /* MoE hook: report_moe.c */
 }
 
 void report_print_stages(FILE *out, const report_row *row)
@@ -186,7 +191,9 @@ static char *csv_format_row(const report_row *row, size_t *len)
     np_csv_field(f, row->cfg);
     fputc(',', f);
     np_csv_field(f, row->simulator_version);
-    fputs(",ok,0,\n", f); /* status, exit_code, error: simsweep writes failed points' rows */
+    fputs(",ok,0,", f);          /* status, exit_code, error: simsweep writes failed points' rows */
+    report_moe_csv_fields(f, r); /* MoE hook: report_moe.c */
+    fputc('\n', f);
     int failed = ferror(f);
     if (fclose(f) != 0 || failed) {
         free(buf);
