@@ -129,8 +129,9 @@ int fail(const np_error *err);
  * against the workload (moe_trace_check_workload); nothing without the
  * option.  0 or an np_exit_code. */
 int cli_moe_load(const cli *c, job *j, np_error *err);
-/* Hands the trace to the engine options. */
-void cli_moe_options(const job *j, engine_options *eo);
+/* Hands the trace to the engine options, and --allow-large's lifting of
+ * the replay's bound. */
+void cli_moe_options(const cli *c, const job *j, engine_options *eo);
 
 /* ---- cli_size.c ----------------------------------------------------------------- */
 

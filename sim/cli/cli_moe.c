@@ -4,6 +4,7 @@
  * --moe-trace-step N (the step the engine replays, default 0).  Without
  * --moe-trace the engine replays balanced routing (docs/moe.md).
  */
+#include <math.h>
 #include <stdlib.h>
 
 #include "cli.h"
@@ -35,8 +36,9 @@ int cli_moe_load(const cli *c, job *j, np_error *err)
     return rc;
 }
 
-void cli_moe_options(const job *j, engine_options *eo)
+void cli_moe_options(const cli *c, const job *j, engine_options *eo)
 {
+    eo->moe_max_flows = c->allow_large ? INFINITY : 0.0;
     eo->moe_trace = j->moe_trace.counts ? &j->moe_trace : NULL;
     eo->moe_trace_step = j->moe_trace_step;
 }

@@ -41,7 +41,7 @@ static int simulate_and_report(const cli *c, job *j, plan *pl, np_error *err)
     if (!rc)
         rc = sched_build(pl, cm, &sc, err);
     engine_options eo = cli_engine_options(c, j);
-    cli_moe_options(j, &eo); /* MoE hook */
+    cli_moe_options(c, j, &eo); /* MoE hook */
     cli_progress progress;
     if (!rc)
         cli_progress_attach(c, j, cm, pl, &progress, &eo);

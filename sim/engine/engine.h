@@ -68,6 +68,10 @@ typedef struct engine_options {
      * NULL: balanced routing. */
     const moe_trace *moe_trace;
     int moe_trace_step;
+    /* Above this many all-to-all flows (estimated) the MoE layers are not
+     * replayed: their closed form stays in the ops.  0: 2e7 (about as long
+     * as simrun's default bound on a run); INFINITY: always replay. */
+    double moe_max_flows;
     void (*progress)(double simulated_s, void *ctx);
     void *progress_ctx;
     double progress_step_s;
@@ -122,6 +126,7 @@ typedef struct engine_result {
      * (forward and backward); the hottest expert's rows over the mean,
      * averaged over the MoE layers. */
     bool moe_replayed;
+    double moe_skipped_flows; /* > 0: not replayed, this many flows estimated */
     double moe_alltoall_s, moe_alltoall_mean_s;
     double moe_assignments, moe_dropped_tokens, moe_padding_tokens, moe_padding_flops;
     double moe_max_over_mean;

@@ -78,11 +78,29 @@ static void balanced_route(moe_route *r, const cm_moe_cost *c, int ep, int tp, i
     r->max_expert_rows = r->mean_expert_rows = c->expert_tokens / tp / local;
 }
 
+/* All-to-all flows of a replay: per worker, per MoE layer of its stage and
+ * micro-batch, 2 all-to-alls in the forward and 2 in the backward of ep − 1
+ * messages of tp flows each. */
+static double replay_flows(const engine *e, const cm_model *cm, int ep)
+{
+    double layers = 0.0;
+    for (int l = 0; l < cm->num_layers; l++)
+        layers += cm->layers[l].moe.is_moe;
+    return layers * e->dp * e->pl->num_micro_batches * 4.0 * (ep - 1) * e->tp;
+}
+
 int engine_moe_prepare(engine *e, const wl_workload *w, const cm_model *cm, np_error *err)
 {
     e->moe = NULL;
+    e->moe_skipped_flows = 0.0;
     if (!applies(e, w, cm))
         return 0;
+    double flows = replay_flows(e, cm, w->parallel.expert_model_parallel_size);
+    double bound = e->opt->moe_max_flows > 0 ? e->opt->moe_max_flows : 2e7;
+    if (flows > bound) {
+        e->moe_skipped_flows = flows;
+        return 0;
+    }
     const moe_trace *t = e->opt->moe_trace;
     int ep = w->parallel.expert_model_parallel_size;
     if (t && (e->opt->moe_trace_step < 0 || e->opt->moe_trace_step >= t->steps))
@@ -281,6 +299,7 @@ void engine_moe_expert_sync(engine *e, worker *w)
 void engine_moe_collect(const engine *e, engine_result *out)
 {
     const engine_moe *m = e->moe;
+    out->moe_skipped_flows = e->moe_skipped_flows;
     if (!m)
         return;
     out->moe_replayed = true;

@@ -7,6 +7,11 @@
 
 void report_moe_print(FILE *out, const engine_result *r)
 {
+    if (r->moe_skipped_flows > 0)
+        fprintf(out,
+                "%-10s   moe: all-to-alls in closed form, not replayed: about %.2g flows "
+                "(--allow-large replays them)\n",
+                "", r->moe_skipped_flows);
     if (!r->moe_replayed)
         return;
     double dropped = r->moe_assignments > 0 ? r->moe_dropped_tokens / r->moe_assignments : 0.0;
