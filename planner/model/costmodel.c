@@ -124,6 +124,7 @@ void cm_shape_init(shape *x, const wl_workload *w, const cl_cluster *c, int b)
     const wl_model *md = &w->model;
     memset(x, 0, sizeof *x);
     x->c = c;
+    x->w = w;
     x->t = w->parallel.tensor_model_parallel_size > 0 ? w->parallel.tensor_model_parallel_size : 1;
     x->pp =
         w->parallel.pipeline_model_parallel_size > 0 ? w->parallel.pipeline_model_parallel_size : 1;
@@ -136,10 +137,7 @@ void cm_shape_init(shape *x, const wl_workload *w, const cl_cluster *c, int b)
     x->a = md->num_attention_heads;
     x->g = md->num_query_groups > 0 ? md->num_query_groups : md->num_attention_heads;
     x->d = x->a > 0 ? x->h / x->a : 0;
-    x->f = (double)md->ffn_hidden_size;
-    if (md->num_experts > 0)
-        x->f = md->moe_router_topk * (double)(md->moe_ffn_hidden_size > 0 ? md->moe_ffn_hidden_size
-                                                                          : md->ffn_hidden_size);
+    x->f = (double)md->ffn_hidden_size; /* MoE layers: costmodel_moe.c */
     x->V = padded_vocab(md->vocab_size, x->t);
     x->n = x->b * x->s;
     x->nl = x->sp ? x->n / x->t : x->n;
@@ -154,8 +152,7 @@ void cm_shape_init(shape *x, const wl_workload *w, const cl_cluster *c, int b)
     x->scatter_gather = w->training.scatter_gather_tensors_in_pipeline && !x->sp && x->t > 1;
     bool dist = w->training.use_distributed_optimizer;
     x->state_bpp = cm_state_bytes_per_param(w->training.params_dtype, dist, x->dp);
-    x->expert_state_bpp = cm_state_bytes_per_param(w->training.params_dtype, dist,
-                                                   x->dp / x->ep > 0 ? x->dp / x->ep : 1);
+    x->expert_state_bpp = x->state_bpp; /* over the expert-DP group: costmodel_parallel.c */
     x->grad_bpp = cm_grad_bytes_per_param(w->training.params_dtype);
     cm_shape_parallel(x, w); /* context parallelism, sharding: costmodel_parallel.c */
 }

@@ -42,7 +42,7 @@ typedef struct cm_unit {
     double activation_bytes; /* bytes it keeps for backward when not recomputed */
 } cm_unit;
 
-#define CM_MAX_UNITS 12
+#define CM_MAX_UNITS 16 /* 10 of a decoder layer, 5 more in an MoE layer */
 
 /* Context parallelism (costmodel_cp.c): one pass's ring exchange of K/V
  * chunks between the c ranks of a CP group, overlapped with the attention
@@ -53,6 +53,25 @@ typedef struct cm_cp_exchange {
     double exposed_s; /* closed form: steps × max(0, α + message/B − step) */
     int steps;        /* messages in sequence: c − 1 per forward and per backward */
 } cm_cp_exchange;
+
+/* The MoE part of a decoder layer on one NPU, per micro-batch, at a
+ * balanced routing (every expert gets tokens·k/E); costmodel_moe.c has the
+ * formulas.  Token counts are token-expert assignments. */
+typedef struct cm_moe_cost {
+    int is_moe;              /* 1 in an MoE layer */
+    double routed_tokens;    /* tokens this NPU routes (n/t with SP) */
+    double expert_tokens;    /* assignments its local experts compute, padding included */
+    double padding_tokens;   /* of expert_tokens, padding up to the capacity */
+    double dropped_tokens;   /* assignments to its experts dropped over the capacity */
+    double capacity;         /* per expert and source rank, 0: no limit */
+    double a2a_bytes;        /* one dispatch or combine: this NPU's send buffer */
+    double a2a_s;            /* its closed form (pairwise, idle fabric) */
+    double etp_gather_s;     /* all-gather (or reduce-scatter) over the expert-TP group */
+    double expert_forward_s; /* the expert GEMMs and activation at expert_tokens */
+    double expert_backward_s, expert_weight_grad_s;
+    double expert_params;     /* parameters of this NPU's experts */
+    double expert_grad_bytes; /* reduced over the expert-data-parallel group */
+} cm_moe_cost;
 
 typedef struct cm_layer {
     char name[48];
@@ -92,6 +111,9 @@ typedef struct cm_layer {
      * include; all zero otherwise. */
     double zero_gather_bytes, zero_reduce_bytes;
     double zero_forward_s, zero_backward_s;
+    /* Mixture of experts (costmodel_moe.c): what the MoE part of the layer
+     * costs at a balanced load; all zero in a dense layer. */
+    cm_moe_cost moe;
 } cm_layer;
 
 typedef struct cm_model {

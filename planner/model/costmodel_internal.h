@@ -43,6 +43,7 @@
  * tensor-parallel regions touches on one rank. */
 typedef struct shape {
     const cl_cluster *c;
+    const wl_workload *w; /* the workload priced (MoE layers read its layout) */
     double b, s, h, a, g, d, f, V;
     double n, nl; /* tokens; tokens of an elementwise op on one rank */
     double D;     /* activation / weight bytes */
@@ -125,6 +126,16 @@ void cm_lm_head_layer(cm_layer *ly, const shape *x, bool untied);
 int cm_check_transformer(const wl_workload *w, const shape *x, np_error *err);
 /* Fills m->layers with embedding, decoders, LM head; -1 when out of memory. */
 int cm_build_transformer(cm_model *m, const wl_workload *w, const shape *x);
+
+/* ---- mixture of experts (costmodel_moe.c) ---------------------------------- */
+
+/* The shape of decoder layer `index`: x itself for a dense layer; for an
+ * MoE layer a copy in *local whose dense MLP is the shared expert (f =
+ * moe_shared_expert_intermediate_size, 0 when there is none). */
+const shape *cm_moe_layer_shape(const shape *x, const wl_model *md, int index, shape *local);
+/* Adds the router, dispatch, experts and combine to decoder layer ly, priced
+ * on the shape cm_moe_layer_shape() gave, when layer `index` is MoE. */
+void cm_moe_decoder(cm_layer *ly, const shape *x, const wl_model *md, int index);
 
 /* ---- layer-by-layer models (costmodel_layers.c) -------------------------- */
 

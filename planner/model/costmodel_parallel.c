@@ -21,6 +21,7 @@
 #include <math.h>
 
 #include "costmodel_internal.h"
+#include "moe.h"
 
 void cm_shape_parallel(shape *x, const wl_workload *w)
 {
@@ -37,12 +38,14 @@ void cm_shape_parallel(shape *x, const wl_workload *w)
         x->n = x->b * x->s;
         x->nl = x->sp ? x->n / x->t : x->n;
     }
-    if (x->cp > 1 || s > WL_SHARD_OPTIM) {
-        wl_dtype d = w->training.params_dtype;
-        int expert_shards = x->shards / x->ep > 0 ? x->shards / x->ep : 1;
+    wl_dtype d = w->training.params_dtype;
+    if (x->cp > 1 || s > WL_SHARD_OPTIM)
         x->state_bpp = cm_sharded_state_bytes_per_param(d, s, x->shards);
-        x->expert_state_bpp = cm_sharded_state_bytes_per_param(d, s, expert_shards);
-    }
+    /* Expert state is sharded over the expert-data-parallel group,
+     * tp·cp·dp/(ep·etp) ranks (moe.h). */
+    moe_layout ml;
+    moe_layout_of(w, &ml);
+    x->expert_state_bpp = cm_sharded_state_bytes_per_param(d, s, ml.edp);
 }
 
 void cm_parallel_layer(cm_layer *ly, const shape *x)

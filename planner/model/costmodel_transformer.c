@@ -95,11 +95,10 @@
  * fabric, recv_gather_s, charged by the schedule to the receiver's forward or
  * backward), else n·h·D from every rank.
  *
- * MoE (first-order): each token runs topk experts of moe_ffn_hidden_size, so
- * MLP FLOPs and activations are those of a dense MLP of topk·ffn; expert
- * weights are split over expert and tensor parallelism and their optimizer
- * state sharded over dp/ep.  The router GEMM, the capacity factor and the
- * all-to-all are left to the schedule (OP_ALLTOALL).
+ * MoE: in an MoE layer (model.moe_layer_freq) the dense MLP above is the
+ * shared expert (none when moe_shared_expert_intermediate_size is 0), and
+ * costmodel_moe.c adds the router, the dispatch and combine, the routed
+ * experts and their memory.
  */
 #include <math.h>
 #include <stdio.h>
@@ -168,9 +167,10 @@ static void decoder_forward_times(const shape *x, decoder_forward *o)
     o->proj = cm_gemm_s(x, x->n, x->h / x->t, x->h, 1.0);
     dropout_add_times(x, hidden_l, &o->proj_dropout, &o->residual1);
     o->norm2 = cm_memop_s(x, 2.0 * hidden_l * x->D);
-    o->fc1 = cm_gemm_s(x, x->n, x->h, x->mlp_width / x->t, 1.0);
-    o->act = cm_memop_s(x, x->n * x->f / x->t * x->D * (x->swiglu ? 3.0 : 2.0));
-    o->fc2 = cm_gemm_s(x, x->n, x->f / x->t, x->h, 1.0);
+    bool mlp = x->f > 0; /* an MoE layer without a shared expert has no dense MLP */
+    o->fc1 = mlp ? cm_gemm_s(x, x->n, x->h, x->mlp_width / x->t, 1.0) : 0.0;
+    o->act = mlp ? cm_memop_s(x, x->n * x->f / x->t * x->D * (x->swiglu ? 3.0 : 2.0)) : 0.0;
+    o->fc2 = mlp ? cm_gemm_s(x, x->n, x->f / x->t, x->h, 1.0) : 0.0;
     dropout_add_times(x, hidden_l, &o->mlp_dropout, &o->residual2);
 }
 
@@ -198,10 +198,11 @@ static double decoder_backward_s(const shape *x, const decoder_forward *o)
     const cm_attention *core = &o->core;
     double gemms = o->qkv + core->grad_scores_s + core->grad_av_s + o->proj + o->fc1 + o->fc2;
     double dropouts = x->hidden_dropout ? 2.0 * cm_memop_s(x, hidden_l * (2.0 * x->D + 1.0)) : 0.0;
-    double elementwise = 2.0 * cm_memop_s(x, 3.0 * hidden_l * x->D)               /* norms */
-                         + core->grad_softmax_s + core->grad_dropout_s + dropouts /* masks */
-                         + 2.0 * cm_memop_s(x, 3.0 * hidden_l * x->D) /* residual grads */
-                         + cm_memop_s(x, x->n * x->f / x->t * x->D * (x->swiglu ? 5.0 : 3.0));
+    double elementwise =
+        2.0 * cm_memop_s(x, 3.0 * hidden_l * x->D)               /* norms */
+        + core->grad_softmax_s + core->grad_dropout_s + dropouts /* masks */
+        + 2.0 * cm_memop_s(x, 3.0 * hidden_l * x->D)             /* residual grads */
+        + (x->f > 0 ? cm_memop_s(x, x->n * x->f / x->t * x->D * (x->swiglu ? 5.0 : 3.0)) : 0.0);
     return gemms + elementwise;
 }
 
@@ -214,20 +215,14 @@ static double decoder_flops(const shape *x)
     return (qkv + core + proj + mlp) / x->t;
 }
 
-static void decoder_params(const shape *x, const wl_model *md, double *dense, double *expert)
+/* The dense MLP is x->f wide: the shared expert of an MoE layer (0 when
+ * there is none), whose router and experts costmodel_moe.c adds. */
+static void decoder_params(const shape *x, double *dense, double *expert)
 {
     double attention = x->h * (x->h + 2.0 * x->g * x->d) + x->h * x->h;
     double mats = x->swiglu ? 3.0 : 2.0;
-    *dense = attention / x->t + 2.0 * x->norm_params;
-    if (md->num_experts > 0) {
-        double e_ffn =
-            (double)(md->moe_ffn_hidden_size > 0 ? md->moe_ffn_hidden_size : md->ffn_hidden_size);
-        *expert = md->num_experts * mats * x->h * e_ffn / ((double)x->ep * x->t);
-        *dense += x->h * md->num_experts; /* router, replicated */
-    } else {
-        *dense += mats * x->h * x->f / x->t;
-        *expert = 0.0;
-    }
+    *dense = attention / x->t + 2.0 * x->norm_params + mats * x->h * x->f / x->t;
+    *expert = 0.0;
 }
 
 static void decoder_units(cm_layer *ly, const shape *x, const decoder_forward *o,
@@ -259,8 +254,10 @@ static void stage_output(cm_layer *ly, const shape *x)
     ly->recv_gather_s = x->scatter_gather ? cm_ring_allgather_s(x->c, x->t, hidden) : 0.0;
 }
 
-void cm_decoder_layer(cm_layer *ly, const shape *x, const wl_model *md, int index)
+void cm_decoder_layer(cm_layer *ly, const shape *x0, const wl_model *md, int index)
 {
+    shape moe_shape; /* MoE hook: an MoE layer's dense MLP is its shared expert */
+    const shape *x = cm_moe_layer_shape(x0, md, index, &moe_shape);
     decoder_forward o;
     decoder_forward_times(x, &o);
     snprintf(ly->name, sizeof ly->name, "decoder.%d", index);
@@ -288,10 +285,11 @@ void cm_decoder_layer(cm_layer *ly, const shape *x, const wl_model *md, int inde
     ly->recompute_s[RECOMPUTE_SELECTIVE] = o.core.selective ? attention_core_s(&o) : 0.0;
     ly->recompute_s[RECOMPUTE_FULL] = ly->forward_s + ly->tp_forward_s;
     double dense, expert;
-    decoder_params(x, md, &dense, &expert);
+    decoder_params(x, &dense, &expert);
     cm_set_state(ly, x, dense, expert);
     ly->forward_flops = decoder_flops(x);
     stage_output(ly, x);
+    cm_moe_decoder(ly, x, md, index); /* MoE hook: router, experts, all-to-all */
 }
 
 /* ---- embedding and LM head ---------------------------------------------- */

@@ -71,6 +71,30 @@ typedef struct wl_layer_spec {
     double *time_backward_s; /* backward (input + weight grad) time at each b */
 } wl_layer_spec;
 
+/* Megatron-LM's --moe-layer-freq: an integer N (layer i is MoE when
+ * i % N == 0) or a pattern, one 0/1 per decoder layer, given as a Python
+ * list expression ("([0]*3+[1]*58)") or a JSON array; expanded into map[]
+ * by the loader (workload_moe.c). */
+#define WL_MAX_LAYERS 10000
+typedef struct wl_moe_layer_freq {
+    int every;                                  /* N, or 0 when a pattern is given */
+    char pattern[256];                          /* the pattern as given, or "" */
+    unsigned char map[(WL_MAX_LAYERS + 7) / 8]; /* bit l: decoder layer l is MoE */
+} wl_moe_layer_freq;
+
+typedef enum wl_moe_dispatcher {
+    WL_MOE_ALLGATHER = 0,
+    WL_MOE_ALLTOALL,
+    WL_MOE_DISPATCHER_COUNT
+} wl_moe_dispatcher;
+typedef enum wl_moe_balancing {
+    WL_MOE_AUX_LOSS = 0,
+    WL_MOE_SEQ_AUX_LOSS,
+    WL_MOE_SINKHORN,
+    WL_MOE_BALANCING_NONE,
+    WL_MOE_BALANCING_COUNT
+} wl_moe_balancing;
+
 typedef struct wl_model {
     int num_layers;
     long hidden_size;
@@ -87,6 +111,12 @@ typedef struct wl_model {
     long moe_ffn_hidden_size;
     double moe_expert_capacity_factor; /* 0 = no capacity limit */
     char moe_token_trace[512];         /* path relative to the workload, or "" */
+    /* The rest of the MoE keys and the layer map: moe.h explains them. */
+    long moe_shared_expert_intermediate_size; /* 0: no shared expert */
+    wl_moe_layer_freq moe_layer_freq;         /* which decoder layers are MoE */
+    bool moe_pad_expert_input_to_capacity;
+    int moe_token_dispatcher_type;      /* a wl_moe_dispatcher */
+    int moe_router_load_balancing_type; /* a wl_moe_balancing */
     /* Dropout probabilities in [0, 1) (Megatron's defaults 0.1); 0 means no
      * dropout: no masks kept, no dropout passes. */
     double attention_dropout; /* on the attention probabilities */
@@ -117,6 +147,9 @@ typedef struct wl_parallel {
     int data_parallel_size;
     int virtual_pipeline_model_parallel_size;
     int expert_model_parallel_size;
+    /* Tensor parallelism of the expert layers (Megatron's
+     * --expert-tensor-parallel-size); 0 in the file means tensor_model_parallel_size. */
+    int expert_tensor_parallel_size;
     /* Ranks splitting every sequence (ring attention, costmodel_cp.c);
      * NPUs = tp·cp·dp·pp in Megatron's rank order tp-cp-dp-pp. */
     int context_parallel_size;

@@ -50,6 +50,9 @@ int wl_fill_derived_defaults(const load_ctx *c, wl_workload *w)
         m->moe_router_topk = 2;
     if (m->moe_ffn_hidden_size == 0)
         m->moe_ffn_hidden_size = m->ffn_hidden_size;
+    int moe_rc = wl_moe_fill_defaults(c, w); /* MoE hook: workload_moe.c */
+    if (moe_rc)
+        return moe_rc;
     if (w->parallel.tensor_model_parallel_size == 1)
         w->training.sequence_parallel = false; /* as Megatron does */
     wl_training *t = &w->training;
@@ -156,7 +159,7 @@ static int check_pipeline(const load_ctx *c, const wl_workload *w)
 static int check_experts(const load_ctx *c, const wl_workload *w)
 {
     const wl_model *m = &w->model;
-    int ep = w->parallel.expert_model_parallel_size, dp = w->parallel.data_parallel_size;
+    int ep = w->parallel.expert_model_parallel_size;
     const char *ep_key = "parallel.expert_model_parallel_size";
     if (m->num_experts == 0) {
         if (ep != 1)
@@ -167,14 +170,7 @@ static int check_experts(const load_ctx *c, const wl_workload *w)
     if (m->num_experts % ep != 0)
         return wl_fail(c, "model.num_experts", "expected a multiple of %s (%d), got %d", ep_key, ep,
                        m->num_experts);
-    if (dp % ep != 0)
-        return wl_fail(c, ep_key, "expected a divisor of parallel.data_parallel_size (%d), got %d",
-                       dp, ep);
-    if (m->moe_router_topk > m->num_experts)
-        return wl_fail(c, "model.moe_router_topk",
-                       "expected at most model.num_experts (%d), got %d", m->num_experts,
-                       m->moe_router_topk);
-    return 0;
+    return wl_moe_check(c, w); /* MoE hook: the rest in workload_moe.c */
 }
 
 /* Context parallelism splits a Transformer's sequences into 2c chunks

@@ -37,13 +37,14 @@ typedef enum key_type {
     KEY_NONNEGATIVE_NUMBER, /* double >= 0, integer or real in JSON */
     KEY_PROBABILITY,        /* double in [0, 1): a dropout probability */
     KEY_BOOL,
-    KEY_STRING,      /* char[size]; size 0: checked, not stored */
-    KEY_NAME,        /* like KEY_STRING, but must not be empty */
-    KEY_ENUM,        /* string from names[], stored as its index */
-    KEY_SECTION,     /* object read by children into the same record */
-    KEY_LAYERS,      /* non-empty array of objects read by children */
-    KEY_TIME_TABLE,  /* object read by children, then checked as a table */
-    KEY_NUMBER_LIST, /* non-empty array of numbers >= 0, stored as double* */
+    KEY_STRING,         /* char[size]; size 0: checked, not stored */
+    KEY_NAME,           /* like KEY_STRING, but must not be empty */
+    KEY_ENUM,           /* string from names[], stored as its index */
+    KEY_SECTION,        /* object read by children into the same record */
+    KEY_LAYERS,         /* non-empty array of objects read by children */
+    KEY_TIME_TABLE,     /* object read by children, then checked as a table */
+    KEY_NUMBER_LIST,    /* non-empty array of numbers >= 0, stored as double* */
+    KEY_MOE_LAYER_FREQ, /* int, pattern string or 0/1 array (workload_moe.c) */
 } key_type;
 
 typedef enum key_need { OPTIONAL = 0, REQUIRED, REQUIRED_UNLESS_LAYERS } key_need;
@@ -72,6 +73,9 @@ typedef struct key_spec {
 extern const key_spec wl_root_keys[];
 extern const key_spec wl_layer_keys[];
 extern const key_spec wl_time_table_keys[];
+/* Names of the MoE enums, in wl_moe_dispatcher / wl_moe_balancing order. */
+extern const char *const wl_moe_dispatcher_names[];
+extern const char *const wl_moe_balancing_names[];
 
 /* Index of name in names[count], -1 when absent or NULL. */
 int wl_name_index(const char *const *names, int count, const char *name);
@@ -114,5 +118,13 @@ int wl_read_object(load_ctx *c, const json_t *obj, const key_spec *table, void *
  * impossible combinations. */
 int wl_fill_derived_defaults(const load_ctx *c, wl_workload *w);
 int wl_check_combinations(const load_ctx *c, const wl_workload *w);
+
+/* MoE (workload_moe.c): reads model.moe_layer_freq into its field; fills
+ * the MoE defaults that depend on other keys and expands the layer map;
+ * Megatron-LM's MoE argument checks. */
+int wl_read_moe_layer_freq(const load_ctx *c, const json_t *v, wl_moe_layer_freq *field,
+                           const char *key);
+int wl_moe_fill_defaults(const load_ctx *c, wl_workload *w);
+int wl_moe_check(const load_ctx *c, const wl_workload *w);
 
 #endif

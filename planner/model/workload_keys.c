@@ -22,6 +22,9 @@ static const char *const schedule_names[SCHED_COUNT] = {
 static const char *const recompute_names[RECOMPUTE_COUNT] = {"none", "selective", "full"};
 static const char *const dtype_names[] = {"bf16", "fp16", "fp32"};
 #define DTYPE_COUNT 3
+const char *const wl_moe_dispatcher_names[WL_MOE_DISPATCHER_COUNT] = {"allgather", "alltoall"};
+const char *const wl_moe_balancing_names[WL_MOE_BALANCING_COUNT] = {"aux_loss", "seq_aux_loss",
+                                                                    "sinkhorn", "none"};
 static const char *const sharding_names[WL_SHARD_COUNT] = {"no_shard", "optim", "optim_grads",
                                                            "optim_grads_params"};
 
@@ -99,6 +102,7 @@ void wl_set_defaults(wl_workload *w)
     w->model.hidden_dropout = 0.1;
     w->parallel.virtual_pipeline_model_parallel_size = 1;
     w->parallel.expert_model_parallel_size = 1;
+    w->model.moe_layer_freq.every = 1; /* Megatron's default: every layer */
     w->parallel.context_parallel_size = 1;
     w->schedule = SCHED_1F1B;
     snprintf(w->planner, sizeof w->planner, "megatron");
@@ -169,6 +173,15 @@ static const key_spec model_keys[] = {
            W_OFF(model.moe_expert_capacity_factor), 1000, ""),
     STRING("moe_token_trace", KEY_STRING, OPTIONAL, W_OFF(model.moe_token_trace),
            W_SIZE(model.moe_token_trace)),
+    RANGED("moe_shared_expert_intermediate_size", KEY_POSITIVE_LONG, OPTIONAL,
+           W_OFF(model.moe_shared_expert_intermediate_size), 4194304, ""),
+    SCALAR("moe_layer_freq", KEY_MOE_LAYER_FREQ, OPTIONAL, W_OFF(model.moe_layer_freq)),
+    SCALAR("moe_pad_expert_input_to_capacity", KEY_BOOL, OPTIONAL,
+           W_OFF(model.moe_pad_expert_input_to_capacity)),
+    ENUM("moe_token_dispatcher_type", OPTIONAL, W_OFF(model.moe_token_dispatcher_type),
+         wl_moe_dispatcher_names, WL_MOE_DISPATCHER_COUNT),
+    ENUM("moe_router_load_balancing_type", OPTIONAL, W_OFF(model.moe_router_load_balancing_type),
+         wl_moe_balancing_names, WL_MOE_BALANCING_COUNT),
     /* KEY_PROBABILITY carries its own range, [0, 1). */
     SCALAR("attention_dropout", KEY_PROBABILITY, OPTIONAL, W_OFF(model.attention_dropout)),
     SCALAR("hidden_dropout", KEY_PROBABILITY, OPTIONAL, W_OFF(model.hidden_dropout)),
@@ -206,6 +219,8 @@ static const key_spec parallel_keys[] = {
            W_OFF(parallel.virtual_pipeline_model_parallel_size), 1024, "chunks"),
     RANGED("expert_model_parallel_size", KEY_POSITIVE_INT, OPTIONAL,
            W_OFF(parallel.expert_model_parallel_size), 1048576, "NPUs"),
+    RANGED("expert_tensor_parallel_size", KEY_POSITIVE_INT, OPTIONAL,
+           W_OFF(parallel.expert_tensor_parallel_size), 1048576, "NPUs"),
     RANGED("context_parallel_size", KEY_POSITIVE_INT, OPTIONAL,
            W_OFF(parallel.context_parallel_size), 1048576, "NPUs"),
     RANGED("decoder_first_pipeline_num_layers", KEY_NONNEGATIVE_INT, OPTIONAL,
@@ -282,6 +297,11 @@ void wl_spec_expected(const key_spec *k, char *buf, size_t size)
         return;
     case KEY_NUMBER_LIST:
         snprintf(buf, size, "a non-empty array of non-negative numbers");
+        return;
+    case KEY_MOE_LAYER_FREQ:
+        snprintf(buf, size,
+                 "a positive integer, a 0/1 list expression such as "
+                 "\"([0]*3+[1]*58)\", or an array of 0 and 1");
         return;
     case KEY_ENUM:
         break;

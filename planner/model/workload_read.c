@@ -198,6 +198,8 @@ static int read_value(load_ctx *c, const key_spec *k, const json_t *v, void *rec
         return read_time_table(c, k, v, record, key);
     case KEY_NUMBER_LIST:
         return read_number_list(c, k, v, field, key);
+    case KEY_MOE_LAYER_FREQ: /* MoE hook: workload_moe.c */
+        return wl_read_moe_layer_freq(c, v, field, key);
     }
     return wl_fail(c, key, "internal error: key type %d", (int)k->type);
 }

@@ -48,6 +48,7 @@ typedef struct cli {
     const char *fold_dp;
     const char *dp_algorithm, *dp_inter_algorithm, *dp_radix, *ep_alltoall_algorithm;
     const char *dp_bucket_bytes;
+    const char *moe_trace_path, *moe_trace_step; /* --moe-trace, --moe-trace-step */
     int dp_overlap;
     int shifted_recompute;
     int stages, quiet;
@@ -77,6 +78,8 @@ typedef struct job {
     int rows;
     int several;         /* --planner all: output files get the planner's name */
     const char *planner; /* the planner's canonical name, or "all" (cli_planner_name()) */
+    moe_trace moe_trace; /* --moe-trace (counts NULL without one; cli_moe.c) */
+    int moe_trace_step;
 } job;
 
 /* ---- cli_args.c ------------------------------------------------------------- */
@@ -122,6 +125,16 @@ int finish_stdout(void);
 
 /* Prints err on one line of stderr; returns its exit code. */
 int fail(const np_error *err);
+
+/* ---- cli_moe.c ------------------------------------------------------------------ */
+
+/* --moe-trace FILE and --moe-trace-step N: reads the trace and holds it
+ * against the workload (moe_trace_check_workload); nothing without the
+ * option.  0 or an np_exit_code. */
+int cli_moe_load(const cli *c, job *j, np_error *err);
+/* Hands the trace to the engine options, and --allow-large's lifting of
+ * the replay's bound. */
+void cli_moe_options(const cli *c, const job *j, engine_options *eo);
 
 /* ---- cli_size.c ----------------------------------------------------------------- */
 

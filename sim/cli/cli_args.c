@@ -68,8 +68,11 @@ static const char usage_text[] =
     "  --dp-radix R       radix of \"butterfly\", at least 2 (default 4)\n"
     "  --ep-alltoall-algorithm A  expert-parallel all-to-all (default pairwise):\n"
     "%s\n"
-    "                     (recorded in the CSV; no schedule emits expert all-to-alls\n"
-    "                     yet, so it changes no result today)\n"
+    "                     (recorded in the CSV; the MoE replay runs its own pairwise\n"
+    "                     all-to-all with per-pair volumes, docs/moe.md)\n"
+    "  --moe-trace FILE   MoE routing trace to replay (docs/moe-trace-format.md);\n"
+    "                     default: balanced routing\n"
+    "  --moe-trace-step N the trace's step to replay (default 0)\n"
     "  --dp-overlap       bucket the gradient all-reduce and overlap it with the backward\n"
     "                     (Megatron's overlap_grad_reduce)\n"
     "  --dp-bucket-bytes N  bucket size for --dp-overlap (default Megatron's:\n"
@@ -276,6 +279,10 @@ static const char **value_option(cli *c, const char *a)
         return &c->ep_alltoall_algorithm;
     if (strcmp(a, "--dp-bucket-bytes") == 0)
         return &c->dp_bucket_bytes;
+    if (strcmp(a, "--moe-trace") == 0) /* MoE: cli_moe.c */
+        return &c->moe_trace_path;
+    if (strcmp(a, "--moe-trace-step") == 0)
+        return &c->moe_trace_step;
     if (strcmp(a, "--plan-out") == 0)
         return &c->plan_out;
     if (strcmp(a, "--run-id") == 0)

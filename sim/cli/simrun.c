@@ -41,6 +41,7 @@ static int simulate_and_report(const cli *c, job *j, plan *pl, np_error *err)
     if (!rc)
         rc = sched_build(pl, cm, &sc, err);
     engine_options eo = cli_engine_options(c, j);
+    cli_moe_options(c, j, &eo); /* MoE hook */
     cli_progress progress;
     if (!rc)
         cli_progress_attach(c, j, cm, pl, &progress, &eo);
@@ -201,6 +202,8 @@ static int load_inputs(cli *c, job *j, np_error *err)
     for (int i = 0; i < c->num_overrides; i++)
         overrides[n++] = c->overrides[i];
     int rc = wl_load(c->workload_path, overrides, n, &j->w, err);
+    if (!rc)
+        rc = cli_moe_load(c, j, err); /* MoE hook: --moe-trace */
     if (rc)
         return rc;
     const char *name = c->planner ? c->planner : j->w.planner;
@@ -417,6 +420,7 @@ int main(int argc, char **argv)
     cm_free(&j.cm);
     platform_free(&j.pf);
     wl_free(&j.w);
+    moe_trace_free(&j.moe_trace);
     free(j.overrides);
     free(j.cfg);
     rc = rc ? fail(&err) : 0;

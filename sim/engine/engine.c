@@ -23,6 +23,7 @@
 #include <xbt/log.h>
 
 #include "engine_internal.h"
+#include "engine_moe.h"
 
 void engine_init_options(engine_options *o)
 {
@@ -213,7 +214,13 @@ int engine_run(const sim_platform *pf, const wl_workload *w, const cm_model *cm,
                             e.tp, e.cp, e.dp, e.p, needed, pf->num_npus);
     if ((rc = overlap_build(&e, cm, err)))
         return rc;
+    if ((rc = engine_moe_prepare(&e, w, cm, err))) { /* MoE hook: engine_moe.c */
+        engine_moe_free(&e);
+        overlap_free(&e);
+        return rc;
+    }
     if ((rc = workers_create(&e, err))) {
+        engine_moe_free(&e);
         overlap_free(&e);
         return rc;
     }
@@ -236,9 +243,11 @@ int engine_run(const sim_platform *pf, const wl_workload *w, const cm_model *cm,
                             e.finished, actors);
     sg_barrier_destroy(e.finish);
     rc = metrics_collect(&e, w, cm, out);
+    engine_moe_collect(&e, out); /* MoE hook */
     out->wall_s = (t_end.tv_sec - t_start.tv_sec) + 1e-9 * (t_end.tv_nsec - t_start.tv_nsec);
     workers_destroy(&e);
     overlap_free(&e);
+    engine_moe_free(&e);
     if (rc)
         return np_error_set(err, NP_EXIT_INTERNAL, "<engine>", "", 0, "out of memory");
     return 0;

@@ -26,6 +26,7 @@
 
 #include "collective.h"
 #include "costmodel.h"
+#include "moe_trace.h"
 #include "plan.h"
 #include "platform.h"
 #include "schedule.h"
@@ -63,6 +64,14 @@ typedef struct engine_options {
      * with the simulated seconds since the run's start every progress_step_s
      * simulated seconds (≤ 0: 10 ms) while the run goes on, from a light
      * actor that starts no activity; NULL: no actor. */
+    /* MoE replay (engine_moe.c): the routing trace and the step replayed;
+     * NULL: balanced routing. */
+    const moe_trace *moe_trace;
+    int moe_trace_step;
+    /* Above this many all-to-all flows (estimated) the MoE layers are not
+     * replayed: their closed form stays in the ops.  0: 2e7 (about as long
+     * as simrun's default bound on a run); INFINITY: always replay. */
+    double moe_max_flows;
     void (*progress)(double simulated_s, void *ctx);
     void *progress_ctx;
     double progress_step_s;
@@ -110,6 +119,17 @@ typedef struct engine_result {
     double tokens_per_s;
     double wall_s;   /* host seconds spent in the simulation */
     long activities; /* SimGrid executions and flows started */
+    /* MoE replay (engine_moe.c), when moe_replayed: the all-to-all time of
+     * the slowest worker and the mean over workers (all of it exposed: the
+     * all-to-alls block); token-expert assignments of the iteration's
+     * forwards, all NPUs: routed, dropped, padding; the padding's FLOPs
+     * (forward and backward); the hottest expert's rows over the mean,
+     * averaged over the MoE layers. */
+    bool moe_replayed;
+    double moe_skipped_flows; /* > 0: not replayed, this many flows estimated */
+    double moe_alltoall_s, moe_alltoall_mean_s;
+    double moe_assignments, moe_dropped_tokens, moe_padding_tokens, moe_padding_flops;
+    double moe_max_over_mean;
     int num_stages;
     engine_stage_metrics *stages; /* [num_stages] */
     /* Timeline, when options.record_spans: spans of worker (s, d) are

@@ -83,13 +83,15 @@ typedef struct engine {
     const schedule *sc;
     const engine_options *opt;
     int tp, dp, p;
-    int cp;                /* context-parallel ranks per (stage, replica): 1 without CP */
-    int fold;              /* replicas whose pipelines run: dp, or K when folded */
-    int finished;          /* actors that reached their end (a deadlock leaves fewer) */
-    transport net;         /* clock origin: the run's start; every activity counted */
-    worker *workers;       /* [cp·p·dp], worker (s, d, c) at (c·p + s)·dp + d */
-    sg_bar_t finish;       /* every worker waits here before it ends (worker_linger) */
-    overlap_plan *overlap; /* [p] with --dp-overlap, else NULL */
+    int cp;                   /* context-parallel ranks per (stage, replica): 1 without CP */
+    int fold;                 /* replicas whose pipelines run: dp, or K when folded */
+    int finished;             /* actors that reached their end (a deadlock leaves fewer) */
+    transport net;            /* clock origin: the run's start; every activity counted */
+    worker *workers;          /* [cp·p·dp], worker (s, d, c) at (c·p + s)·dp + d */
+    sg_bar_t finish;          /* every worker waits here before it ends (worker_linger) */
+    overlap_plan *overlap;    /* [p] with --dp-overlap, else NULL */
+    struct engine_moe *moe;   /* MoE replay (engine_moe.c), else NULL */
+    double moe_skipped_flows; /* > 0: a replay over engine_options.moe_max_flows */
 } engine;
 
 /* Worker (stage, replica, CP rank c).  CP rank 0's workers come first, at

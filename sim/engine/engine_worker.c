@@ -13,6 +13,7 @@
 #include <xbt/asserts.h>
 
 #include "engine_internal.h"
+#include "engine_moe.h"
 
 /* ---- channels ---------------------------------------------------------- */
 
@@ -179,6 +180,14 @@ static bool has_cp(const worker *w, const sched_op *op)
 int worker_run_compute(worker *w, const sched_op *ops, int first, int count)
 {
     const overlap_plan *ov = w->eng->overlap && w->simulated ? &w->eng->overlap[w->stage] : NULL;
+    if (count > 0 && engine_moe_replays(w, &ops[0])) { /* MoE hook: engine_moe.c */
+        double start_s = engine_now(w->eng);
+        engine_moe_run_op(w, &ops[0]);
+        double end_s = engine_now(w->eng);
+        compute_account(w, &ops[0], start_s, end_s);
+        w->busy_s += (end_s - start_s) - (ops[0].compute_s + ops[0].comm_s);
+        return 1;
+    }
     if (count > 0 && has_cp(w, &ops[0])) {
         run_cp_op(w, &ops[0], ov ? ov->buckets_at_op[first] : 0);
         return 1;
@@ -246,7 +255,8 @@ static void run_op(worker *w, const sched_op *op)
             sg_sem_acquire(w->buckets_done); /* what the overlap did not hide */
         } else {
             fold_release_replicas(w);
-            engine_dp_allreduce(e, w, op->bytes);
+            engine_dp_allreduce(e, w, engine_moe_dense_grad_bytes(e, w, op->bytes));
+            engine_moe_expert_sync(e, w); /* MoE hook: expert-DP group */
         }
         w->dp_comm_s += engine_now(e) - start;
         break;

@@ -13,6 +13,7 @@
 
 #include "memory.h"
 #include "np_file.h"
+#include "report_moe.h"
 
 const char report_csv_header[] =
     "platform,workload,planner,schedule,npus,tp,pp,dp,vpp,micro_batch_size,"
@@ -26,7 +27,10 @@ const char report_csv_header[] =
     /* appended by the memory breakdown (simrun --memory): the worst stage's */
     "mem_stage,mem_weights_bytes,mem_stashed_weights_bytes,mem_grads_bytes,mem_optimizer_bytes,"
     "mem_activations_bytes,mem_inflight,mem_transient_bytes,mem_workspace_bytes,"
-    "mem_predicted_bytes,mem_simulated_bytes";
+    "mem_predicted_bytes,mem_simulated_bytes,"
+    /* appended by the MoE replay (report_moe.c) */
+    "moe_alltoall_s,moe_alltoall_mean_s,moe_max_over_mean,moe_assignments,moe_dropped_tokens,"
+    "moe_padding_tokens,moe_padding_flops";
 
 /* Whether layer l's recompute option is a decision the label reports: every
  * decoder and listed layer, and an embedding or LM head only when the plan
@@ -119,6 +123,7 @@ void report_print_table_row(FILE *out, const report_row *row, double baseline_it
     if (row->pl->solver_status[0])
         fprintf(out, "%-10s   solver: %s, MIP gap %.2f%%\n", "", row->pl->solver_status,
                 100 * row->pl->solver_gap);
+    report_moe_print(out, r); /* MoE hook: report_moe.c */
 }
 
 void report_print_stages(FILE *out, const report_row *row)
@@ -210,6 +215,7 @@ static char *csv_format_row(const report_row *row, size_t *len)
     np_csv_field(f, row->simulator_version);
     fputs(",ok,0,", f); /* status, exit_code, error (empty): simsweep writes failed points' rows */
     csv_memory_fields(f, row);
+    report_moe_csv_fields(f, r); /* MoE hook: report_moe.c */
     fputc('\n', f);
     int failed = ferror(f);
     if (fclose(f) != 0 || failed) {

@@ -1,0 +1,190 @@
+/*
+ * costmodel_moe.c -- the MoE part of a decoder layer (Megatron-Core's
+ * MoELayer): router, token dispatch, routed experts, combine, at a balanced
+ * routing; the replay of a token trace re-prices the experts per NPU from
+ * these figures.
+ *
+ * Notation (costmodel_internal.h, moe.h): E experts, k = moe_router_topk,
+ * f_e = moe_ffn_hidden_size, E_l = E/ep local experts, etp expert tensor
+ * parallelism, n_l the tokens one NPU routes per micro-batch (n/t: Megatron
+ * requires sequence parallelism with MoE and t > 1), mats = 3 with SwiGLU
+ * else 2, D bytes of the dtype.
+ *
+ * Tokens.  The EP ranks' n_l·k assignments spread evenly over the ep ranks,
+ * so an EP rank receives n_l·k, and its etp expert-TP ranks all-gather
+ * theirs: every NPU computes T = n_l·k·etp assignments, T/E_l per local
+ * expert.  With a capacity factor cf each expert takes at most
+ * C = ceil(n_l·k/E·cf) tokens from each source rank (Megatron's
+ * get_capacity on the source's n_l·k assignments; Switch Transformer,
+ * Fedus et al. 2021, section 2.2, "expert capacity = tokens per batch /
+ * experts × capacity factor"), so at most ep·etp·C per local expert; more
+ * is dropped (the token keeps its residual).  With
+ * moe_pad_expert_input_to_capacity every expert computes exactly ep·etp·C
+ * rows, the padding beyond the routed tokens included.
+ *
+ * Operators, forward (costmodel.c's roofline):
+ *   router     GEMM [n_l × h]·[h × E], then softmax and top-k over n_l·E
+ *              fp32 scores (3 passes)
+ *   permute    read n_l·h·D, write n_l·k·h·D (Megatron's permute)
+ *   dispatch   all-to-all of n_l·k·h·D among the ep ranks (alltoall
+ *              dispatcher), then an all-gather over the etp ranks; the
+ *              allgather dispatcher all-gathers n_l·h·D over the ep·etp
+ *              ranks instead
+ *   experts    grouped GEMMs, E_l of them: [T/E_l × h]·[h × mats'·f_e/etp]
+ *              (mats' = 2 with SwiGLU), activation over T·f_e/etp, and
+ *              [T/E_l × f_e/etp]·[f_e/etp × h]
+ *   combine    reduce-scatter over etp, all-to-all back, unpermute
+ *              (read n_l·k·h·D and the probabilities, write n_l·h·D)
+ * Backward: the router's and the experts' input-gradient GEMMs once each,
+ * the elementwise ops' backward (3 tensors where the forward moved 2), the
+ * two all-to-alls again; W: the router's and experts' weight GEMMs.
+ *
+ * All-to-all closed form (pairwise exchange, sim/net/collective_alltoall.c):
+ * the EP group's ep members sit etp ranks apart (Megatron's expert rank
+ * order etp-ep-edp), so a server of P NPUs holds L = min(ep, max(1, P/etp))
+ * of them; the N−1 steps are L−1 over the scale-up fabric and ep−L over the
+ * NICs:  (L−1)(α_up + S/(ep·B_up)) + (ep−L)(α_out + S/(ep·B_out)).
+ * Until the engine replays the all-to-alls, the two of a forward and the two
+ * of a backward are part of the layer's TP time (tp_forward_s,
+ * tp_backward_s), like the other collectives inside a layer.
+ *
+ * Kept for the backward (AdaPipe units, so recompute can drop them):
+ *   router_probs      n_l·E·4 + n_l·k·8 (fp32 probabilities, int64 indices)
+ *   expert_input      T·h·D (the permuted, gathered tokens: FC1's input)
+ *   expert_fc1_output T·mats'·f_e/etp·D
+ *   expert_act_output T·f_e/etp·D (Megatron's "moe_act" recompute module)
+ *   combine_input     n_l·k·h·D (expert outputs before the weighted sum)
+ * Full recompute keeps the layer input only and re-runs all of it,
+ * all-to-alls included.
+ *
+ * Parameters: the router h·E is dense (replicated over TP, reduced over
+ * DP); E_l experts of mats·h·f_e/etp are expert parameters, their state
+ * sharded over the expert-data-parallel group (moe.h).
+ */
+#include <math.h>
+
+#include "costmodel_internal.h"
+#include "moe.h"
+
+const shape *cm_moe_layer_shape(const shape *x, const wl_model *md, int index, shape *local)
+{
+    if (!wl_moe_is_moe_layer(md, index))
+        return x;
+    *local = *x;
+    local->f = (double)md->moe_shared_expert_intermediate_size;
+    local->mlp_width = local->swiglu ? 2.0 * local->f : local->f;
+    return local;
+}
+
+/* Pairwise all-to-all of a send buffer of `bytes` among ep members etp
+ * ranks apart (closed form above). */
+static double alltoall_s(const cl_cluster *c, int ep, int etp, double bytes)
+{
+    if (ep <= 1)
+        return 0.0;
+    int per_server = c->npus_per_node > 0 ? c->npus_per_node / etp : ep;
+    int local = per_server < 1 ? 1 : (per_server > ep ? ep : per_server);
+    double block = bytes / ep;
+    return (local - 1) * cl_p2p_time(c, block, 1) + (ep - local) * cl_p2p_time(c, block, 0);
+}
+
+/* Ring all-gather of an output of `bytes` over ranks members etp apart: on
+ * the scale-up fabric when they share a server. */
+static double gather_s(const cl_cluster *c, int ranks, int stride, double bytes)
+{
+    if (ranks <= 1)
+        return 0.0;
+    bool in_node = c->npus_per_node <= 0 || (long)ranks * stride <= c->npus_per_node;
+    return (ranks - 1) * cl_p2p_time(c, bytes / ranks, in_node);
+}
+
+/* Token counts of one NPU at a balanced routing. */
+static void moe_tokens(cm_moe_cost *m, const shape *x, const wl_model *md, const moe_layout *ml)
+{
+    double k = md->moe_router_topk;
+    m->routed_tokens = x->nl;
+    double routed = x->nl * k * ml->etp; /* T */
+    double per_expert = routed / ml->local_experts;
+    m->capacity =
+        moe_capacity(x->nl, md->moe_router_topk, md->num_experts, md->moe_expert_capacity_factor);
+    double limit = m->capacity > 0 ? ml->ep * ml->etp * m->capacity : per_expert;
+    double kept = fmin(per_expert, limit);
+    double computed = md->moe_pad_expert_input_to_capacity ? limit : kept;
+    m->dropped_tokens = (per_expert - kept) * ml->local_experts;
+    m->padding_tokens = (computed - kept) * ml->local_experts;
+    m->expert_tokens = computed * ml->local_experts;
+}
+
+void cm_moe_decoder(cm_layer *ly, const shape *x, const wl_model *md, int index)
+{
+    if (!wl_moe_is_moe_layer(md, index))
+        return;
+    moe_layout ml;
+    moe_layout_of(x->w, &ml);
+    cm_moe_cost *m = &ly->moe;
+    m->is_moe = 1;
+    moe_tokens(m, x, md, &ml);
+    double h = x->h, E = md->num_experts, k = md->moe_router_topk, D = x->D;
+    double fe = (double)md->moe_ffn_hidden_size / ml.etp;
+    double fc1_cols = (x->swiglu ? 2.0 : 1.0) * fe;
+    double nl = x->nl, T = m->expert_tokens, El = ml.local_experts;
+    double per_expert = T / El;
+
+    /* forward */
+    double router = cm_gemm_s(x, nl, h, E, 1.0);
+    double scores = cm_memop_s(x, 3.0 * nl * E * FP32_BYTES);
+    double permute = cm_memop_s(x, (1.0 + k) * nl * h * D);
+    double fc1 = cm_gemm_s(x, per_expert, h, fc1_cols, El);
+    double act = cm_memop_s(x, T * fe * D * (x->swiglu ? 3.0 : 2.0));
+    double fc2 = cm_gemm_s(x, per_expert, fe, h, El);
+    double unpermute = cm_memop_s(x, (1.0 + k) * nl * h * D + nl * k * FP32_BYTES);
+    m->expert_forward_s = fc1 + act + fc2;
+    m->expert_backward_s = fc1 + fc2 + cm_memop_s(x, T * fe * D * (x->swiglu ? 5.0 : 3.0));
+    m->expert_weight_grad_s = fc1 + fc2;
+    double router_backward = cm_gemm_s(x, nl, E, h, 1.0) + cm_memop_s(x, 3.0 * nl * E * FP32_BYTES);
+    double shuffle_backward = cm_memop_s(x, 1.5 * (1.0 + k) * nl * h * D) * 2.0;
+    ly->forward_s += router + scores + permute + m->expert_forward_s + unpermute;
+    ly->backward_s += router_backward + shuffle_backward + m->expert_backward_s;
+    ly->weight_grad_s += cm_gemm_s(x, h, nl, E, 1.0) + m->expert_weight_grad_s;
+
+    /* dispatch and combine */
+    const cl_cluster *c = x->c;
+    if (md->moe_token_dispatcher_type == WL_MOE_ALLTOALL) {
+        double send_tokens =
+            md->moe_pad_expert_input_to_capacity && m->capacity > 0 ? E * m->capacity : nl * k;
+        m->a2a_bytes = send_tokens * h * D;
+        m->a2a_s = alltoall_s(c, ml.ep, ml.etp, m->a2a_bytes);
+        m->etp_gather_s = gather_s(c, ml.etp, 1, T * h * D);
+    } else { /* allgather: every rank of the ep·etp group gets all tokens */
+        int ranks = ml.ep * ml.etp;
+        m->a2a_bytes = 0.0;
+        m->a2a_s = 0.0;
+        m->etp_gather_s = gather_s(c, ranks, 1, ranks * nl * h * D);
+    }
+    double comm = 2.0 * (m->a2a_s + m->etp_gather_s);
+    ly->tp_forward_s += comm;
+    ly->tp_backward_s += comm;
+
+    /* kept for the backward */
+    double before = ly->activation_bytes[RECOMPUTE_NONE];
+    cm_add_unit(ly, "router_probs", router + scores, nl * E * FP32_BYTES + nl * k * 8.0);
+    cm_add_unit(ly, "expert_input", permute + m->a2a_s + m->etp_gather_s, T * h * D);
+    cm_add_unit(ly, "expert_fc1_output", fc1, T * fc1_cols * D);
+    cm_add_unit(ly, "expert_act_output", act, T * fe * D);
+    cm_add_unit(ly, "combine_input", fc2 + m->etp_gather_s + m->a2a_s, nl * k * h * D);
+    double added = 0.0;
+    for (int u = ly->num_units - 5; u < ly->num_units; u++)
+        added += ly->units[u].activation_bytes;
+    ly->activation_bytes[RECOMPUTE_NONE] = before + added;
+    ly->activation_bytes[RECOMPUTE_SELECTIVE] += added;
+    ly->recompute_s[RECOMPUTE_FULL] = ly->forward_s + ly->tp_forward_s;
+
+    /* parameters: the router is dense, the experts are not */
+    double dense = ly->params + h * E;
+    m->expert_params = El * (x->swiglu ? 3.0 : 2.0) * h * fe;
+    cm_set_state(ly, x, dense, m->expert_params);
+    m->expert_grad_bytes = m->expert_params * x->grad_bpp;
+    /* model FLOPs: the routed tokens the experts keep, no padding */
+    double kept = T - m->padding_tokens;
+    ly->forward_flops += 2.0 * nl * h * E + 2.0 * kept * (x->swiglu ? 3.0 : 2.0) * h * fe;
+}

@@ -1,0 +1,44 @@
+/*
+ * cli_moe.c -- simrun's MoE options: --moe-trace FILE (a routing trace,
+ * docs/moe-trace-format.md, held against the workload) and
+ * --moe-trace-step N (the step the engine replays, default 0).  Without
+ * --moe-trace the engine replays balanced routing (docs/moe.md).
+ */
+#include <math.h>
+#include <stdlib.h>
+
+#include "cli.h"
+
+int cli_moe_load(const cli *c, job *j, np_error *err)
+{
+    j->moe_trace = (moe_trace){0};
+    j->moe_trace_step = 0;
+    if (c->moe_trace_step) {
+        char *end;
+        long v = strtol(c->moe_trace_step, &end, 10);
+        if (!c->moe_trace_path)
+            return np_error_set(err, NP_EXIT_USAGE, "<command line>", "--moe-trace-step", 0,
+                                "needs --moe-trace FILE");
+        if (*c->moe_trace_step == '\0' || *end != '\0' || v < 0 || v > 1000000)
+            return np_error_set(err, NP_EXIT_USAGE, "<command line>", "--moe-trace-step", 0,
+                                "expected a non-negative integer, got '%s'", c->moe_trace_step);
+        j->moe_trace_step = (int)v;
+    }
+    if (!c->moe_trace_path)
+        return 0;
+    int rc = moe_trace_read(c->moe_trace_path, &j->moe_trace, err);
+    if (!rc)
+        rc = moe_trace_check_workload(&j->moe_trace, &j->w, c->moe_trace_path, err);
+    if (!rc && j->moe_trace_step >= j->moe_trace.steps)
+        rc = np_error_set(err, NP_EXIT_USAGE, "<command line>", "--moe-trace-step", 0,
+                          "the trace has steps 0 to %d, got %d", j->moe_trace.steps - 1,
+                          j->moe_trace_step);
+    return rc;
+}
+
+void cli_moe_options(const cli *c, const job *j, engine_options *eo)
+{
+    eo->moe_max_flows = c->allow_large ? INFINITY : 0.0;
+    eo->moe_trace = j->moe_trace.counts ? &j->moe_trace : NULL;
+    eo->moe_trace_step = j->moe_trace_step;
+}

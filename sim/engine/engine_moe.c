@@ -1,0 +1,321 @@
+/*
+ * engine_moe.c -- replay of MoE layers: the dispatch and combine
+ * all-to-alls as flows with per-pair volumes, expert compute per NPU from
+ * its token load, dropped and padded tokens, and the expert gradients'
+ * sync on the expert-data-parallel group (docs/moe.md, "Replay").
+ *
+ * Where it applies: experts with ep > 1, the alltoall dispatcher, expert TP
+ * equal to TP (an EP group is then ep consecutive replicas of a stage: the
+ * workers' endpoints, each TP rank exchanging with the same TP rank), no
+ * context parallelism, uniform micro-batches, no --dp-overlap.  Elsewhere
+ * the cost model's closed form stays in the ops (an EP group inside one
+ * server's TP group, e.g. Mixtral's ETP 1 under TP 8, never leaves the
+ * scale-up fabric).
+ *
+ * Routing: the trace's step (engine_options.moe_trace, moe_trace_step), the
+ * same matrix for every micro-batch and every EP group; without a trace,
+ * balanced (every expert n_l·k/E from each source).  Capacity and padding
+ * come from the workload (moe_route_layer, planner/model/moe_trace.h).
+ *
+ * A forward op of a chunk with MoE layers runs, per MoE layer in order:
+ * its share of the op's other work, the dispatch all-to-all, the experts at
+ * this NPU's rows, the combine all-to-all.  The other work is the op's
+ * compute + TP time less, per MoE layer, the closed-form all-to-alls
+ * (2·a2a_s) and the balanced experts; the experts at the trace's load are
+ * the balanced time scaled by rows / balanced rows (linear in rows: the
+ * grouped GEMMs' per-expert launch and weight reads are not separated).  A
+ * backward op runs the layers in reverse: combine's gradient, experts'
+ * backward (and weight gradient when the op holds W), dispatch's gradient.
+ * Recompute and split W ops keep the balanced cost model's time (a full
+ * recompute's all-to-alls stay in closed form).
+ */
+#include <stdlib.h>
+#include <xbt/asserts.h>
+
+#include "collective_alltoallv.h"
+#include "engine_moe.h"
+#include "moe.h"
+
+enum { COLL_GROUP_EP_V = 3, COLL_GROUP_EDP = 4 };
+
+typedef struct engine_moe {
+    int ep, edp, num_moe;
+    double token_bytes;         /* h·D */
+    double flops_per_row;       /* 2·mats·h·f_e: one assignment through one expert */
+    int *moe_of_layer;          /* [cm layers]: MoE index, or −1 */
+    moe_route *routes;          /* [num_moe]: the replayed step */
+    double *ratio;              /* [num_moe·ep]: rows of rank j / balanced rows */
+    double *stage_expert_grads; /* [p]: expert gradient bytes of a stage */
+    const cm_model *cm;
+    /* accounting */
+    double *a2a_s; /* [workers] */
+    double dropped, padding, assignments, max_over_mean;
+    int max_over_mean_count;
+} engine_moe;
+
+static bool applies(const engine *e, const wl_workload *w, const cm_model *cm)
+{
+    const wl_model *m = &w->model;
+    const wl_parallel *p = &w->parallel;
+    int etp = p->expert_tensor_parallel_size > 0 ? p->expert_tensor_parallel_size : e->tp;
+    return m->num_experts > 0 && p->expert_model_parallel_size > 1 &&
+           m->moe_token_dispatcher_type == WL_MOE_ALLTOALL && etp == e->tp && e->cp == 1 &&
+           !e->pl->micro_batch_sizes && !e->opt->dp_overlap && cm->has_source &&
+           wl_moe_num_layers(m) > 0 && e->dp % p->expert_model_parallel_size == 0;
+}
+
+/* Balanced routing, from the cost model: every source sends n_l·k/ep
+ * (fractions kept) to every rank. */
+static void balanced_route(moe_route *r, const cm_moe_cost *c, int ep, int tp, int local)
+{
+    for (int j = 0; j < ep; j++) { /* per TP rank: the cost model's are all-gathered over tp */
+        r->rows[j] = c->expert_tokens / tp;
+        r->padding[j] = c->padding_tokens / tp;
+        r->dropped[j] = c->dropped_tokens / tp;
+        for (int i = 0; i < ep; i++)
+            r->send[(size_t)i * ep + j] = c->a2a_bytes / ep;
+    }
+    r->max_expert_rows = r->mean_expert_rows = c->expert_tokens / tp / local;
+}
+
+/* All-to-all flows of a replay: per worker, per MoE layer of its stage and
+ * micro-batch, 2 all-to-alls in the forward and 2 in the backward of ep − 1
+ * messages of tp flows each. */
+static double replay_flows(const engine *e, const cm_model *cm, int ep)
+{
+    double layers = 0.0;
+    for (int l = 0; l < cm->num_layers; l++)
+        layers += cm->layers[l].moe.is_moe;
+    return layers * e->dp * e->pl->num_micro_batches * 4.0 * (ep - 1) * e->tp;
+}
+
+int engine_moe_prepare(engine *e, const wl_workload *w, const cm_model *cm, np_error *err)
+{
+    e->moe = NULL;
+    e->moe_skipped_flows = 0.0;
+    if (!applies(e, w, cm))
+        return 0;
+    double flows = replay_flows(e, cm, w->parallel.expert_model_parallel_size);
+    double bound = e->opt->moe_max_flows > 0 ? e->opt->moe_max_flows : 2e7;
+    if (flows > bound) {
+        e->moe_skipped_flows = flows;
+        return 0;
+    }
+    const moe_trace *t = e->opt->moe_trace;
+    int ep = w->parallel.expert_model_parallel_size;
+    if (t && (e->opt->moe_trace_step < 0 || e->opt->moe_trace_step >= t->steps))
+        return np_error_set(err, NP_EXIT_USAGE, "<command line>", "--moe-trace-step", 0,
+                            "expected a step of the trace, 0 to %d, got %d", t->steps - 1,
+                            e->opt->moe_trace_step);
+    engine_moe *m = calloc(1, sizeof *m);
+    if (!m)
+        return np_error_set(err, NP_EXIT_INTERNAL, "<engine>", "", 0, "out of memory");
+    m->ep = ep;
+    m->edp = e->dp / ep;
+    m->cm = cm;
+    m->num_moe = wl_moe_num_layers(&w->model);
+    m->token_bytes = (double)w->model.hidden_size * wl_dtype_bytes(w->training.params_dtype);
+    m->flops_per_row = 2.0 * (w->model.swiglu ? 3.0 : 2.0) * (double)w->model.hidden_size *
+                       (double)w->model.moe_ffn_hidden_size;
+    m->moe_of_layer = malloc((size_t)cm->num_layers * sizeof *m->moe_of_layer);
+    m->routes = calloc((size_t)m->num_moe, sizeof *m->routes);
+    m->ratio = calloc((size_t)m->num_moe * ep, sizeof *m->ratio);
+    m->stage_expert_grads = calloc((size_t)e->p, sizeof *m->stage_expert_grads);
+    m->a2a_s = calloc((size_t)engine_num_workers(e), sizeof *m->a2a_s);
+    e->moe = m;
+    if (!m->moe_of_layer || !m->routes || !m->ratio || !m->stage_expert_grads || !m->a2a_s)
+        return np_error_set(err, NP_EXIT_INTERNAL, "<engine>", "", 0, "out of memory");
+    int k = 0, local = w->model.num_experts / ep;
+    for (int l = 0; l < cm->num_layers; l++) {
+        const cm_moe_cost *c = &cm->layers[l].moe;
+        m->moe_of_layer[l] = c->is_moe ? k : -1;
+        if (!c->is_moe)
+            continue;
+        moe_route *r = &m->routes[k];
+        if (moe_route_init(r, ep))
+            return np_error_set(err, NP_EXIT_INTERNAL, "<engine>", "", 0, "out of memory");
+        if (t) {
+            moe_route_layer(t, e->opt->moe_trace_step, k, c->capacity,
+                            w->model.moe_pad_expert_input_to_capacity, r);
+            for (int i = 0; i < ep * ep; i++)
+                r->send[i] *= m->token_bytes;
+        } else {
+            balanced_route(r, c, ep, e->tp, local);
+        }
+        /* rows per TP rank, as the cost model's expert_tokens (all-gathered
+         * over etp = tp) */
+        for (int j = 0; j < ep; j++)
+            m->ratio[(size_t)k * ep + j] =
+                c->expert_tokens > 0 ? r->rows[j] * e->tp / c->expert_tokens : 0.0;
+        m->max_over_mean += r->mean_expert_rows > 0 ? r->max_expert_rows / r->mean_expert_rows : 0;
+        m->max_over_mean_count++;
+        k++;
+    }
+    /* expert gradients per stage, synced over the expert-DP group instead */
+    for (int s = 0; s < e->p; s++)
+        for (int v = 0; v < e->pl->num_chunks; v++) {
+            int chunk = v * e->p + s;
+            for (int l = e->pl->chunk_start[chunk]; l < e->pl->chunk_start[chunk + 1]; l++)
+                m->stage_expert_grads[s] += cm->layers[l].moe.expert_grad_bytes;
+        }
+    return 0;
+}
+
+void engine_moe_free(engine *e)
+{
+    engine_moe *m = e->moe;
+    if (!m)
+        return;
+    for (int k = 0; m->routes && k < m->num_moe; k++)
+        moe_route_free(&m->routes[k]);
+    free(m->routes);
+    free(m->moe_of_layer);
+    free(m->ratio);
+    free(m->stage_expert_grads);
+    free(m->a2a_s);
+    free(m);
+    e->moe = NULL;
+}
+
+/* ---- the ops ---------------------------------------------------------------- */
+
+bool engine_moe_replays(const worker *w, const sched_op *op)
+{
+    const engine *e = w->eng;
+    if (!e->moe || (op->kind != OP_FORWARD && op->kind != OP_BACKWARD))
+        return false;
+    int k = op->chunk * e->p + w->stage;
+    for (int l = e->pl->chunk_start[k]; l < e->pl->chunk_start[k + 1]; l++)
+        if (e->moe->moe_of_layer[l] >= 0)
+            return true;
+    return false;
+}
+
+/* The EP group of w: the ep consecutive replicas of its stage holding it. */
+static void ep_group(engine *e, worker *w, int stride, int size, int first, int id, coll_group *g)
+{
+    const endpoint **members = malloc((size_t)size * sizeof *members);
+    if (!members)
+        xbt_die("npusim: out of memory building an MoE group");
+    for (int i = 0; i < size; i++)
+        members[i] = &engine_worker(e, w->stage, first + i * stride)->ep;
+    g->members = members;
+    g->size = size;
+    g->me = (w->replica - first) / stride;
+    g->id = id;
+}
+
+/* One all-to-all of MoE layer k: `out` (dispatch direction: source i sends
+ * send[i][j] to rank j) or back (rank j returns send[i][j] to i). */
+static void alltoall(engine *e, worker *w, const coll_group *g, int k, bool out)
+{
+    engine_moe *m = e->moe;
+    const moe_route *r = &m->routes[k];
+    double to[g->size > 0 ? g->size : 1];
+    for (int j = 0; j < g->size; j++)
+        to[j] = out ? r->send[(size_t)g->me * m->ep + j] : r->send[(size_t)j * m->ep + g->me];
+    double start = engine_now(e);
+    coll_run_alltoallv(&e->net, g, to);
+    m->a2a_s[w - e->workers] += engine_now(e) - start;
+}
+
+void engine_moe_run_op(worker *w, const sched_op *op)
+{
+    engine *e = w->eng;
+    engine_moe *m = e->moe;
+    const cm_model *cm = m->cm;
+    int chunk = op->chunk * e->p + w->stage;
+    int first = e->pl->chunk_start[chunk], last = e->pl->chunk_start[chunk + 1];
+    bool forward = op->kind == OP_FORWARD;
+    bool with_w = !forward && e->pl->schedule != SCHED_ZB_H1 && e->pl->schedule != SCHED_ZB_H2;
+    int rank = w->replica % m->ep, nm = 0;
+    double other = op->compute_s + op->comm_s;
+    for (int l = first; l < last; l++) {
+        const cm_moe_cost *c = &cm->layers[l].moe;
+        if (!c->is_moe)
+            continue;
+        nm++;
+        other -= 2.0 * c->a2a_s +
+                 (forward ? c->expert_forward_s
+                          : c->expert_backward_s + (with_w ? c->expert_weight_grad_s : 0.0));
+    }
+    other = other > 0 ? other / nm : 0.0;
+    coll_group g;
+    ep_group(e, w, 1, m->ep, w->replica - rank, COLL_GROUP_EP_V, &g);
+    for (int i = 0; i < last - first; i++) {
+        int l = forward ? first + i : last - 1 - i;
+        int k = m->moe_of_layer[l];
+        if (k < 0)
+            continue;
+        const cm_moe_cost *c = &cm->layers[l].moe;
+        double expert = forward ? c->expert_forward_s
+                                : c->expert_backward_s + (with_w ? c->expert_weight_grad_s : 0.0);
+        worker_execute(w, other);
+        alltoall(e, w, &g, k, true); /* dispatch, or combine's gradient */
+        worker_execute(w, expert * m->ratio[(size_t)k * m->ep + rank]);
+        alltoall(e, w, &g, k, false); /* combine, or dispatch's gradient */
+        if (forward) {
+            const moe_route *r = &m->routes[k];
+            m->dropped += r->dropped[rank] * e->tp;
+            m->padding += r->padding[rank] * e->tp;
+            m->assignments += (r->rows[rank] - r->padding[rank] + r->dropped[rank]) * e->tp;
+        }
+    }
+    free((void *)g.members);
+}
+
+double engine_moe_dense_grad_bytes(const engine *e, const worker *w, double bytes)
+{
+    if (!e->moe || e->moe->edp < 1)
+        return bytes;
+    double rest = bytes - e->moe->stage_expert_grads[w->stage];
+    return rest > 0 ? rest : 0.0;
+}
+
+/* Expert gradients over the expert-DP group: the replicas with w's index in
+ * their EP group, ep apart; the data-parallel sync's algorithm and form. */
+void engine_moe_expert_sync(engine *e, worker *w)
+{
+    engine_moe *m = e->moe;
+    double bytes = m ? m->stage_expert_grads[w->stage] : 0.0;
+    if (!m || m->edp < 2 || bytes <= 0)
+        return;
+    coll_params p = {.algorithm = e->opt->dp_algorithm,
+                     .radix = e->opt->dp_radix,
+                     .inter_algorithm = e->opt->dp_inter_algorithm};
+    coll_group g;
+    ep_group(e, w, m->ep, m->edp, w->replica % m->ep, COLL_GROUP_EDP, &g);
+    if (e->opt->dp_param_gather_ratio > 0) {
+        if (!coll_algorithm_supports(p.algorithm, COLL_REDUCE_SCATTER))
+            p.algorithm = p.inter_algorithm;
+        coll_run(&e->net, COLL_REDUCE_SCATTER, &g, &p, bytes);
+        coll_run(&e->net, COLL_ALLGATHER, &g, &p, bytes * e->opt->dp_param_gather_ratio);
+    } else {
+        coll_run(&e->net, COLL_ALLREDUCE, &g, &p, bytes);
+    }
+    free((void *)g.members);
+}
+
+void engine_moe_collect(const engine *e, engine_result *out)
+{
+    const engine_moe *m = e->moe;
+    out->moe_skipped_flows = e->moe_skipped_flows;
+    if (!m)
+        return;
+    out->moe_replayed = true;
+    double sum = 0.0, worst = 0.0;
+    int n = engine_num_workers(e);
+    for (int i = 0; i < n; i++) {
+        sum += m->a2a_s[i];
+        if (m->a2a_s[i] > worst)
+            worst = m->a2a_s[i];
+    }
+    out->moe_alltoall_s = worst;
+    out->moe_alltoall_mean_s = n > 0 ? sum / n : 0.0;
+    out->moe_dropped_tokens = m->dropped;
+    out->moe_padding_tokens = m->padding;
+    out->moe_assignments = m->assignments;
+    out->moe_padding_flops = 3.0 * m->padding * m->flops_per_row;
+    out->moe_max_over_mean =
+        m->max_over_mean_count > 0 ? m->max_over_mean / m->max_over_mean_count : 0.0;
+}

@@ -1,0 +1,27 @@
+/*
+ * engine_moe.h -- the engine's replay of MoE layers (engine_moe.c): the
+ * hooks engine.c, engine_worker.c and engine_metrics.c call.  Not a public
+ * interface.
+ */
+#ifndef SIM_ENGINE_MOE_H
+#define SIM_ENGINE_MOE_H
+
+#include "engine_internal.h"
+
+/* Sets e->moe when the run replays its MoE layers (engine_moe.c says when),
+ * else leaves it NULL.  0 or an np_exit_code. */
+int engine_moe_prepare(engine *e, const wl_workload *w, const cm_model *cm, np_error *err);
+void engine_moe_free(engine *e);
+/* True for a forward or backward op of a chunk with MoE layers, replayed. */
+bool engine_moe_replays(const worker *w, const sched_op *op);
+/* Runs such an op: its other work, all-to-alls and experts per MoE layer. */
+void engine_moe_run_op(worker *w, const sched_op *op);
+/* The data-parallel sync's bytes without the stage's expert gradients
+ * (bytes itself when nothing is replayed), and the expert gradients' own
+ * sync over the expert-data-parallel group. */
+double engine_moe_dense_grad_bytes(const engine *e, const worker *w, double bytes);
+void engine_moe_expert_sync(engine *e, worker *w);
+/* The MoE fields of the result. */
+void engine_moe_collect(const engine *e, engine_result *out);
+
+#endif

@@ -1,0 +1,36 @@
+/*
+ * report_moe.c -- the MoE replay's figures in the table and the CSV
+ * (docs/moe.md, "Metrics"; docs/csv-format.md's MoE block).  A run that
+ * replays no MoE layer prints nothing more and leaves the CSV fields empty.
+ */
+#include "report_moe.h"
+
+void report_moe_print(FILE *out, const engine_result *r)
+{
+    if (r->moe_skipped_flows > 0)
+        fprintf(out,
+                "%-10s   moe: all-to-alls in closed form, not replayed: about %.2g flows "
+                "(--allow-large replays them)\n",
+                "", r->moe_skipped_flows);
+    if (!r->moe_replayed)
+        return;
+    double dropped = r->moe_assignments > 0 ? r->moe_dropped_tokens / r->moe_assignments : 0.0;
+    fprintf(out,
+            "%-10s   moe: all-to-all %.3f s (slowest worker; mean %.3f s, all exposed), "
+            "max/mean expert load %.2f, dropped %.0f of %.0f assignments (%.1f%%), padding "
+            "%.0f rows (%.3g FLOPs)\n",
+            "", r->moe_alltoall_s, r->moe_alltoall_mean_s, r->moe_max_over_mean,
+            r->moe_dropped_tokens, r->moe_assignments, 100 * dropped, r->moe_padding_tokens,
+            r->moe_padding_flops);
+}
+
+void report_moe_csv_fields(FILE *f, const engine_result *r)
+{
+    if (!r->moe_replayed) {
+        fputs(",,,,,,,", f);
+        return;
+    }
+    fprintf(f, ",%.9g,%.9g,%.6g,%.9g,%.9g,%.9g,%.9g", r->moe_alltoall_s, r->moe_alltoall_mean_s,
+            r->moe_max_over_mean, r->moe_assignments, r->moe_dropped_tokens, r->moe_padding_tokens,
+            r->moe_padding_flops);
+}

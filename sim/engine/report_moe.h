@@ -1,0 +1,17 @@
+/*
+ * report_moe.h -- the MoE block of the table and the CSV (report_moe.c).
+ */
+#ifndef SIM_REPORT_MOE_H
+#define SIM_REPORT_MOE_H
+
+#include <stdio.h>
+
+#include "engine.h"
+
+/* The CSV columns are the last block of report_csv_header (report.c). */
+/* One line under the table row when the run replayed MoE layers. */
+void report_moe_print(FILE *out, const engine_result *r);
+/* The fields, each with its leading comma (empty without a replay). */
+void report_moe_csv_fields(FILE *f, const engine_result *r);
+
+#endif
