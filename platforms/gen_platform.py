@@ -55,6 +55,9 @@ sys.dont_write_bytecode = True  # no __pycache__ in platforms/
 # Device presets, every figure with its public source: platforms/presets.py
 # (this script's folder is on sys.path).
 from presets import PRESETS  # noqa: E402
+# The other fabrics (3-tier Clos, rail-optimised, torus, dragonfly) and the
+# simulated scale-up fabric: platforms/fabrics.py.
+import fabrics  # noqa: E402
 
 # "Free communication": every transfer takes ~bytes/1e30 s.  1e30 B/s is far
 # inside double range (SimGrid handles up to 1e300 on this machine) and leaves
@@ -182,7 +185,7 @@ def optional_props(p):
     return out
 
 
-def fat_tree_platform(preset, num_npus, npus_per_node=None, topo=None):
+def fat_tree_platform(preset, num_npus, npus_per_node=None, topo=None, scaleup=False):
     p = PRESETS[preset]
     per_node = npus_per_node or p["npus_per_node"]
     if num_npus <= 0 or num_npus % per_node:
@@ -204,6 +207,8 @@ def fat_tree_platform(preset, num_npus, npus_per_node=None, topo=None):
         "Ranks of one server are consecutive (server = rank / npus_per_node) and share a leaf;",
         "a real rail-optimised fabric would spread them over leaves instead.",
     ]
+    if scaleup:
+        return fabrics.fat_tree_with_scaleup(p, num_npus, per_node, topo, lines)
     return (
         header("npusim platform: %s" % p["title"], lines)
         + CONFIG
@@ -409,6 +414,7 @@ def main(argv):
         "-o", "--output", metavar="FILE",
         help='with --preset, --flat, --free-comm: output file ("-" or absent: '
         "standard output)")
+    fabrics.add_arguments(ap)
     a = ap.parse_args(argv)
     try:
         if a.all:
@@ -417,7 +423,7 @@ def main(argv):
         elif a.preset:
             if not a.npus:
                 ap.error("--preset needs --npus")
-            write(fat_tree_platform(a.preset, a.npus, a.npus_per_node, a.topo), a.output)
+            write(fabrics.build(a, fat_tree_platform), a.output)
         elif a.flat:
             write(flat_platform(a.flat, a.bandwidth_Bps, a.latency_s), a.output)
         else:
