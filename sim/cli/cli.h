@@ -45,6 +45,7 @@ typedef struct cli {
     const char *trace_replicas; /* "all" or a count, for --trace */
     const char *fold_dp;
     const char *dp_algorithm, *dp_inter_algorithm, *dp_radix, *ep_alltoall_algorithm;
+    const char *placement; /* --placement ORDER (placement.h) */
     const char *dp_bucket_bytes;
     int dp_overlap;
     int shifted_recompute;

@@ -70,6 +70,9 @@ static const char usage_text[] =
     "%s\n"
     "                     (recorded in the CSV; no schedule emits expert all-to-alls\n"
     "                     yet, so it changes no result today)\n"
+    "  --placement ORDER  rank order of the NPUs, fastest-varying first (default\n"
+    "                     Megatron's tp-cp-ep-dp-pp; e.g. dp-tp-cp-pp puts replicas on\n"
+    "                     neighbouring NPUs; docs/platform-format.md, Placement)\n"
     "  --dp-overlap       bucket the gradient all-reduce and overlap it with the backward\n"
     "                     (Megatron's overlap_grad_reduce)\n"
     "  --dp-bucket-bytes N  bucket size for --dp-overlap (default Megatron's:\n"
@@ -226,6 +229,11 @@ static int parse_collectives(cli *c)
         return NP_EXIT_USAGE;
     if (c->dp_radix && parse_count(c->dp_radix, "--dp-radix", &c->engine.dp_radix))
         return NP_EXIT_USAGE;
+    np_error perr;
+    if (c->placement && placement_parse(c->placement, "--placement", &c->engine.placement, &perr)) {
+        fprintf(stderr, "simrun: --placement: %s\n", perr.text);
+        return NP_EXIT_USAGE;
+    }
     c->engine.dp_overlap = c->dp_overlap;
     if (c->dp_bucket_bytes) {
         char *end;
@@ -267,6 +275,8 @@ static const char **value_option(cli *c, const char *a)
         return &c->dp_radix;
     if (strcmp(a, "--ep-alltoall-algorithm") == 0)
         return &c->ep_alltoall_algorithm;
+    if (strcmp(a, "--placement") == 0)
+        return &c->placement;
     if (strcmp(a, "--dp-bucket-bytes") == 0)
         return &c->dp_bucket_bytes;
     if (strcmp(a, "--plan-out") == 0)
