@@ -167,7 +167,9 @@ def clos3_platform(preset, num_npus, per_node=None, leaf_hosts=32, leaves_per_po
         raise ValueError("--oversub: each ratio must be >= 1 (down-link over up-link capacity)")
     bw, lat = p["nic_Bps"], p["link_latency_s"]
     pods = num_npus // (leaf_hosts * leaves_per_pod)
-    props = _props(p, per_node, scaleup)
+    taper = [("fabric_taper", gp.fmt(1.0 / max(oversub)),
+              "up-link over down-link capacity of the most tapered tier (1/%g)" % max(oversub))]
+    props = _props(p, per_node, scaleup, taper if max(oversub) > 1 else [])
     first_props, other_props = gp.props_xml(props), _bare_props(props)
     leaf_up = leaf_hosts * bw / oversub[0]
     pod_up = leaves_per_pod * leaf_up / oversub[1]

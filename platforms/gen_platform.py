@@ -296,6 +296,20 @@ SHIPPED = {
     "test_flat_16.xml": lambda: flat_platform(16, 1e9, 10e-6),
     # 4 servers x 4 NPUs, scale-up 4e9 B/s and 2 us: hierarchical collectives.
     "test_flat_16_4pn.xml": lambda: flat_platform(16, 1e9, 10e-6, 4, 4e9, 2e-6),
+    # Fabric tests (tests/test_fabrics.c, test_scaleup.c; platforms/fabrics.py):
+    # 3-tier Clos, 8 hosts per leaf, 2 leaves per pod, 4 pods, pod tier 4:1.
+    "test_clos3_64.xml": lambda: fabrics.clos3_platform("910b", 64, None, 8, 2, (1.0, 4.0)),
+    # Rail-optimised, 8 servers x 8 NPUs, 4 servers per SU: 16 rail leaves.
+    "test_rail_64.xml": lambda: fabrics.rail_platform("910b", 64, None, 4),
+    # The same with PXN and the simulated scale-up fabric.
+    "test_rail_pxn_64.xml": lambda: fabrics.rail_platform("910b", 64, None, 4, 1.0, True, True),
+    "test_torus_64.xml": lambda: fabrics.torus_platform("910b", 64, "4,4,4"),
+    "test_dragonfly_64.xml": lambda: fabrics.dragonfly_platform("910b", 64, "4,1;2,1;4,1;2"),
+    # The 2-level fat tree of test_16npu.xml with the simulated scale-up fabric.
+    "test_scaleup_16.xml": lambda: fat_tree_platform("910b", 16, scaleup=True),
+    # Two NVL72 domains (GB200) on a 3-tier Clos of 36-host leaves.
+    "test_nvl72_144.xml": lambda: fabrics.clos3_platform("gb200", 144, None, 36, 2, (1.0, 1.0),
+                                                         True),
 }
 
 

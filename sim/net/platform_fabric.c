@@ -49,6 +49,11 @@ int platform_split_ports(const char *path, sg_host_t *hosts, int count, int *num
                                 "host '%s': expected \"scaleup\" (a scale-up port host), got "
                                 "\"%s\"",
                                 sg_host_get_name(hosts[i]), role);
+        if (!role && strncmp(sg_host_get_name(hosts[i]), "sup-", 4) == 0)
+            return np_error_set(err, NP_EXIT_INPUT, path, PORT_PROPERTY, 0,
+                                "host '%s' is named like a scale-up port (sup-<rank>) but has no "
+                                "<prop id=\"%s\" value=\"scaleup\"/>",
+                                sg_host_get_name(hosts[i]), PORT_PROPERTY);
         if (!role) {
             sg_host_t h = hosts[i];
             memmove(hosts + n + 1, hosts + n, (size_t)(i - n) * sizeof *hosts);
@@ -123,12 +128,6 @@ static int read_flag(const char *path, const char *name, const char *text, int *
 int platform_read_fabric(const char *path, sim_platform *p, sg_host_t *ports, double *taper,
                          np_error *err)
 {
-    static const char *const names[] = {"scaleup_fabric", "cross_rail_pxn", "fabric_taper"};
-    for (int i = 0; i < 3; i++) {
-        int rc = same_on_every_npu(path, p, names[i], err);
-        if (rc)
-            return rc;
-    }
     sg_host_t first = p->host_of_rank[0];
     const char *mode = sg_host_get_property_value(first, "scaleup_fabric");
     p->scaleup_simulated = 0;
@@ -168,6 +167,12 @@ int platform_read_fabric(const char *path, sim_platform *p, sg_host_t *ports, do
                                 "of the most tapered tier), got \"%s\"",
                                 t);
         *taper = fmin(*taper, v);
+    }
+    static const char *const names[] = {"scaleup_fabric", "cross_rail_pxn", "fabric_taper"};
+    for (int i = 0; i < 3; i++) {
+        int rc = same_on_every_npu(path, p, names[i], err);
+        if (rc)
+            return rc;
     }
     return 0;
 }
