@@ -142,10 +142,13 @@ def _scaleup_cluster(p, num_npus, per_node):
 
 def _wrap(p, title, lines, body, scaleup_text=""):
     gp = _gp()
+    # The scale-up ports come first: SimGrid 3.32 checks every new host and
+    # link name against every zone built so far, so 16K ports after the 500
+    # zones of a Clos took 10 s more to load than before them.
     return (gp.header("npusim platform: %s" % title, lines) + gp.CONFIG
-            + '  <zone id="world" routing="Full">\n' + _indent(body, 4)
+            + '  <zone id="world" routing="Full">\n'
             + ("" if not scaleup_text else _indent(scaleup_text, 2))
-            + "  </zone>\n</platform>\n")
+            + _indent(body, 4) + "  </zone>\n</platform>\n")
 
 
 def _oversub_text(o):
