@@ -20,6 +20,11 @@ Usage (python standard library only):
         --npus-per-node K           override the preset's server size
         --topo "2;m1,m2;1,w2;1,1"   override the automatic fat-tree shape
         -o FILE                     output (default: stdout)
+  gen_platform.py --preset P --npus N --fabric {clos3,rail,torus,dragonfly} ...
+      the other fabrics of platforms/fabrics.py (3-tier Clos with oversubscribed
+      tiers, rail-optimised with or without PXN, SimGrid TORUS and DRAGONFLY),
+      and --scaleup-sim on any fabric: the scale-up fabric as flows
+      (docs/platform-format.md, Fabrics).
   gen_platform.py --flat N --bandwidth-Bps B --latency-s A -o FILE
       flat cluster, 1 NPU per node; every host-to-host route has bandwidth B
       and latency A (each private link carries A/2).
