@@ -4,7 +4,8 @@
  * bandwidth, latency) between pairs of NPU ranks.  Built and run by
  * scripts/bench_fabrics.sh (not part of the CMake build):
  *   fabric_probe PLATFORM.xml [A:B ...]
- * prints "load_s=... rss_kb=... npus=... per_node=..." then, per pair,
+ * prints "load_s=... cpu_s=... rss_kb=... npus=... per_node=..." (cpu_s: the
+ * process's CPU time so far, start-up included) then, per pair,
  * "route A B links=L bw=... lat=...".
  */
 #include <simgrid/engine.h>
@@ -48,8 +49,10 @@ int main(int argc, char **argv)
     double load = now_s() - t;
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
-    printf("load_s=%.3f rss_kb=%ld npus=%d per_node=%d\n", load, ru.ru_maxrss, pf.num_npus,
-           pf.cluster.npus_per_node);
+    double cpu = ru.ru_utime.tv_sec + 1e-6 * ru.ru_utime.tv_usec + ru.ru_stime.tv_sec +
+                 1e-6 * ru.ru_stime.tv_usec;
+    printf("load_s=%.3f cpu_s=%.3f rss_kb=%ld npus=%d per_node=%d\n", load, cpu, ru.ru_maxrss,
+           pf.num_npus, pf.cluster.npus_per_node);
     for (int i = 2; i < argc; i++) {
         int a, b;
         if (sscanf(argv[i], "%d:%d", &a, &b) != 2 || a < 0 || b < 0 || a >= pf.num_npus ||

@@ -6,7 +6,10 @@
 #   - GPT-3 175B (workloads/gpt3_175b.json: TP 8, PP 8, DP 16, 1F1B) on each
 #     1,024-NPU fabric, and the same with TP 4 and DP 32, so that two replicas
 #     share a server and the data-parallel ring crosses rails.
-# Every platform uses the h100 preset (the devices these plans ran on).
+# Every platform uses the h100 preset (the devices these plans ran on).  The
+# dragonflies have as many global links per group as hosts (Kim et al.'s
+# balance, ISCA 2008): 1,024 hosts per group and 15 other groups at 16K, so
+# 68 links between each pair of groups; 128 and 7 at 1K, so 18.
 #
 #   sh scripts/fabrics_experiment.sh [BUILD_DIR] [OUT_CSV]
 #
@@ -28,14 +31,14 @@ cat > "$TMP/list" <<'LIST'
 16384|rail|--fabric rail
 16384|rail-pxn-scaleup|--fabric rail --pxn --scaleup-sim
 16384|torus|--fabric torus --torus 16,32,32
-16384|dragonfly|--fabric dragonfly --dragonfly 16,1;16,1;16,1;4
+16384|dragonfly|--fabric dragonfly --dragonfly 16,68;16,1;16,1;4
 1024|fat-tree|
 1024|clos3-1:1|--fabric clos3 --leaf-hosts 32 --leaves-per-pod 8
 1024|clos3-pod-4:1|--fabric clos3 --leaf-hosts 32 --leaves-per-pod 8 --oversub 1,4
 1024|rail|--fabric rail
 1024|rail-pxn-scaleup|--fabric rail --pxn --scaleup-sim
 1024|torus|--fabric torus --torus 8,8,16
-1024|dragonfly|--fabric dragonfly --dragonfly 8,1;8,1;8,1;2
+1024|dragonfly|--fabric dragonfly --dragonfly 8,18;8,1;8,1;2
 LIST
 
 echo "fabric,npus,workload,variant,iteration_s,pipeline_s,exposed_comm_s,activities,sim_wall_s" > "$OUT"
