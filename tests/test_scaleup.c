@@ -214,6 +214,50 @@ static void test_bad_orders_are_refused(void)
     }
 }
 
+/* The engine follows the placement: a uniform 1F1B plan, p = 4 stages, 4
+ * replicas, TP 1, on test_flat_16_4pn.xml (4 servers of 4 NPUs; between
+ * servers α = 10 µs and B = 1e9 B/s, inside α_u = 2 µs and B_u = 4e9 B/s).
+ * Megatron's order puts the 4 replicas of a stage in one server, so every
+ * pipeline send crosses servers; "pp-tp-cp-dp" puts a whole pipeline in one
+ * server, so every send stays inside.  Each send costs c = α + 1/B or c_u =
+ * α_u + 1/B_u (the 1-byte activations of test_uniform_model), far below F =
+ * 1 ms, so the critical path is the same k sends for both, and the pipeline
+ * takes T_0 + k·c: T_0 = (m + p − 1)(F + B), the closed form without
+ * communication (test_engine.c).  Whatever k, (T − T_0) / (T_u − T_0) is
+ * then c / c_u, to SimGrid's time precision (dates rounded to about 1e-9 s
+ * against k·c_u of some 4e-5 s: 1e-4 relative). */
+static void test_engine_follows_the_placement(void)
+{
+    const int p = 4, m = 8;
+    double times[2];
+    for (int k = 0; k < 2; k++) {
+        cm_model cm;
+        plan pl;
+        test_uniform_model(&cm, p);
+        test_uniform_plan(&pl, p, m, 1, SCHED_1F1B);
+        pl.data_parallel = cm.data_parallel = 4;
+        for (int l = 0; l < cm.num_layers; l++) {
+            cm.layers[l].forward_s = 1e-3;
+            cm.layers[l].backward_s = 2e-3;
+        }
+        engine_options o;
+        engine_init_options(&o);
+        np_error err;
+        if (k == 1)
+            CU_ASSERT_FATAL(placement_parse("pp-tp-cp-dp", "--placement", &o.placement, &err) == 0);
+        test_sim_result r;
+        CU_ASSERT_FATAL(test_simulate_plan("platforms/test_flat_16_4pn.xml", &cm, &pl, &o, &r) ==
+                        0);
+        CU_ASSERT_FATAL(r.rc == 0);
+        times[k] = r.pipeline_s;
+        plan_free(&pl);
+        cm_free(&cm);
+    }
+    double c = 10e-6 + 1 / 1e9, cu = 2e-6 + 1 / 4e9, t0 = (m + p - 1) * 3e-3;
+    CU_ASSERT(times[1] > t0 && times[0] > times[1]);
+    ASSERT_REL((times[0] - t0) / (times[1] - t0), c / cu, 1e-4);
+}
+
 void register_scaleup_tests(void)
 {
     TEST_SUITE("scaleup",
@@ -228,5 +272,6 @@ void register_scaleup_tests(void)
                {"an NVL72 domain is one scale-up fabric", test_nvl72_domain_is_one_scale_up_fabric},
                {"default placement is Megatron's order", test_default_placement_is_megatron_order},
                {"other orders are bijections", test_other_orders_are_bijections_in_their_digits},
-               {"bad orders are refused", test_bad_orders_are_refused});
+               {"bad orders are refused", test_bad_orders_are_refused},
+               {"the engine follows the placement", test_engine_follows_the_placement});
 }
