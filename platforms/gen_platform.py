@@ -20,6 +20,11 @@ Usage (python standard library only):
         --npus-per-node K           override the preset's server size
         --topo "2;m1,m2;1,w2;1,1"   override the automatic fat-tree shape
         -o FILE                     output (default: stdout)
+  gen_platform.py --preset P --npus N --fabric {clos3,rail,torus,dragonfly} ...
+      the other fabrics of platforms/fabrics.py (3-tier Clos with oversubscribed
+      tiers, rail-optimised with or without PXN, SimGrid TORUS and DRAGONFLY),
+      and --scaleup-sim on any fabric: the scale-up fabric as flows
+      (docs/platform-format.md, Fabrics).
   gen_platform.py --flat N --bandwidth-Bps B --latency-s A -o FILE
       flat cluster, 1 NPU per node; every host-to-host route has bandwidth B
       and latency A (each private link carries A/2).
@@ -55,6 +60,9 @@ sys.dont_write_bytecode = True  # no __pycache__ in platforms/
 # Device presets, every figure with its public source: platforms/presets.py
 # (this script's folder is on sys.path).
 from presets import PRESETS  # noqa: E402
+# The other fabrics (3-tier Clos, rail-optimised, torus, dragonfly) and the
+# simulated scale-up fabric: platforms/fabrics.py.
+import fabrics  # noqa: E402
 
 # "Free communication": every transfer takes ~bytes/1e30 s.  1e30 B/s is far
 # inside double range (SimGrid handles up to 1e300 on this machine) and leaves
@@ -182,7 +190,7 @@ def optional_props(p):
     return out
 
 
-def fat_tree_platform(preset, num_npus, npus_per_node=None, topo=None):
+def fat_tree_platform(preset, num_npus, npus_per_node=None, topo=None, scaleup=False):
     p = PRESETS[preset]
     per_node = npus_per_node or p["npus_per_node"]
     if num_npus <= 0 or num_npus % per_node:
@@ -204,6 +212,8 @@ def fat_tree_platform(preset, num_npus, npus_per_node=None, topo=None):
         "Ranks of one server are consecutive (server = rank / npus_per_node) and share a leaf;",
         "a real rail-optimised fabric would spread them over leaves instead.",
     ]
+    if scaleup:
+        return fabrics.fat_tree_with_scaleup(p, num_npus, per_node, topo, lines)
     return (
         header("npusim platform: %s" % p["title"], lines)
         + CONFIG
@@ -291,6 +301,20 @@ SHIPPED = {
     "test_flat_16.xml": lambda: flat_platform(16, 1e9, 10e-6),
     # 4 servers x 4 NPUs, scale-up 4e9 B/s and 2 us: hierarchical collectives.
     "test_flat_16_4pn.xml": lambda: flat_platform(16, 1e9, 10e-6, 4, 4e9, 2e-6),
+    # Fabric tests (tests/test_fabrics.c, test_scaleup.c; platforms/fabrics.py):
+    # 3-tier Clos, 8 hosts per leaf, 2 leaves per pod, 4 pods, pod tier 4:1.
+    "test_clos3_64.xml": lambda: fabrics.clos3_platform("910b", 64, None, 8, 2, (1.0, 4.0)),
+    # Rail-optimised, 8 servers x 8 NPUs, 4 servers per SU: 16 rail leaves.
+    "test_rail_64.xml": lambda: fabrics.rail_platform("910b", 64, None, 4),
+    # The same with PXN and the simulated scale-up fabric.
+    "test_rail_pxn_64.xml": lambda: fabrics.rail_platform("910b", 64, None, 4, 1.0, True, True),
+    "test_torus_64.xml": lambda: fabrics.torus_platform("910b", 64, "4,4,4"),
+    "test_dragonfly_64.xml": lambda: fabrics.dragonfly_platform("910b", 64, "4,1;2,1;4,1;2"),
+    # The 2-level fat tree of test_16npu.xml with the simulated scale-up fabric.
+    "test_scaleup_16.xml": lambda: fat_tree_platform("910b", 16, scaleup=True),
+    # Two NVL72 domains (GB200) on a 3-tier Clos of 36-host leaves.
+    "test_nvl72_144.xml": lambda: fabrics.clos3_platform("gb200", 144, None, 36, 2, (1.0, 1.0),
+                                                         True),
 }
 
 
@@ -409,6 +433,7 @@ def main(argv):
         "-o", "--output", metavar="FILE",
         help='with --preset, --flat, --free-comm: output file ("-" or absent: '
         "standard output)")
+    fabrics.add_arguments(ap)
     a = ap.parse_args(argv)
     try:
         if a.all:
@@ -417,7 +442,7 @@ def main(argv):
         elif a.preset:
             if not a.npus:
                 ap.error("--preset needs --npus")
-            write(fat_tree_platform(a.preset, a.npus, a.npus_per_node, a.topo), a.output)
+            write(fabrics.build(a, fat_tree_platform), a.output)
         elif a.flat:
             write(flat_platform(a.flat, a.bandwidth_Bps, a.latency_s), a.output)
         else:

@@ -187,4 +187,40 @@ PRESETS = {
         "NCCL's maintainer in github.com/NVIDIA/nccl-tests/issues/212 (NVLink SHARP "
         "all-reduce goes higher; the model prices rings)",
     },
+    "gb200": {
+        "title": "NVIDIA GB200 NVL72: 72 Blackwell GPUs in one NVLink domain",
+        "note": "Scale-up domain of 72 GPUs (npus_per_node 72): the NVL72 rack's NVLink switch "
+        "trays join all 72 GPUs at full NVLink bandwidth (NVIDIA GB200 NVL72 product page).",
+        "speed_flops": 2.5e15,
+        "speed_src": "2.5 PFLOPS dense FP16/BF16 per GPU: NVIDIA GB200 NVL72 specifications, "
+        "360 PFLOPS FP16/BF16 for 72 GPUs with sparsity, halved for dense",
+        "hbm_bytes": 186e9,
+        "hbm_src": "13.4 TB HBM3e per 72 GPUs = 186 GB per GPU (NVIDIA GB200 NVL72 specifications)",
+        "hbm_bandwidth_Bps": 8e12,
+        "hbm_bw_src": "576 TB/s per 72 GPUs = 8 TB/s per GPU (NVIDIA GB200 NVL72 specifications)",
+        "npus_per_node": 72,
+        "node_src": "72 GPUs per NVLink domain (NVIDIA GB200 NVL72)",
+        "scaleup_bandwidth_Bps": 900e9,
+        "scaleup_src": "NVLink 5: 130 TB/s per 72 GPUs = 1.8 TB/s per GPU both directions, "
+        "900 GB/s per direction (NVIDIA GB200 NVL72 specifications)",
+        "scaleup_latency_s": 1e-6,
+        "scaleup_lat_src": "assumption: about 1 us per NVLink transfer (as the h100 preset)",
+        "nic_Bps": 50e9,
+        "nic_src": "one 400 Gb/s ConnectX-7 per GPU = 50e9 B/s (NVIDIA DGX GB200 SuperPOD "
+        "reference architecture: 72 ConnectX-7 per rack)",
+        "link_latency_s": 0.5e-6,
+        "link_lat_src": "assumption: 0.5 us per link (HCA + IB switch), as the h100 preset",
+        "matmul_efficiency": 0.7,
+        "eff_src": "assumption: large-GEMM fraction of peak (no calibration run for GB200)",
+        "kernel_launch_s": 5e-6,
+        "launch_src": "assumption: CUDA kernel launch overhead (as the h100 preset)",
+        "gemm_table_note": "no per-shape figure with a citable number: every GEMM at "
+        "matmul_efficiency",
+        "attention_note": "no fused-attention efficiency figure for Blackwell found: "
+        "FlashAttention at matmul_efficiency",
+        "elementwise_fusion": 1,
+        "fusion_src": "Megatron-LM fuses bias+dropout+add on NVIDIA GPUs by default "
+        "(args.bias_dropout_fusion, true unless the no-bias-dropout-fusion flag is given)",
+        "bus_note": "not given (1): no published NCCL bus-bandwidth figure for NVLink 5 found",
+    },
 }

@@ -47,6 +47,7 @@ typedef struct cli {
     const char *trace_replicas; /* "all" or a count, for --trace */
     const char *fold_dp;
     const char *dp_algorithm, *dp_inter_algorithm, *dp_radix, *ep_alltoall_algorithm;
+    const char *placement; /* --placement ORDER (placement.h) */
     const char *dp_bucket_bytes;
     const char *moe_trace_path, *moe_trace_step; /* --moe-trace, --moe-trace-step */
     int dp_overlap;

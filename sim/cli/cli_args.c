@@ -73,6 +73,9 @@ static const char usage_text[] =
     "  --moe-trace FILE   MoE routing trace to replay (docs/moe-trace-format.md);\n"
     "                     default: balanced routing\n"
     "  --moe-trace-step N the trace's step to replay (default 0)\n"
+    "  --placement ORDER  rank order of the NPUs, fastest-varying first (default\n"
+    "                     Megatron's tp-cp-ep-dp-pp; e.g. dp-tp-cp-pp puts replicas on\n"
+    "                     neighbouring NPUs; docs/platform-format.md, Placement)\n"
     "  --dp-overlap       bucket the gradient all-reduce and overlap it with the backward\n"
     "                     (Megatron's overlap_grad_reduce)\n"
     "  --dp-bucket-bytes N  bucket size for --dp-overlap (default Megatron's:\n"
@@ -236,6 +239,11 @@ static int parse_collectives(cli *c)
         return NP_EXIT_USAGE;
     if (c->dp_radix && parse_count(c->dp_radix, "--dp-radix", &c->engine.dp_radix))
         return NP_EXIT_USAGE;
+    np_error perr;
+    if (c->placement && placement_parse(c->placement, "--placement", &c->engine.placement, &perr)) {
+        fprintf(stderr, "simrun: --placement: %s\n", perr.text);
+        return NP_EXIT_USAGE;
+    }
     c->engine.dp_overlap = c->dp_overlap;
     if (c->dp_bucket_bytes) {
         char *end;
@@ -277,6 +285,8 @@ static const char **value_option(cli *c, const char *a)
         return &c->dp_radix;
     if (strcmp(a, "--ep-alltoall-algorithm") == 0)
         return &c->ep_alltoall_algorithm;
+    if (strcmp(a, "--placement") == 0)
+        return &c->placement;
     if (strcmp(a, "--dp-bucket-bytes") == 0)
         return &c->dp_bucket_bytes;
     if (strcmp(a, "--moe-trace") == 0) /* MoE: cli_moe.c */

@@ -33,6 +33,7 @@ void engine_init_options(engine_options *o)
     o->dp_inter_algorithm = COLL_RING_FLOW;
     o->ep_alltoall_algorithm = COLL_PAIRWISE;
     o->dp_bucket_bytes = 0; /* Megatron's default for the run's DP size */
+    placement_init(&o->placement);
 }
 
 typedef struct init_args {
@@ -107,10 +108,11 @@ static int workers_create(engine *e, np_error *err)
         w->eng = e;
         w->ep.ranks = ranks + (size_t)i * e->tp;
         w->ep.hosts = hosts + (size_t)i * e->tp;
-        /* Megatron's rank order tp-cp-dp-pp: TP fastest, then CP, then DP,
-         * then PP (tp-dp-pp without context parallelism). */
+        /* The rank order of placement.h (default Megatron's tp-cp-ep-dp-pp:
+         * r + tp·(c + cp·(d + dp·s))). */
+        int sizes[PLACE_DIMS] = {e->tp, e->cp, e->dp, e->p};
         for (int r = 0; r < e->tp; r++) {
-            w->ep.ranks[r] = r + e->tp * (c + e->cp * (d + e->dp * s));
+            w->ep.ranks[r] = placement_rank(&e->opt->placement, sizes, r, c, d, s);
             w->ep.hosts[r] = e->pf->host_of_rank[w->ep.ranks[r]];
         }
         for (int ch = 0; ch < CH_COUNT; ch++)

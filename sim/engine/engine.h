@@ -27,6 +27,7 @@
 #include "collective.h"
 #include "costmodel.h"
 #include "moe_trace.h"
+#include "placement.h"
 #include "plan.h"
 #include "platform.h"
 #include "schedule.h"
@@ -40,6 +41,7 @@ typedef struct engine_options {
     coll_algorithm dp_inter_algorithm;    /* inter-server all-reduce of COLL_HIERARCHICAL */
     coll_algorithm ep_alltoall_algorithm; /* expert-parallel all-to-all */
     bool record_spans;                    /* keep per-op spans for a timeline (--trace) */
+    placement placement; /* rank order of the workers' NPUs (--placement, placement.h) */
     /* Symmetry folding (--fold-dp K): simulate the pipelines of K data-parallel
      * replicas only; replica d is represented by replica d mod K, and every
      * other replica joins each collective through a light actor that starts its

@@ -8,9 +8,11 @@
  *   2. simgrid_load_platform() with SimGrid's aborts caught
  *      (platform_trap.c);
  *   3. the hosts numbered here: sg_host_list() once (it walks and sorts,
- *      slow at 16K hosts), rank = the number at the end of each host name,
- *      ranks exactly 0..N-1;
- *   4. the cluster read from the hosts and links (platform_props.c).
+ *      slow at 16K hosts), scale-up port hosts set apart
+ *      (platform_fabric.c), rank = the number at the end of each NPU's
+ *      name, ranks exactly 0..N-1;
+ *   4. the cluster read from the hosts and links (platform_props.c), then
+ *      the fabric's own properties and scale-up ports (platform_fabric.c).
  */
 #include <ctype.h>
 #include <stdlib.h>
@@ -77,11 +79,22 @@ int platform_load_with(const char *path, const platform_limits *lim, sim_platfor
     if (count == 0 || count > (size_t)1 << 30)
         return np_error_set(err, NP_EXIT_INPUT, path, "", 0,
                             "the platform has %zu hosts: expected 1 to 2^30 NPUs", count);
-    sg_host_t *hosts = sg_host_list();
-    rc = platform_number_hosts(path, hosts, (int)count, out, err);
+    sg_host_t *hosts = sg_host_list(), *ports = NULL;
+    int num_npus = 0;
+    rc = platform_split_ports(path, hosts, (int)count, &num_npus, &ports, err);
+    if (!rc && num_npus == 0)
+        rc = np_error_set(err, NP_EXIT_INPUT, path, "", 0,
+                          "the platform has no NPU host, only scale-up ports");
+    if (!rc)
+        rc = platform_number_hosts(path, hosts, num_npus, out, err);
     free(hosts);
     if (!rc)
         rc = platform_read_cluster(path, out, err);
+    if (!rc) {
+        rc = platform_read_fabric(path, out, ports, &taper, err);
+        ports = NULL; /* owned by out now */
+    }
+    free(ports);
     if (rc)
         platform_free(out);
     else
@@ -100,5 +113,8 @@ void platform_free(sim_platform *p)
 {
     free(p->host_of_rank);
     p->host_of_rank = NULL;
+    free(p->scaleup_port_of_rank);
+    p->scaleup_port_of_rank = NULL;
+    p->scaleup_simulated = 0;
     p->num_npus = 0;
 }

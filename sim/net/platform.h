@@ -22,6 +22,10 @@ typedef struct sim_platform {
     cl_cluster cluster;
     int num_npus;
     sg_host_t *host_of_rank; /* [num_npus] */
+    /* The fabric (platform_fabric.c, docs/platform-format.md): */
+    int scaleup_simulated; /* scaleup_fabric="simulated": same-server transfers as flows */
+    sg_host_t *scaleup_port_of_rank; /* [num_npus] port hosts sup-R, or NULL */
+    int cross_rail_pxn; /* cross_rail_pxn=1: cross-rail traffic via the scale-up fabric first */
 } sim_platform;
 
 /* What a platform may cost to build.  SimGrid builds about a million

@@ -223,6 +223,50 @@ static double radical_hosts(const char *r)
     return hosts;
 }
 
+/* A DRAGONFLY's "g,gl;c,cl;r,rl;n" (groups and links between groups,
+ * chassis per group and links, routers per chassis and links, hosts per
+ * router) into v[0..6]; -1 when malformed. */
+static int parse_dragonfly(const char *t, double *v)
+{
+    const char *s = t;
+    for (int i = 0; i < 7; i++) {
+        char *e;
+        double x = strtod(s, &e);
+        char want = i == 6 ? '\0' : (i % 2 == 0 ? ',' : ';');
+        if (e == s || !(x >= 1) || x != floor(x) || x > 1e9 || *e != want)
+            return -1;
+        v[i] = x;
+        s = e + (i < 6);
+    }
+    return 0;
+}
+
+/* Hosts, routers and links of a dragonfly (SimGrid's DragonflyZone: a link
+ * per host, all-to-all routers in a chassis and between chassis of a group,
+ * one link per pair of groups); 0 with the count, or an error. */
+static int dragonfly_size(const char *path, const char *text, const char *tag, const char *params,
+                          double *elements, np_error *err)
+{
+    double v[7];
+    if (parse_dragonfly(params, v))
+        return np_error_set(err, NP_EXIT_INPUT, path, "topo_parameters", line_of(text, tag),
+                            "DRAGONFLY: expected \"groups,links;chassis,links;routers,links;"
+                            "hosts\" with positive integers, got \"%s\"",
+                            params);
+    /* SimGrid 3.32 routes traffic for group g through router g of the
+     * sender's chassis: with more groups than routers per chassis it reads
+     * past its tables (a segmentation fault here, not an abort). */
+    if (v[0] > v[4])
+        return np_error_set(err, NP_EXIT_INPUT, path, "topo_parameters", line_of(text, tag),
+                            "DRAGONFLY \"%s\": %g groups but %g routers per chassis; SimGrid "
+                            "3.32 needs at most as many groups as routers per chassis",
+                            params, v[0], v[4]);
+    double routers = v[0] * v[2] * v[4], hosts = routers * v[6];
+    *elements += 3 * hosts + routers + v[0] * v[2] * v[4] * (v[4] - 1) / 2 +
+                 v[0] * v[4] * v[2] * (v[2] - 1) / 2 + v[0] * (v[0] - 1) / 2;
+    return 0;
+}
+
 /* Size of one <cluster>: hosts plus their private links (the fat tree's
  * when it is one).  The taper of a FAT_TREE goes to *taper. */
 static int cluster_size(const char *path, const char *text, const char *tag, const char *end,
@@ -231,8 +275,8 @@ static int cluster_size(const char *path, const char *text, const char *tag, con
     char topology[32] = "", params[256] = "", radical[256] = "";
     tag_attribute(tag, end, "topology", topology, sizeof topology);
     tag_attribute(tag, end, "radical", radical, sizeof radical);
-    if (strcmp(topology, "FAT_TREE") == 0 &&
-        tag_attribute(tag, end, "topo_parameters", params, sizeof params)) {
+    int has_params = tag_attribute(tag, end, "topo_parameters", params, sizeof params);
+    if (strcmp(topology, "FAT_TREE") == 0 && has_params) {
         int levels;
         double m[MAX_FAT_TREE_LEVELS], w[MAX_FAT_TREE_LEVELS], p[MAX_FAT_TREE_LEVELS];
         if (parse_fat_tree(params, &levels, m, w, p))
@@ -244,9 +288,17 @@ static int cluster_size(const char *path, const char *text, const char *tag, con
         *taper = fmin(*taper, fat_tree_taper(levels, m, w, p));
         return 0;
     }
+    if (strcmp(topology, "DRAGONFLY") == 0 && has_params)
+        return dragonfly_size(path, text, tag, params, elements, err);
     double hosts = radical[0] ? radical_hosts(radical) : 0;
+    double per_host = 3;                  /* a host, its private link up and down */
+    if (strcmp(topology, "TORUS") == 0) { /* a link per dimension and direction */
+        per_host += 2;
+        for (const char *c = params; *c; c++)
+            per_host += *c == ',' ? 2 : 0;
+    }
     if (hosts > 0)
-        *elements += 3 * hosts; /* a host, its private link up and down */
+        *elements += per_host * hosts;
     return 0;
 }
 

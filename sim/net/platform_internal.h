@@ -10,6 +10,8 @@
  *                     into one np_error
  *   platform_props.c  the hosts and links read as an NPU cluster: every
  *                     property and link figure finite and in its range
+ *   platform_fabric.c scale-up port hosts, scaleup_fabric, cross_rail_pxn,
+ *                     fabric_taper
  */
 #ifndef SIM_PLATFORM_INTERNAL_H
 #define SIM_PLATFORM_INTERNAL_H
@@ -22,6 +24,17 @@ int platform_precheck(const char *path, const platform_limits *lim, double *tape
 /* Line of the first <prop ... id="name" in the file, 0 if not found:
  * SimGrid does not keep where a property came from. */
 int platform_prop_line(const char *path, const char *name);
+
+/* Moves the NPU hosts to the front of hosts[] (*num_npus of them) and the
+ * scale-up port hosts (npusim_port="scaleup") into *ports, indexed by the
+ * rank ending their names, or NULL when there are none
+ * (platform_fabric.c). */
+int platform_split_ports(const char *path, sg_host_t *hosts, int count, int *num_npus,
+                         sg_host_t **ports, np_error *err);
+/* scaleup_fabric, cross_rail_pxn and fabric_taper of the numbered NPUs; takes
+ * ownership of ports; *taper lowered to fabric_taper when given. */
+int platform_read_fabric(const char *path, sim_platform *p, sg_host_t *ports, double *taper,
+                         np_error *err);
 
 /* simgrid_load_platform() under the abort trap (platform_trap.c). */
 int platform_load_into_simgrid(const char *path, np_error *err);

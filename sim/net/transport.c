@@ -12,6 +12,7 @@
 #include <xbt/asserts.h>
 
 #include "transport.h"
+#include "transport_scaleup.h"
 
 void transport_init(transport *t, const sim_platform *pf, int tp)
 {
@@ -44,13 +45,10 @@ transfer transport_start(transport *t, const endpoint *from, const endpoint *to,
     if (bytes <= 0)
         return x;
     for (int r = 0; r < t->tp; r++) {
-        if (transport_same_server(t, from->ranks[r], to->ranks[r])) {
-            double done = now + cl_p2p_time(&t->pf->cluster, bytes, 1);
-            if (done > x.arrive_s)
-                x.arrive_s = done;
+        /* Same server, or PXN: the scale-up fabric (transport_scaleup.c). */
+        if (transport_scaleup_part(t, from->ranks[r], to->ranks[r], bytes, &x))
             continue;
-        }
-        if (!x.flows && !(x.flows = malloc((size_t)t->tp * sizeof *x.flows)))
+        if (!x.flows && !(x.flows = malloc((size_t)2 * t->tp * sizeof *x.flows)))
             xbt_die("npusim: out of memory posting a transfer");
         x.flows[x.num_flows++] = transport_flow_start(from->hosts[r], to->hosts[r], bytes);
         t->activities++;

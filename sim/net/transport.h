@@ -5,7 +5,9 @@
  * collective member), TP rank r on hosts[r] with global rank ranks[r].  A
  * TRANSFER from endpoint a to endpoint b moves `bytes` from every rank r of a
  * to rank r of b: one SimGrid flow per rank, or, when the two NPUs share a
- * server, a scale-up delay of cl_p2p_time() that no XML link carries.  The
+ * server, a scale-up delay of cl_p2p_time() that no XML link carries (or a
+ * flow between their scale-up ports when the platform simulates the scale-up
+ * fabric, and a relay through it for cross-rail PXN: transport_scaleup.c).  The
  * sender starts it and never waits; whoever holds the transfer (the receiver)
  * waits on its flows: handing the flow itself over is the cheapest way to move
  * bytes between two NPUs in SimGrid (docs/design.md, SimGrid facts).

@@ -1,0 +1,401 @@
+"""fabrics.py -- the scale-out fabrics of gen_platform.py other than its
+2-level FAT_TREE cluster (--fabric NAME), and the simulated scale-up fabric.
+
+Every writer returns the XML text of a whole platform.  The hosts are NPUs
+named npu-<rank> as everywhere (docs/platform-format.md); what changes is how
+their NIC links are joined:
+
+  clos3     3-tier Clos (leaf, pod spine, core) with an oversubscription per
+            tier, built as SimGrid zones: one crossbar <cluster> per leaf
+            switch, a Full zone per pod whose routes join its leaves through
+            one up-link each (the pod's spine tier), a Full zone joining the
+            pods the same way (the core tier).
+            SimGrid 3.32's own 3-level FAT_TREE cluster takes 8-15 s to build
+            at 16K hosts (docs/design.md); this construction has a few hundred
+            zones and links instead of one switch object per port.
+  rail      rail-optimised: NIC i of every server on rail i.  A scalable unit
+            (SU) of servers has one leaf switch per rail (NVIDIA DGX SuperPOD
+            reference architecture: 32 DGX H100 per SU, 8 rail leaves per SU,
+            leaves joined by spines), so NICs of one rail and one SU talk
+            through their leaf (2 links) and everything else through the spine
+            (4 links).  Built as SimGrid's 2-level FAT_TREE cluster whose
+            radical lists the hosts in rail order: leaf j holds the NICs of one
+            rail and one SU (SimGrid puts the k-th host of the radical under
+            leaf k / m1); it loads like the ordinary 2-level tree.  With cross_rail_pxn=1 the transport sends cross-rail
+            traffic over the scale-up fabric to the peer's rail first (NCCL's
+            PXN, NCCL 2.12 release notes), then along that rail.
+  torus     SimGrid's TORUS cluster ("X,Y,Z"): torus-connected accelerators
+            (TPU v4 uses a 3D torus of 4x4x4 cubes, Jouppi et al. ISCA 2023).
+  dragonfly SimGrid's DRAGONFLY cluster ("g,gl;c,cl;r,rl;n"): Kim, Dally,
+            Scott & Abts, ISCA 2008; the Cray Cascade/Aries layout of groups
+            of chassis of routers.
+
+A link here is one SimGrid link with SPLITDUPLEX sharing (the two directions
+do not share).  A tier's aggregate up-link capacity is one link: with max-min
+sharing, ECMP over k parallel up-links of bandwidth B is the same as one link
+of k*B as long as flows are spread evenly (the fluid model has no hash
+collisions).
+
+The simulated scale-up fabric (scaleup_fabric="simulated", any fabric): one
+more cluster, "scaleup", of port hosts sup-<rank>, each with one private link
+of scaleup_bandwidth_Bps and scaleup_latency_s/2 into a crossbar (the server's
+NVSwitch or HCCS switch, or an NVL72 domain's switch trays), and the property
+npusim_port="scaleup" that tells the reader they are not NPUs.  A transfer
+between two NPUs of one server runs as a flow between their port hosts, so
+concurrent transfers through one NPU's port share its bandwidth.
+"""
+
+import math
+
+
+def _gp():
+    import gen_platform  # lazily: gen_platform imports this module
+    return gen_platform
+
+
+def _radical(ranks):
+    """"a-b" for a consecutive range, else a comma list (SimGrid's radical)."""
+    if ranks == list(range(ranks[0], ranks[0] + len(ranks))):
+        return "%d-%d" % (ranks[0], ranks[-1])
+    return ",".join(str(r) for r in ranks)
+
+
+def _leaf(cid, ranks, speed, bw, lat, props_text):
+    """A leaf switch: a crossbar <cluster> (no backbone) with a router that
+    its parent zone routes to; host to host 2 links, host to router 1."""
+    gp = _gp()
+    return ('<cluster id="%s" prefix="npu-" radical="%s" suffix="" speed="%sf" bw="%sBps" '
+            'lat="%ss" sharing_policy="SPLITDUPLEX" router_id="%s-gw">\n%s</cluster>\n'
+            % (cid, _radical(ranks), gp.fmt(speed), gp.fmt(bw), gp.fmt(lat), cid, props_text))
+
+
+def _bare_props(props):
+    return "".join('<prop id="%s" value="%s"/>\n' % (n, v) for n, v, _ in props if v is not None)
+
+
+def _indent(text, n):
+    pad = " " * n
+    return "".join(pad + l + "\n" if l else "\n" for l in text.split("\n")[:-1])
+
+
+def _zone_route(src, dst, gw_src, gw_dst, links):
+    return ('  <zoneRoute src="%s" dst="%s" gw_src="%s" gw_dst="%s" symmetrical="NO">%s'
+            '</zoneRoute>\n' % (src, dst, gw_src, gw_dst, "".join(
+                '<link_ctn id="%s" direction="%s"/>' % l for l in links)))
+
+
+def _group(zid, children, uplinks, lat):
+    """A Full zone joining child zones, each through one up-link into the
+    group's switch tier, and a one-router gateway zone "<zid>-gw" by which the
+    parent reaches the group.  children: list of (child zone id, child
+    gateway, child XML text); uplinks[i]: capacity of child i's up-link (one
+    SPLITDUPLEX link).  Routes: child a to child b is [a up, b down]; child to
+    the gateway [up], back [down].  SimGrid's Floyd and Dijkstra zones did not
+    compose such routes through a middle zone here (3.32: "No route"), so every
+    pair is written: n(n+1) routes for n children."""
+    gp = _gp()
+    out = ['<zone id="%s" routing="Full">\n' % zid]
+    for _, _, text in children:
+        out.append(_indent(text, 2))
+    out.append('  <zone id="%s-gw" routing="Full"><router id="%s-r"/></zone>\n' % (zid, zid))
+    for (cid, _, _), cap in zip(children, uplinks):
+        out.append('  <link id="%s-up" bandwidth="%sBps" latency="%ss" sharing_policy="SPLITDUPLEX"/>\n'
+                   % (cid, gp.fmt(cap), gp.fmt(lat)))
+    for a, ga, _ in children:
+        for b, gb, _ in children:
+            if a != b:
+                out.append(_zone_route(a, b, ga, gb, [(a + "-up", "UP"), (b + "-up", "DOWN")]))
+        out.append(_zone_route(a, zid + "-gw", ga, zid + "-r", [(a + "-up", "UP")]))
+        out.append(_zone_route(zid + "-gw", a, zid + "-r", ga, [(a + "-up", "DOWN")]))
+    out.append("</zone>\n")
+    return "".join(out)
+
+
+def _check_common(p, num_npus, per_node):
+    if num_npus <= 0 or num_npus % per_node:
+        raise ValueError("--npus %d is not a positive multiple of %d NPUs per node"
+                         % (num_npus, per_node))
+
+
+def _props(p, per_node, scaleup, extra=()):
+    gp = _gp()
+    props = gp.device_props(p, per_node)
+    if scaleup:
+        props.append(("scaleup_fabric", "simulated",
+                      "scale-up as SimGrid flows: one port link per NPU into its "
+                      "server's switch (the scaleup cluster below)"))
+    return props + list(extra)
+
+
+def _scaleup_cluster(p, num_npus, per_node):
+    """The port hosts of the simulated scale-up fabric (module comment)."""
+    gp = _gp()
+    return (
+        "  <!-- Simulated scale-up fabric: port host sup-R is NPU R's scale-up port, one link of\n"
+        "       scaleup_bandwidth_Bps and half the scale-up latency into a non-blocking switch\n"
+        "       (NVSwitch / HCCS); only flows between NPUs of one server use it. -->\n"
+        '  <cluster id="scaleup" prefix="sup-" radical="0-%d" suffix="" speed="1f" bw="%sBps" '
+        'lat="%ss" sharing_policy="SPLITDUPLEX">\n'
+        '    <prop id="npusim_port" value="scaleup"/>\n  </cluster>\n'
+        % (num_npus - 1, gp.fmt(p["scaleup_bandwidth_Bps"]), gp.fmt(p["scaleup_latency_s"] / 2)))
+
+
+def _wrap(p, title, lines, body, scaleup_text=""):
+    gp = _gp()
+    # The scale-up ports come first: SimGrid 3.32 checks every new host and
+    # link name against every zone built so far, so 16K ports after the 500
+    # zones of a Clos took 10 s more to load than before them.
+    return (gp.header("npusim platform: %s" % title, lines) + gp.CONFIG
+            + '  <zone id="world" routing="Full">\n'
+            + ("" if not scaleup_text else _indent(scaleup_text, 2))
+            + _indent(body, 4) + "  </zone>\n</platform>\n")
+
+
+def _oversub_text(o):
+    return "%g:1" % o
+
+
+def clos3_platform(preset, num_npus, per_node=None, leaf_hosts=32, leaves_per_pod=32,
+                   oversub=(1.0, 1.0), scaleup=False):
+    """3-tier Clos (module comment).  oversub = (leaf, pod spine): the ratio
+    of down- to up-link capacity at that tier; 1 is non-blocking."""
+    gp = _gp()
+    p = gp.PRESETS[preset]
+    per_node = per_node or p["npus_per_node"]
+    _check_common(p, num_npus, per_node)
+    if num_npus % leaf_hosts or (num_npus // leaf_hosts) % leaves_per_pod:
+        raise ValueError("--npus %d is not a multiple of %d hosts per leaf x %d leaves per pod"
+                         % (num_npus, leaf_hosts, leaves_per_pod))
+    if min(oversub) < 1:
+        raise ValueError("--oversub: each ratio must be >= 1 (down-link over up-link capacity)")
+    bw, lat = p["nic_Bps"], p["link_latency_s"]
+    pods = num_npus // (leaf_hosts * leaves_per_pod)
+    taper = [("fabric_taper", gp.fmt(1.0 / max(oversub)),
+              "up-link over down-link capacity of the most tapered tier (1/%g)" % max(oversub))]
+    props = _props(p, per_node, scaleup, taper if max(oversub) > 1 else [])
+    first_props, other_props = gp.props_xml(props), _bare_props(props)
+    leaf_up = leaf_hosts * bw / oversub[0]
+    pod_up = leaves_per_pod * leaf_up / oversub[1]
+    pod_texts = []
+    for pod in range(pods):
+        leaves = []
+        for l in range(leaves_per_pod):
+            first = (pod * leaves_per_pod + l) * leaf_hosts
+            cid = "pod%d-leaf%d" % (pod, l)
+            leaves.append((cid, cid + "-gw", _leaf(cid, list(range(first, first + leaf_hosts)),
+                                                   p["speed_flops"], bw, lat,
+                                                   first_props if first == 0 else other_props)))
+        pid = "pod%d" % pod
+        pod_texts.append((pid, pid + "-r", _group(pid, leaves, [leaf_up] * leaves_per_pod, lat)))
+    body = (_group("fabric", pod_texts, [pod_up] * pods, lat) if pods > 1
+            else pod_texts[0][2])
+    lines = [
+        "%d NPUs = %d servers x %d." % (num_npus, num_npus // per_node, per_node),
+        "Host speed: %s." % p["speed_src"],
+        "Scale-out: %s, one NIC link per NPU into a 3-tier Clos: %d hosts per leaf switch,"
+        % (p["nic_src"], leaf_hosts),
+        "%d leaves per pod, %d pods; oversubscription leaf %s (up-link %s B/s per leaf),"
+        % (leaves_per_pod, pods, _oversub_text(oversub[0]), gp.fmt(leaf_up)),
+        "pod spine %s (up-link %s B/s per pod).  Routes: same leaf 2 links, same pod 4,"
+        % (_oversub_text(oversub[1]), gp.fmt(pod_up)),
+        "across pods 6.  Built as zones (platforms/fabrics.py): a crossbar cluster per leaf,",
+        "a Full zone per pod, a Full zone over the pods (SimGrid's 3-level FAT_TREE takes",
+        "8-15 s to load at 16K hosts).  3-tier Clos: Al-Fares, Loukissas & Vahdat,",
+        "SIGCOMM 2008; oversubscribed tiers as in Meta's RoCE AI clusters (Gangidi et al.,",
+        "SIGCOMM 2024: 1:7 between the cluster and aggregation tiers).",
+        "Link latency: %s." % p["link_lat_src"],
+        "Ranks of one server are consecutive (server = rank / npus_per_node).",
+    ]
+    return _wrap(p, p["title"], lines, body,
+                 _scaleup_cluster(p, num_npus, per_node) if scaleup else "")
+
+
+def rail_platform(preset, num_npus, per_node=None, su_servers=None, oversub=1.0, pxn=False,
+                  scaleup=False):
+    """Rail-optimised (module comment): leaf (SU s, rail i) holds NIC i of the
+    su_servers servers of SU s; every leaf has su_servers / oversub up-links
+    of the NIC bandwidth, one to each spine.  su_servers defaults to the
+    smallest power of two that keeps the leaves at most gen_platform's
+    MAX_LEAVES (SimGrid's build time grows with the leaves)."""
+    gp = _gp()
+    p = gp.PRESETS[preset]
+    per_node = per_node or p["npus_per_node"]
+    _check_common(p, num_npus, per_node)
+    servers = num_npus // per_node
+    if su_servers is None:
+        su_servers = 1
+        while servers % (su_servers * 2) == 0 and servers // su_servers * per_node > gp.MAX_LEAVES:
+            su_servers *= 2
+    if su_servers < 2 or servers % su_servers:
+        raise ValueError("%d servers are not a multiple of %d servers per scalable unit (at "
+                         "least 2)" % (servers, su_servers))
+    spines = su_servers / oversub
+    if oversub < 1 or spines != int(spines):
+        raise ValueError("--oversub %g: expected a ratio >= 1 that divides the %d servers of a "
+                         "scalable unit" % (oversub, su_servers))
+    bw, lat = p["nic_Bps"], p["link_latency_s"]
+    sus = servers // su_servers
+    leaves = sus * per_node
+    order = [(s * su_servers + k) * per_node + rail
+             for s in range(sus) for rail in range(per_node) for k in range(su_servers)]
+    topo = "2;%d,%d;1,%d;1,1" % (su_servers, leaves, int(spines))
+    extra = [("cross_rail_pxn", "1" if pxn else "0",
+              "1: cross-rail traffic first crosses the scale-up fabric to the NPU on the "
+              "destination's rail (NCCL PXN); 0: through the spine")]
+    props = _props(p, per_node, scaleup, extra)
+    body = ('<cluster id="npus" prefix="npu-" radical="%s" suffix="" speed="%sf"\n'
+            '         bw="%sBps" lat="%ss" sharing_policy="SPLITDUPLEX"\n'
+            '         topology="FAT_TREE" topo_parameters="%s">\n%s</cluster>\n'
+            % (",".join(str(r) for r in order), gp.fmt(p["speed_flops"]), gp.fmt(bw),
+               gp.fmt(lat), topo, _strip(gp.props_xml(props))))
+    lines = [
+        "%d NPUs = %d servers x %d." % (num_npus, servers, per_node),
+        "Host speed: %s." % p["speed_src"],
+        "Scale-out: %s; rail-optimised: NIC i of every server on rail i.  %d scalable"
+        % (p["nic_src"], sus),
+        "units of %d servers, one leaf switch per rail and SU (%d leaves) with %d up-links,"
+        % (su_servers, leaves, int(spines)),
+        "one to each spine (%s).  SimGrid FAT_TREE \"%s\" with the hosts listed in rail"
+        % (_oversub_text(oversub), topo),
+        "order.  Routes: same rail and SU 2 links, anything else 4 (through a spine);",
+        "cross-rail PXN: %s.  Layout of NVIDIA's DGX SuperPOD reference architecture"
+        % ("on" if pxn else "off"),
+        "(32 servers and 8 rail leaves per SU, leaves joined by spines); PXN: NCCL 2.12.",
+        "Link latency: %s." % p["link_lat_src"],
+    ]
+    return _wrap(p, p["title"], lines, body,
+                 _scaleup_cluster(p, num_npus, per_node) if scaleup else "")
+
+
+def torus_platform(preset, num_npus, dims, per_node=None, scaleup=False):
+    """SimGrid TORUS cluster: dims "X,Y,Z" with X*Y*Z = num_npus; every host
+    has one link per dimension and direction's neighbour (SimGrid's TorusZone)."""
+    gp = _gp()
+    p = gp.PRESETS[preset]
+    per_node = per_node or p["npus_per_node"]
+    _check_common(p, num_npus, per_node)
+    d = [int(x) for x in dims.split(",")]
+    if math.prod(d) != num_npus or min(d) < 1:
+        raise ValueError("torus %s holds %d hosts, not %d" % (dims, math.prod(d), num_npus))
+    props = _props(p, per_node, scaleup)
+    body = gp.cluster_xml(num_npus, p["speed_flops"], p["nic_Bps"], p["link_latency_s"],
+                          '\n           topology="TORUS" topo_parameters="%s"' % dims, props)
+    lines = [
+        "%d NPUs = %d servers x %d." % (num_npus, num_npus // per_node, per_node),
+        "Host speed: %s." % p["speed_src"],
+        "Scale-out: a %s torus (SimGrid TORUS cluster), every link %s B/s (%s)."
+        % (dims.replace(",", "x"), gp.fmt(p["nic_Bps"]), p["nic_src"]),
+        "Torus-connected accelerators: TPU v4, 3D torus (Jouppi et al., ISCA 2023).",
+        "Link latency: %s." % p["link_lat_src"],
+    ]
+    return _wrap(p, p["title"], lines, _strip(body),
+                 _scaleup_cluster(p, num_npus, per_node) if scaleup else "")
+
+
+def dragonfly_platform(preset, num_npus, params, per_node=None, scaleup=False):
+    """SimGrid DRAGONFLY cluster: "groups,glinks;chassis,clinks;routers,rlinks;nodes"."""
+    gp = _gp()
+    p = gp.PRESETS[preset]
+    per_node = per_node or p["npus_per_node"]
+    _check_common(p, num_npus, per_node)
+    try:
+        parts = [[int(x) for x in part.split(",")] for part in params.split(";")]
+        hosts = parts[0][0] * parts[1][0] * parts[2][0] * parts[3][0]
+    except (ValueError, IndexError):
+        raise ValueError('dragonfly "%s": expected "g,gl;c,cl;r,rl;n"' % params)
+    if hosts != num_npus:
+        raise ValueError("dragonfly %s holds %d hosts, not %d" % (params, hosts, num_npus))
+    if parts[0][0] > parts[2][0]:
+        # SimGrid 3.32 sends traffic for group g through router g of the
+        # sender's chassis: more groups than routers per chassis reads past
+        # its tables (a crash on this machine).
+        raise ValueError("dragonfly %s: %d groups but %d routers per chassis; SimGrid needs "
+                         "groups <= routers per chassis" % (params, parts[0][0], parts[2][0]))
+    props = _props(p, per_node, scaleup)
+    body = gp.cluster_xml(num_npus, p["speed_flops"], p["nic_Bps"], p["link_latency_s"],
+                          '\n           topology="DRAGONFLY" topo_parameters="%s"' % params, props)
+    lines = [
+        "%d NPUs = %d servers x %d." % (num_npus, num_npus // per_node, per_node),
+        "Host speed: %s." % p["speed_src"],
+        'Scale-out: dragonfly "%s" (SimGrid DRAGONFLY cluster: groups,links between'
+        % params,
+        "groups; chassis per group,links; routers per chassis,links; hosts per router),",
+        "every link %s B/s (%s)." % (gp.fmt(p["nic_Bps"]), p["nic_src"]),
+        "Dragonfly: Kim, Dally, Scott & Abts, ISCA 2008.",
+        "Link latency: %s." % p["link_lat_src"],
+    ]
+    return _wrap(p, p["title"], lines, _strip(body),
+                 _scaleup_cluster(p, num_npus, per_node) if scaleup else "")
+
+
+def _strip(text):
+    return "\n".join(l[2:] if l.startswith("  ") else l for l in text.split("\n"))
+
+
+def fat_tree_with_scaleup(p, num_npus, per_node, topo, lines):
+    """gen_platform's 2-level FAT_TREE platform plus the simulated scale-up
+    fabric (both clusters inside one zone)."""
+    gp = _gp()
+    props = _props(p, per_node, True)
+    body = gp.cluster_xml(num_npus, p["speed_flops"], p["nic_Bps"], p["link_latency_s"],
+                          '\n           topology="FAT_TREE" topo_parameters="%s"' % topo, props)
+    return _wrap(p, p["title"], lines + ["Scale-up fabric simulated as flows (scaleup cluster)."],
+                 _strip(body), _scaleup_cluster(p, num_npus, per_node))
+
+
+FABRICS = ["fat-tree", "clos3", "rail", "torus", "dragonfly"]
+
+
+def add_arguments(ap):
+    """gen_platform.py's options for the fabrics of this module (with --preset)."""
+    ap.add_argument(
+        "--fabric", choices=FABRICS, default="fat-tree",
+        help="with --preset: the scale-out fabric (default fat-tree: gen_platform's 2-level "
+        "FAT_TREE; clos3: 3-tier Clos as zones; rail: rail-optimised; torus; dragonfly; "
+        "see platforms/fabrics.py and docs/platform-format.md)")
+    ap.add_argument(
+        "--oversub", metavar="O1[,O2]", default="1",
+        help="clos3: down/up capacity ratio of the leaf and pod-spine tiers (default 1,1); "
+        "rail: of the rail leaves (default 1)")
+    ap.add_argument("--leaf-hosts", type=int, default=64, metavar="K",
+                    help="clos3: NICs per leaf switch (default 64)")
+    ap.add_argument("--leaves-per-pod", type=int, default=16, metavar="L",
+                    help="clos3: leaves per pod (default 16)")
+    ap.add_argument("--su-servers", type=int, metavar="S",
+                    help="rail: servers per scalable unit, i.e. per rail leaf (default: the "
+                    "smallest power of two keeping at most 128 leaves)")
+    ap.add_argument("--pxn", action="store_true",
+                    help="rail: cross-rail traffic crosses the scale-up fabric first "
+                    "(cross_rail_pxn=1, NCCL's PXN) instead of the spine")
+    ap.add_argument("--torus", metavar="X,Y[,Z]", help="torus: dimensions, product = --npus")
+    ap.add_argument("--dragonfly", metavar="G,GL;C,CL;R,RL;N",
+                    help="dragonfly: SimGrid's DRAGONFLY parameters (groups, chassis per "
+                    "group, routers per chassis, hosts per router, each level with its link "
+                    "count); G must not exceed R")
+    ap.add_argument("--scaleup-sim", action="store_true",
+                    help="any fabric: simulate the scale-up fabric as flows "
+                    "(scaleup_fabric=simulated and a port host per NPU)")
+
+
+def build(a, fat_tree_platform):
+    """The platform text for gen_platform's parsed options a (--preset given)."""
+    try:
+        oversub = [float(x) for x in a.oversub.split(",")]
+    except ValueError:
+        raise ValueError("--oversub %s: expected O1[,O2], numbers >= 1" % a.oversub)
+    if a.fabric == "fat-tree":
+        return fat_tree_platform(a.preset, a.npus, a.npus_per_node, a.topo, a.scaleup_sim)
+    if a.fabric == "clos3":
+        o = (oversub + [1.0])[:2]
+        return clos3_platform(a.preset, a.npus, a.npus_per_node, a.leaf_hosts, a.leaves_per_pod,
+                              tuple(o), a.scaleup_sim)
+    if a.fabric == "rail":
+        return rail_platform(a.preset, a.npus, a.npus_per_node, a.su_servers, oversub[0], a.pxn,
+                             a.scaleup_sim)
+    if a.fabric == "torus":
+        if not a.torus:
+            raise ValueError("--fabric torus needs --torus X,Y[,Z]")
+        return torus_platform(a.preset, a.npus, a.torus, a.npus_per_node, a.scaleup_sim)
+    if not a.dragonfly:
+        raise ValueError("--fabric dragonfly needs --dragonfly G,GL;C,CL;R,RL;N")
+    return dragonfly_platform(a.preset, a.npus, a.dragonfly, a.npus_per_node, a.scaleup_sim)

@@ -1,0 +1,83 @@
+/*
+ * placement.c -- rank orders (placement.h).
+ */
+#include "placement.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static const char *const dim_names[PLACE_DIMS] = {"tp", "cp", "dp", "pp"};
+
+void placement_init(placement *p)
+{
+    for (int i = 0; i < PLACE_DIMS; i++)
+        p->order[i] = (placement_dim)i;
+}
+
+static int usage(np_error *err, const char *option, const char *text, const char *why)
+{
+    return np_error_set(err, NP_EXIT_USAGE, "<command line>", option, 0,
+                        "expected a rank order such as \"" PLACEMENT_DEFAULT
+                        "\" (tp, cp, dp, pp each once, fastest first, \"ep\" allowed just "
+                        "before \"dp\"): %s, got \"%s\"",
+                        why, text);
+}
+
+int placement_parse(const char *text, const char *option, placement *p, np_error *err)
+{
+    int seen[PLACE_DIMS] = {0}, n = 0, ep_pending = 0;
+    const char *s = text;
+    char word[8];
+    while (1) {
+        size_t len = strcspn(s, "-");
+        if (len == 0 || len >= sizeof word)
+            return usage(err, option, text, "an empty or unknown name");
+        memcpy(word, s, len);
+        word[len] = '\0';
+        if (ep_pending && strcmp(word, "dp") != 0)
+            return usage(err, option, text,
+                         "\"ep\" must come just before \"dp\" (an expert-parallel group is "
+                         "consecutive data-parallel replicas)");
+        if (strcmp(word, "ep") == 0) {
+            ep_pending = 1;
+        } else {
+            int d = -1;
+            for (int i = 0; i < PLACE_DIMS; i++)
+                if (strcmp(word, dim_names[i]) == 0)
+                    d = i;
+            if (d < 0)
+                return usage(err, option, text, "an unknown name");
+            if (seen[d]++)
+                return usage(err, option, text, "a name given twice");
+            p->order[n++] = (placement_dim)d;
+            ep_pending = 0;
+        }
+        s += len;
+        if (*s == '\0')
+            break;
+        s++;
+    }
+    if (n != PLACE_DIMS)
+        return usage(err, option, text, "a dimension missing");
+    return 0;
+}
+
+void placement_name(const placement *p, char *buf, int size)
+{
+    snprintf(buf, (size_t)size, "%s-%s-%s-%s", dim_names[p->order[0]], dim_names[p->order[1]],
+             dim_names[p->order[2]], dim_names[p->order[3]]);
+}
+
+int placement_rank(const placement *p, const int sizes[PLACE_DIMS], int tp_rank, int cp_rank,
+                   int replica, int stage)
+{
+    int coord[PLACE_DIMS];
+    coord[PLACE_TP] = tp_rank;
+    coord[PLACE_CP] = cp_rank;
+    coord[PLACE_DP] = replica;
+    coord[PLACE_PP] = stage;
+    int rank = 0;
+    for (int i = PLACE_DIMS - 1; i >= 0; i--) /* slowest digit first (Horner) */
+        rank = rank * sizes[p->order[i]] + coord[p->order[i]];
+    return rank;
+}

@@ -1,0 +1,32 @@
+/*
+ * transport_scaleup.h -- the parts of a transfer that involve the scale-up
+ * fabric (transport.h): a transfer between two NPUs of one server, and, on a
+ * rail-optimised platform with cross_rail_pxn=1, a transfer between NPUs of
+ * different servers and rails (NCCL's PXN).  Internal to sim/net.
+ */
+#ifndef SIM_TRANSPORT_SCALEUP_H
+#define SIM_TRANSPORT_SCALEUP_H
+
+#include <stdbool.h>
+
+#include "transport.h"
+
+/* The rail of an NPU: its index inside its server (NIC i of every server is
+ * on rail i, docs/platform-format.md). */
+int transport_rail(const transport *t, int rank);
+
+/* Starts the part of transfer x that moves `bytes` from NPU a to NPU b when
+ * it involves the scale-up fabric, and returns true; false when a and b
+ * talk over the scale-out fabric alone (the caller starts the flow):
+ *   - same server, closed form (scaleup_fabric absent or "closed_form"):
+ *     x->arrive_s at least now + cl_p2p_time(same node), no activity;
+ *   - same server, simulated: a flow between the two NPUs' port hosts;
+ *   - PXN (different servers and rails, cross_rail_pxn=1): the scale-up leg
+ *     from a to the NPU of a's server on b's rail (closed form or a flow as
+ *     above) and the network flow from that NPU to b, started together: NCCL
+ *     cuts the message into chunks and pipelines them through the relay, so
+ *     the two legs overlap and the slower one sets the time.
+ * x->flows must have room for 2 flows per TP rank (transport_start). */
+bool transport_scaleup_part(transport *t, int a, int b, double bytes, transfer *x);
+
+#endif
