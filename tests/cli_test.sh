@@ -230,6 +230,10 @@ rm -f "$TMP/n.csv"
     2>"$TMP/err" && [ "$(csv_col "$TMP/n.csv" planner)" = bmpipe ] &&
     [ "$(csv_col "$TMP/n.csv" schedule)" = 1f1b ] && [ "$(csv_col "$TMP/n.csv" dp_algorithm)" = ring ] &&
     ok || ko "--planner BMPipe --schedule 1F1B --dp-algorithm Ring run as bmpipe, 1f1b, ring"
+"$SIMRUN" --quiet --placement dp-tp-cp-pp --csv "$TMP/n.csv" "$P8" "$W8" 2>"$TMP/err" &&
+    [ "$(csv_col "$TMP/n.csv" placement)" = dp-tp-cp-pp ] && [ "$(csv_col "$TMP/n.csv" moe_trace)" = "" ] &&
+    [ "$(csv_col "$TMP/n.csv" moe_trace_step)" = 0 ] && ok ||
+    ko "--placement dp-tp-cp-pp is in the CSV row's placement column"
 "$SIMRUN" --quiet --set planner=AdaPipe --set schedule=GPipe --csv "$TMP/n.csv" "$P8" "$W8" 2>"$TMP/err" &&
     [ "$(csv_col "$TMP/n.csv" planner)" = adapipe ] && [ "$(csv_col "$TMP/n.csv" schedule)" = gpipe ] &&
     ok || ko "the workload's planner and schedule keys in any case"

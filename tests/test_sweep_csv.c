@@ -226,6 +226,11 @@ static void test_failure_row(void)
     CU_ASSERT_EQUAL(eo.dp_overlap, 0);
     CU_ASSERT_EQUAL(eo.dp_bucket_bytes, 0);
     CU_ASSERT_STRING_EQUAL(sweep_column_default("fold_dp"), "0");
+    char order[64];
+    placement_name(&eo.placement, order, sizeof order);
+    CU_ASSERT_STRING_EQUAL(sweep_column_default("placement"), order);
+    CU_ASSERT_EQUAL(eo.moe_trace_step, 0);
+    CU_ASSERT_STRING_EQUAL(sweep_column_default("moe_trace_step"), "0");
     CU_ASSERT_PTR_NULL(sweep_column_default("iteration_s"));
 }
 

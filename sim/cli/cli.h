@@ -81,6 +81,7 @@ typedef struct job {
     const char *planner; /* the planner's canonical name, or "all" (cli_planner_name()) */
     moe_trace moe_trace; /* --moe-trace (counts NULL without one; cli_moe.c) */
     int moe_trace_step;
+    char moe_trace_sha256[NP_SHA256_HEX_SIZE]; /* of the --moe-trace file's bytes */
 } job;
 
 /* ---- cli_args.c ------------------------------------------------------------- */

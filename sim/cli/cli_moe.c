@@ -6,8 +6,10 @@
  */
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "cli.h"
+#include "np_sha256.h"
 
 int cli_moe_load(const cli *c, job *j, np_error *err)
 {
@@ -29,6 +31,10 @@ int cli_moe_load(const cli *c, job *j, np_error *err)
     int rc = moe_trace_read(c->moe_trace_path, &j->moe_trace, err);
     if (!rc)
         rc = moe_trace_check_workload(&j->moe_trace, &j->w, c->moe_trace_path, err);
+    int e = rc ? 0 : np_sha256_file(c->moe_trace_path, j->moe_trace_sha256); /* its CSV column */
+    if (e)
+        rc = np_error_set(err, NP_EXIT_INPUT, c->moe_trace_path, "", 0, "cannot read: %s",
+                          strerror(e));
     if (!rc && j->moe_trace_step >= j->moe_trace.steps)
         rc = np_error_set(err, NP_EXIT_USAGE, "<command line>", "--moe-trace-step", 0,
                           "the trace has steps 0 to %d, got %d", j->moe_trace.steps - 1,

@@ -30,7 +30,9 @@ const char report_csv_header[] =
     "mem_predicted_bytes,mem_simulated_bytes,"
     /* appended by the MoE replay (report_moe.c) */
     "moe_alltoall_s,moe_alltoall_mean_s,moe_max_over_mean,moe_assignments,moe_dropped_tokens,"
-    "moe_padding_tokens,moe_padding_flops";
+    "moe_padding_tokens,moe_padding_flops,"
+    /* appended with --placement and --moe-trace: identity, as columns 32-43 */
+    "placement,moe_trace,moe_trace_sha256,moe_trace_step";
 
 /* Whether layer l's recompute option is a decision the label reports: every
  * decoder and listed layer, and an embedding or LM head only when the plan
@@ -216,6 +218,13 @@ static char *csv_format_row(const report_row *row, size_t *len)
     fputs(",ok,0,", f); /* status, exit_code, error (empty): simsweep writes failed points' rows */
     csv_memory_fields(f, row);
     report_moe_csv_fields(f, r); /* MoE hook: report_moe.c */
+    char order[64];
+    placement_name(&row->eo->placement, order, sizeof order);
+    fprintf(f, ",%s,", order);
+    np_csv_field(f, row->moe_trace);
+    fputc(',', f);
+    np_csv_field(f, row->moe_trace_sha256);
+    fprintf(f, ",%d", row->moe_trace_step);
     fputc('\n', f);
     int failed = ferror(f);
     if (fclose(f) != 0 || failed) {

@@ -36,6 +36,9 @@ typedef struct report_row {
     const char *plan_sha256;       /* the SHA-256 of its bytes, or NULL */
     const char *cfg;               /* the --cfg values joined by ';', or NULL */
     const char *simulator_version; /* np_version() */
+    const char *moe_trace;         /* --moe-trace, or NULL */
+    const char *moe_trace_sha256;  /* the SHA-256 of its bytes, or NULL */
+    int moe_trace_step;            /* --moe-trace-step */
 } report_row;
 
 extern const char report_csv_header[];

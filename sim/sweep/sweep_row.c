@@ -30,6 +30,8 @@ static const struct {
     {"dp_overlap", "0"},
     {"dp_bucket_bytes", "0"},
     {"shifted_recompute", "0"},
+    {"placement", "tp-cp-dp-pp"},
+    {"moe_trace_step", "0"},
 };
 #define NUM_DEFAULTS (int)(sizeof defaults / sizeof defaults[0])
 
@@ -48,6 +50,9 @@ static const struct {
     {"--plan", "plan_file"},
     {"--dp-overlap", "dp_overlap"},
     {"--shifted-recompute", "shifted_recompute"},
+    {"--placement", "placement"},
+    {"--moe-trace", "moe_trace"},
+    {"--moe-trace-step", "moe_trace_step"},
 };
 #define NUM_OPTION_COLUMNS (int)(sizeof option_columns / sizeof option_columns[0])
 
@@ -74,7 +79,7 @@ static int join(char **list, const char *item)
 typedef struct identity {
     const char *value[NUM_OPTION_COLUMNS]; /* by option_columns, NULL: not given */
     char *overrides, *cfg;
-    char sha[NP_SHA256_HEX_SIZE];
+    char sha[NP_SHA256_HEX_SIZE], trace_sha[NP_SHA256_HEX_SIZE];
 } identity;
 
 static int read_identity(const sweep_point *p, identity *id)
@@ -95,12 +100,12 @@ static int read_identity(const sweep_point *p, identity *id)
             if (strcmp(a, option_columns[k].option) == 0)
                 id->value[k] = kind == SWEEP_OPT_FLAG ? "1" : value;
     }
-    const char *plan = NULL;
-    for (int k = 0; k < NUM_OPTION_COLUMNS; k++)
-        if (strcmp(option_columns[k].column, "plan_file") == 0)
-            plan = id->value[k];
-    if (plan)
-        (void)np_sha256_file(plan, id->sha); /* an unreadable plan: no hash */
+    for (int k = 0; k < NUM_OPTION_COLUMNS; k++) { /* an unreadable file: no hash */
+        if (id->value[k] && strcmp(option_columns[k].column, "plan_file") == 0)
+            (void)np_sha256_file(id->value[k], id->sha);
+        if (id->value[k] && strcmp(option_columns[k].column, "moe_trace") == 0)
+            (void)np_sha256_file(id->value[k], id->trace_sha);
+    }
     return 0;
 }
 
@@ -119,7 +124,8 @@ static const char *column_value(const char *name, const sweep_point *p, const id
                  {"simulator_version", 6},
                  {"status", 7},
                  {"exit_code", 8},
-                 {"error", 9}};
+                 {"error", 9},
+                 {"moe_trace_sha256", 10}};
     for (int i = 0; i < (int)(sizeof fixed / sizeof fixed[0]); i++) {
         if (strcmp(name, fixed[i].column) != 0)
             continue;
@@ -142,8 +148,10 @@ static const char *column_value(const char *name, const sweep_point *p, const id
             return "failed";
         case 8:
             return exit_code;
-        default:
+        case 9:
             return error;
+        default:
+            return id->trace_sha;
         }
     }
     for (int k = 0; k < NUM_OPTION_COLUMNS; k++)
