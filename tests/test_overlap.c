@@ -129,18 +129,62 @@ static void test_overlapped_param_gather_hides_behind_the_forward(void)
                ring_half_s(5e6) + 0.2 + 0.4 + ring_half_s(10e6), 1e-6);
 }
 
+/* The interleaved schedule: p = 2 stages of v = 3 one-layer chunks, m = 2,
+ * DP 2 (the 4 hosts of the flat platform), F = 100 ms, B = 200 ms, one bucket
+ * per chunk.  Only stage 0's gather of chunk 0 delays the pipeline (its first
+ * forward waits for it; chunk 1's, launched with it, chunk 2's, launched by
+ * stage s's forward of virtual micro-batch p − s, two forwards before its
+ * first, and stage 1's hide), and only the reduce-scatter of stage
+ * 0's chunk 0, the last backward, is exposed after it.  So G = 40 MB of
+ * gradients per layer (parameters 20 MB) take longer than G = 1 byte by the
+ * bandwidth terms of those two collectives over N = 2:
+ * (20 MB + 40 MB)/(2B) = 30 ms. */
+static double run_interleaved(double grad_bytes)
+{
+    cm_model cm;
+    plan pl;
+    test_uniform_model(&cm, 6);
+    for (int l = 0; l < 6; l++) {
+        cm.layers[l].forward_s = 100e-3;
+        cm.layers[l].backward_s = 200e-3;
+        cm.layers[l].grad_bytes = grad_bytes;
+    }
+    cm.data_parallel = 2;
+    test_chunked_plan(&pl, 2, 3, 2, 1, SCHED_INTERLEAVED);
+    pl.data_parallel = 2;
+    engine_options o;
+    engine_init_options(&o);
+    o.dp_overlap = true;
+    o.dp_bucket_bytes = grad_bytes;
+    o.dp_param_gather_ratio = 0.5;
+    test_sim_result out;
+    int rc = test_simulate_plan("platforms/test_flat_4.xml", &cm, &pl, &o, &out);
+    plan_free(&pl);
+    cm_free(&cm);
+    return rc || out.rc ? -1 : out.iteration_s;
+}
+
+static void test_interleaved_gathers_hide_but_the_first(void)
+{
+    double big = run_interleaved(40e6), tiny = run_interleaved(1.0);
+    CU_ASSERT(big > 0 && tiny > 0);
+    ASSERT_REL(big - tiny, (20e6 + 40e6) / (2 * 1e9) - 1.5 / (2 * 1e9), 1e-6);
+}
+
 void register_overlap_tests(void)
 {
-    TEST_SUITE("overlap",
-               {"without_overlap_the_allreduce_follows_the_backward",
-                test_without_overlap_the_allreduce_follows_the_backward},
-               {"overlap_exposes_only_the_last_bucket", test_overlap_exposes_only_the_last_bucket},
-               {"one_bucket_hides_nothing", test_one_bucket_hides_nothing},
-               {"folding_is_refused_with_overlap", test_folding_is_refused_with_overlap},
-               {"distributed_optimizer_is_reduce_scatter_then_half_all_gather",
-                test_distributed_optimizer_is_reduce_scatter_then_half_all_gather},
-               {"overlapped_param_gather_before_each_forward_piece",
-                test_overlapped_param_gather_before_each_forward_piece},
-               {"overlapped_param_gather_hides_behind_the_forward",
-                test_overlapped_param_gather_hides_behind_the_forward});
+    TEST_SUITE(
+        "overlap",
+        {"without_overlap_the_allreduce_follows_the_backward",
+         test_without_overlap_the_allreduce_follows_the_backward},
+        {"overlap_exposes_only_the_last_bucket", test_overlap_exposes_only_the_last_bucket},
+        {"one_bucket_hides_nothing", test_one_bucket_hides_nothing},
+        {"folding_is_refused_with_overlap", test_folding_is_refused_with_overlap},
+        {"distributed_optimizer_is_reduce_scatter_then_half_all_gather",
+         test_distributed_optimizer_is_reduce_scatter_then_half_all_gather},
+        {"overlapped_param_gather_before_each_forward_piece",
+         test_overlapped_param_gather_before_each_forward_piece},
+        {"overlapped_param_gather_hides_behind_the_forward",
+         test_overlapped_param_gather_hides_behind_the_forward},
+        {"interleaved_gathers_hide_but_the_first", test_interleaved_gathers_hide_but_the_first});
 }
