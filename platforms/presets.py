@@ -120,7 +120,7 @@ PRESETS = {
         "link_latency_s": 0.5e-6,
         "link_lat_src": "assumption: 0.5 us per link (HCA + ~130 ns IB switch); "
         "same-leaf route 1 us, cross-spine route 2 us",
-        "matmul_efficiency": 0.6857,
+        "matmul_efficiency": 0.6582,
         "eff_src": "calibrated on ONE measurement (tests/validation/validate.py --calibrate a100, "
         "docs/validation.md): the value for which npusim reproduces Korthikanti et al. 2022 "
         "(arXiv:2205.05198) Table 5, GPT-3 175B, full recompute, TP 8 PP 8 (3 chunks), 64 GPUs, "
@@ -166,7 +166,7 @@ PRESETS = {
         "link_latency_s": 0.5e-6,
         "link_lat_src": "assumption: 0.5 us per link (HCA + IB switch); "
         "same-leaf route 1 us, cross-spine route 2 us",
-        "matmul_efficiency": 0.6718,
+        "matmul_efficiency": 0.6623,
         "eff_src": "calibrated on ONE measurement (tests/validation/validate.py --calibrate h100, "
         "docs/validation.md): the value for which npusim reproduces NVIDIA's DGX Cloud recipe "
         "(github.com/NVIDIA/dgxc-benchmarking nemo_megatron/README_175b.md) GPT-3 175B BF16, "

@@ -398,8 +398,22 @@ static void test_large_decoder_layer_is_compute_bound_and_backward_twice(void)
 }
 
 /* Ring all-reduce of S = b·s·h·2 = 50,331,648 bytes over 8 NPUs:
- * 2·7·(2 µs + S/(8·56e9)); two per pass; SP (all-gather + reduce-scatter)
- * costs the same; TP 1 costs nothing. */
+ * 2·7·(2 µs + S/(8·56e9)); two per forward; SP (all-gather + reduce-scatter)
+ * costs the same; TP 1 costs nothing.  Backward: what Megatron's
+ * column-parallel layers do not hide behind their GEMMs (QKV: n×h by h×3h/t,
+ * FC1: n×h by h×4h/t, each as long as in the forward): without SP
+ * max(0, AR − QKV) + max(0, AR − FC1); with SP the two row-parallel
+ * all-gathers, AR/2 each, plus max(0, AR/2 − GEMM) twice per column-parallel
+ * layer (the input's re-gather behind the input-gradient GEMM, the
+ * reduce-scatter behind the weight-gradient GEMM). */
+static double gemm_s(double m, double k, double n)
+{
+    double compute = 2 * m * k * n / (PEAK * EFF), memory = (m * k + k * n + m * n) * 2 / HBM_BW;
+    return (compute > memory ? compute : memory) + LAUNCH;
+}
+
+static double exposed(double comm, double gemm) { return comm > gemm ? comm - gemm : 0.0; }
+
 static void test_tp_collectives_are_two_ring_allreduces(void)
 {
     double S = 2048.0 * 12288 * 2;
@@ -410,7 +424,11 @@ static void test_tp_collectives_are_two_ring_allreduces(void)
         build_ok(&w, 1, &cm);
         ASSERT_REL(cm.layers[1].tp_bytes, S, 1e-12);
         ASSERT_REL(cm.layers[1].tp_forward_s, 2 * allreduce, 1e-12);
-        ASSERT_REL(cm.layers[1].tp_backward_s, 2 * allreduce, 1e-12);
+        double qkv = gemm_s(2048, 12288, 3 * 12288 / 8), fc1 = gemm_s(2048, 12288, 4 * 12288 / 8);
+        double backward =
+            sp ? allreduce + 2 * (exposed(allreduce / 2, qkv) + exposed(allreduce / 2, fc1))
+               : exposed(allreduce, qkv) + exposed(allreduce, fc1);
+        ASSERT_REL(cm.layers[1].tp_backward_s, backward, 1e-12);
         /* Each rank sends 1/t of the hidden state: sequence-sharded with SP,
          * scattered without (Megatron's scatter/gather p2p, on by default);
          * with scatter/gather off and no SP every rank sends all of it. */

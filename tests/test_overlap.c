@@ -13,6 +13,13 @@
  *   - With 10 MB buckets the last backward releases 4 buckets, one every
  *     50 ms; each takes 6(α + 10 MB/(4B)) = 15.06 ms < 50 ms, so none waits
  *     for another and only the last one is exposed: T = 402 + 15.06 ms.
+ *   - With the distributed optimizer (parameter bytes 0.5× the gradient
+ *     bytes) and 10 MB buckets, the backward's buckets are reduce-scattered
+ *     only, (N−1)(α + x/(N·B)) = 7.53 ms each, the last one exposed; the
+ *     parameters' all-gather of the previous step's update, 4 buckets of
+ *     5 MB, 3.78 ms each, runs from the start, and the first forward runs in
+ *     4 equal pieces, each after its bucket: with F = 1 ms every piece waits,
+ *     F ends at 4·3.78 + 0.25 ms; with F = 100 ms only the first waits.
  */
 #include <stdio.h>
 #include <string.h>
@@ -22,13 +29,13 @@
 
 /* The iteration time of the case above (-1 when the run failed); a refusal's
  * message goes to `error` instead of stderr when error is not NULL. */
-static double run_checked(bool overlap, double bucket_bytes, int fold, double gather_ratio,
-                          char *error, size_t error_size)
+static double run_forward(bool overlap, double bucket_bytes, int fold, double gather_ratio,
+                          double forward_s, char *error, size_t error_size)
 {
     cm_model cm;
     plan pl;
     test_uniform_model(&cm, 1);
-    cm.layers[0].forward_s = 1e-3;
+    cm.layers[0].forward_s = forward_s;
     cm.layers[0].backward_s = 200e-3;
     cm.layers[0].grad_bytes = 40e6;
     cm.data_parallel = 4;
@@ -48,6 +55,12 @@ static double run_checked(bool overlap, double bucket_bytes, int fold, double ga
     plan_free(&pl);
     cm_free(&cm);
     return rc || out.rc ? -1 : out.iteration_s;
+}
+
+static double run_checked(bool overlap, double bucket_bytes, int fold, double gather_ratio,
+                          char *error, size_t error_size)
+{
+    return run_forward(overlap, bucket_bytes, fold, gather_ratio, 1e-3, error, error_size);
 }
 
 static double run_with(bool overlap, double bucket_bytes, int fold, double gather_ratio)
@@ -98,14 +111,80 @@ static void test_distributed_optimizer_is_reduce_scatter_then_half_all_gather(vo
     ASSERT_REL(run_with(false, 0, 0, 0.5), 0.402 + ring_half_s(40e6) + ring_half_s(20e6), 1e-6);
 }
 
+/* --dp-overlap with the distributed optimizer, F = 1 ms: every piece of the
+ * first forward waits for its parameter bucket; the backward's last
+ * reduce-scatter bucket is exposed. */
+static void test_overlapped_param_gather_before_each_forward_piece(void)
+{
+    double gather = ring_half_s(5e6), forward_end = 4 * gather + 0.25e-3;
+    ASSERT_REL(run_forward(true, 10e6, 0, 0.5, 1e-3, NULL, 0),
+               forward_end + 0.401 + ring_half_s(10e6), 1e-6);
+}
+
+/* F = 100 ms: pieces of 25 ms outlast a 3.78 ms gather, only the first
+ * bucket is exposed. */
+static void test_overlapped_param_gather_hides_behind_the_forward(void)
+{
+    ASSERT_REL(run_forward(true, 10e6, 0, 0.5, 100e-3, NULL, 0),
+               ring_half_s(5e6) + 0.2 + 0.4 + ring_half_s(10e6), 1e-6);
+}
+
+/* The interleaved schedule: p = 2 stages of v = 3 one-layer chunks, m = 2,
+ * DP 2 (the 4 hosts of the flat platform), F = 100 ms, B = 200 ms, one bucket
+ * per chunk.  Only stage 0's gather of chunk 0 delays the pipeline (its first
+ * forward waits for it; chunk 1's, launched with it, chunk 2's, launched by
+ * stage s's forward of virtual micro-batch p − s, two forwards before its
+ * first, and stage 1's hide), and only the reduce-scatter of stage
+ * 0's chunk 0, the last backward, is exposed after it.  So G = 40 MB of
+ * gradients per layer (parameters 20 MB) take longer than G = 1 byte by the
+ * bandwidth terms of those two collectives over N = 2:
+ * (20 MB + 40 MB)/(2B) = 30 ms. */
+static double run_interleaved(double grad_bytes)
+{
+    cm_model cm;
+    plan pl;
+    test_uniform_model(&cm, 6);
+    for (int l = 0; l < 6; l++) {
+        cm.layers[l].forward_s = 100e-3;
+        cm.layers[l].backward_s = 200e-3;
+        cm.layers[l].grad_bytes = grad_bytes;
+    }
+    cm.data_parallel = 2;
+    test_chunked_plan(&pl, 2, 3, 2, 1, SCHED_INTERLEAVED);
+    pl.data_parallel = 2;
+    engine_options o;
+    engine_init_options(&o);
+    o.dp_overlap = true;
+    o.dp_bucket_bytes = grad_bytes;
+    o.dp_param_gather_ratio = 0.5;
+    test_sim_result out;
+    int rc = test_simulate_plan("platforms/test_flat_4.xml", &cm, &pl, &o, &out);
+    plan_free(&pl);
+    cm_free(&cm);
+    return rc || out.rc ? -1 : out.iteration_s;
+}
+
+static void test_interleaved_gathers_hide_but_the_first(void)
+{
+    double big = run_interleaved(40e6), tiny = run_interleaved(1.0);
+    CU_ASSERT(big > 0 && tiny > 0);
+    ASSERT_REL(big - tiny, (20e6 + 40e6) / (2 * 1e9) - 1.5 / (2 * 1e9), 1e-6);
+}
+
 void register_overlap_tests(void)
 {
-    TEST_SUITE("overlap",
-               {"without_overlap_the_allreduce_follows_the_backward",
-                test_without_overlap_the_allreduce_follows_the_backward},
-               {"overlap_exposes_only_the_last_bucket", test_overlap_exposes_only_the_last_bucket},
-               {"one_bucket_hides_nothing", test_one_bucket_hides_nothing},
-               {"folding_is_refused_with_overlap", test_folding_is_refused_with_overlap},
-               {"distributed_optimizer_is_reduce_scatter_then_half_all_gather",
-                test_distributed_optimizer_is_reduce_scatter_then_half_all_gather});
+    TEST_SUITE(
+        "overlap",
+        {"without_overlap_the_allreduce_follows_the_backward",
+         test_without_overlap_the_allreduce_follows_the_backward},
+        {"overlap_exposes_only_the_last_bucket", test_overlap_exposes_only_the_last_bucket},
+        {"one_bucket_hides_nothing", test_one_bucket_hides_nothing},
+        {"folding_is_refused_with_overlap", test_folding_is_refused_with_overlap},
+        {"distributed_optimizer_is_reduce_scatter_then_half_all_gather",
+         test_distributed_optimizer_is_reduce_scatter_then_half_all_gather},
+        {"overlapped_param_gather_before_each_forward_piece",
+         test_overlapped_param_gather_before_each_forward_piece},
+        {"overlapped_param_gather_hides_behind_the_forward",
+         test_overlapped_param_gather_hides_behind_the_forward},
+        {"interleaved_gathers_hide_but_the_first", test_interleaved_gathers_hide_but_the_first});
 }

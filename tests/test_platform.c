@@ -161,7 +161,7 @@ static void test_h100_16k_is_16384_h100_sxm_with_ndr(void)
      * 0.5 us per link, rank 8 under the same leaf; matmul_efficiency calibrated
      * (docs/validation.md). */
     static const expected_platform e = {"h100_16k.xml", 16384, 8,    989e12, 80e9, 3.35e12,
-                                        450e9,          1e-6,  50e9, 1e-6,   0.6718, 5e-6};
+                                        450e9,          1e-6,  50e9, 1e-6,   0.6623, 5e-6};
     load_and_check(&e);
 }
 
@@ -171,7 +171,7 @@ static void test_dgx_a100_1024_is_128_dgx_nodes_with_hdr(void)
      * direction; DGX A100: 8 x HDR 200 Gb/s = 25e9 B/s per GPU; matmul_efficiency
      * calibrated (docs/validation.md). */
     static const expected_platform e = {
-        "dgx_a100_1024.xml", 1024, 8, 312e12, 80e9, 2.039e12, 300e9, 1e-6, 25e9, 1e-6, 0.6857, 5e-6};
+        "dgx_a100_1024.xml", 1024, 8, 312e12, 80e9, 2.039e12, 300e9, 1e-6, 25e9, 1e-6, 0.6582, 5e-6};
     load_and_check(&e);
 }
 

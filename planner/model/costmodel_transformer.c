@@ -71,7 +71,19 @@
  * without SP two all-reduces in forward (after attention and after the MLP)
  * and two in backward, each of n·h·D bytes; with SP each all-reduce becomes an
  * all-gather plus a reduce-scatter of the same tensor, each half the ring
- * all-reduce time, so the totals are equal.  Ring on the scale-up fabric:
+ * all-reduce time, so the totals are equal.  In the backward, Megatron's
+ * column-parallel layers (QKV and FC1) overlap their collectives with their
+ * GEMMs (LinearWithGradAccumulationAndAsyncCommunication.backward, the
+ * default since async_tensor_model_parallel_allreduce; Korthikanti section
+ * 4.2.2 and 6): the all-reduce of the input gradient (without SP), or its
+ * reduce-scatter (SP), runs while the weight-gradient GEMM computes; with SP
+ * the layer also all-gathers again its sequence-sharded input for that GEMM,
+ * while the input-gradient GEMM computes.  Each hides behind its GEMM as far
+ * as the GEMM lasts: exposed max(0, collective − GEMM).  The row-parallel
+ * layers' backward all-gathers (SP) are needed before their GEMMs and stay
+ * exposed.  So tp_backward_s is the exposed part; it assumes the layer's
+ * weight-gradient GEMM runs right after its input-gradient GEMM (schedules
+ * that defer W, zero-bubble's, would expose the reduction).  Ring on the scale-up fabric:
  * all-reduce 2(t−1)(α + S/(t·B)), all-gather or reduce-scatter (t−1)(α + S/(t·B))
  * (docs/design.md, cost model), B the link bandwidth times the platform's
  * collective_bus_efficiency; t = 1 costs nothing.  A TP group wider than a
@@ -242,6 +254,19 @@ static void decoder_units(cm_layer *ly, const shape *x, const decoder_forward *o
     cm_add_unit(ly, "mlp_dropout_mask", o->mlp_dropout, mask);
 }
 
+/* The backward's exposed TP collectives (see the head of this file): the
+ * column-parallel QKV and FC1 hide their input-gradient reduction behind
+ * their weight-gradient GEMM and, with SP, their input's all-gather behind
+ * their input-gradient GEMM (both GEMMs as long as the forward's); the
+ * row-parallel projection and FC2 all-gather the output gradient first. */
+static double tp_backward_exposed_s(const shape *x, const decoder_forward *o, double allreduce)
+{
+    if (!x->sp)
+        return fmax(0.0, allreduce - o->qkv) + fmax(0.0, allreduce - o->fc1);
+    double half = allreduce / 2.0;
+    return 2.0 * half + 2.0 * (fmax(0.0, half - o->qkv) + fmax(0.0, half - o->fc1));
+}
+
 /* What a stage boundary after this layer carries per TP rank: the hidden
  * state n·h·D, or n·h·D/t when it is sequence-sharded (SP) or scattered
  * (Megatron's scatter/gather p2p without SP: each rank sends its 1/t slice
@@ -269,7 +294,7 @@ void cm_decoder_layer(cm_layer *ly, const shape *x0, const wl_model *md, int ind
     double allreduce = cm_ring_allreduce_s(x->c, x->t, ly->tp_bytes);
     double half = allreduce / 2.0; /* one all-gather or reduce-scatter */
     ly->tp_forward_s = 2.0 * allreduce;
-    ly->tp_backward_s = 2.0 * allreduce;
+    ly->tp_backward_s = tp_backward_exposed_s(x, &o, allreduce);
     decoder_units(ly, x, &o, x->sp ? half : 0.0, x->sp ? half : allreduce);
     double kept = 0.0;
     for (int u = 0; u < ly->num_units; u++)

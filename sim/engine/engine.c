@@ -120,10 +120,8 @@ static int workers_create(engine *e, np_error *err)
         w->simulated = d < e->fold;
         if (!w->simulated)
             w->collective_start = sg_sem_init(0);
-        if (w->simulated && e->overlap) {
-            w->bucket_ready = sg_sem_init(0);
-            w->buckets_done = sg_sem_init(0);
-        }
+        if (w->simulated && e->overlap)
+            overlap_worker_init(w);
     }
     return 0;
 }
@@ -162,10 +160,7 @@ static void workers_destroy(engine *e)
         }
         if (w->collective_start)
             sg_sem_destroy(w->collective_start);
-        if (w->bucket_ready) {
-            sg_sem_destroy(w->bucket_ready);
-            sg_sem_destroy(w->buckets_done);
-        }
+        overlap_worker_destroy(w);
         free(w->spans);
     }
     free(e->workers[0].ep.ranks);

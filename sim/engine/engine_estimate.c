@@ -471,7 +471,10 @@ void engine_estimate_run(const cl_cluster *c, const cm_model *cm, const plan *pl
         else
             blocks = compute + optimizers - stage_merges(pl, s, has_optimizer);
         double buckets = overlap ? stage_buckets(cm, pl, o, s) : 0;
-        out->executions += fold * (blocks + buckets) + (dp - fold) * optimizers;
+        /* With the distributed optimizer the first forward of each chunk
+         * also runs in one piece per parameter bucket (engine_overlap.c). */
+        double pieces = buckets * (o->dp_param_gather_ratio > 0 ? 2 : 1);
+        out->executions += fold * (blocks + pieces) + (dp - fold) * optimizers;
         /* Gradient syncs: every replica, folded or not. */
         if (dp > 1 && has_grads) {
             double calls = ends * (overlap ? buckets : 1);

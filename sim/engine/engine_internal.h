@@ -58,7 +58,9 @@ typedef struct worker {
     sg_sem_t collective_start; /* folded-away replicas: released by the representative */
     sg_sem_t bucket_ready;     /* --dp-overlap: a gradient bucket can be reduced */
     sg_sem_t buckets_done;     /* --dp-overlap: every bucket is reduced */
-    bool simulated;            /* false for a replica folded away */
+    sg_sem_t params_ready; /* --dp-overlap, distributed optimizer: a parameter bucket is gathered */
+    sg_sem_t params_launch; /* --dp-overlap, interleaved: the next chunk's gather may start */
+    bool simulated;         /* false for a replica folded away */
     /* accounting (simulated seconds relative to the run's start) */
     double busy_s, recompute_s, tp_comm_s, p2p_exposed_s, dp_comm_s;
     double pipeline_end_s, end_s;
@@ -75,6 +77,16 @@ typedef struct overlap_plan {
     double *bytes_at_op; /* [num_ops]: size of each of them */
     int num_buckets;
     double *bucket_bytes; /* [num_buckets] */
+    /* With the distributed optimizer (overlap_param_gather): the parameter
+     * all-gathers of the previous step's update, overlapped with this
+     * iteration's forward; the chunks in the order their first forward
+     * comes (engine_overlap.c). */
+    int *gathers_at_op;    /* [num_ops]: buckets op i waits for, one per equal piece */
+    int *launches_at_op;   /* [num_ops]: chunk gathers released when op i starts */
+    int num_gather_chunks; /* chunks with parameters, in first-forward order */
+    int *gather_buckets;   /* [num_gather_chunks]: buckets of each */
+    double *gather_bytes;  /* [num_gather_chunks]: parameter bytes of each bucket */
+    bool *gather_waits;    /* [num_gather_chunks]: starts only when launched */
 } overlap_plan;
 
 typedef struct engine {
@@ -147,8 +159,22 @@ int overlap_check(const plan *pl, const engine_options *o, np_error *err);
 /* Fills e->overlap with --dp-overlap (and dp ≥ 2), else leaves it NULL. */
 int overlap_build(engine *e, const cm_model *cm, np_error *err);
 void overlap_free(engine *e);
-/* The communication actor of a simulated worker: reduces its buckets. */
+/* The communication actor of a simulated worker: gathers its parameter
+ * buckets (distributed optimizer) and reduces its gradient buckets. */
 void overlap_comm_main(int argc, char **argv);
+/* The semaphores of a simulated worker with --dp-overlap. */
+void overlap_worker_init(worker *w);
+void overlap_worker_destroy(worker *w);
+/* Before op i of w's stage starts: releases the chunk gathers it launches;
+ * returns how many parameter buckets it waits for (0: none), each before one
+ * of as many equal pieces of the op. */
+int overlap_before_op(worker *w, int i);
+/* Whether op i of w's stage must start a compute block of its own (it
+ * launches or waits for a parameter gather). */
+bool overlap_starts_block(const worker *w, int i);
+/* Waits for the next gathered parameter bucket; the wait is data-parallel
+ * time. */
+void overlap_wait_params(worker *w);
 
 /* ---- engine_fold.c ----------------------------------------------------------- */
 

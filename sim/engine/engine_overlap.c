@@ -1,6 +1,8 @@
 /*
  * engine_overlap.c -- overlap: gradient buckets reduced during the backward
- * pass (--dp-overlap, Megatron's overlap_grad_reduce).
+ * pass, and with the distributed optimizer parameter buckets gathered during
+ * the forward (--dp-overlap: Megatron's overlap_grad_reduce and
+ * overlap_param_gather).
  *
  * Before the run, overlap_build() cuts every model chunk's gradients into
  * buckets and ties each to the gradient op that makes it final (the chunk's
@@ -10,8 +12,31 @@
  * overlap_comm_main(), reduces each bucket as soon as it is handed over,
  * while the worker computes on; the iteration's all-reduce op then only waits
  * for what the overlap did not hide.
+ *
+ * With the distributed optimizer the sync is a reduce-scatter of the
+ * gradients and, after the optimizer step, an all-gather of the updated
+ * parameters.  Megatron with overlap_param_gather does not run that
+ * all-gather after the step: it launches it asynchronously and the next
+ * iteration's forward pre-hooks wait for each bucket as its parameters are
+ * first used (megatron/core/distributed/distributed_data_parallel.py,
+ * _make_forward_pre_hook; distrib_optimizer.py: "the first all-gather is
+ * launched asynchronously in the next optimizer.zero_grad() call and
+ * subsequent all-gathers are launched in the forward pre-hook").  Under the
+ * interleaved schedule the gathers of chunks 0 and 1 start with the
+ * iteration and the gather of chunk j + 1 (j >= 1) starts with the forward of
+ * virtual micro-batch j·p − s on stage s ("launch param synchronization for
+ * next model chunk", megatron/core/pipeline_parallel/schedules.py,
+ * forward_backward_pipelining_with_interleaving), so that all stages launch
+ * it at the same time.  In a steady state of identical iterations, gathering
+ * the previous step's update at the start of this one is exact: so the
+ * actor first gathers the chunks' parameter buckets in the order their first
+ * forwards come (a chunk's after its launch), the first forward of each chunk
+ * runs in as many equal pieces as it has buckets, each waiting for its
+ * bucket, and the backward's buckets are reduce-scattered only.  The
+ * iteration then ends with the optimizer step after the last reduce-scatter.
  */
 #include <math.h>
+#include <stdbool.h>
 #include <stdlib.h>
 
 #include "engine_internal.h"
@@ -73,6 +98,78 @@ static int overlap_stage(const cm_model *cm, const plan *pl, const sched_stage *
     return 0;
 }
 
+/* The parameter gathers of stage s (distributed optimizer): the chunks in the
+ * order of their first forward, each cut into as many buckets as its
+ * gradients, of `ratio` parameter bytes per gradient byte; Megatron's
+ * interleaved launch points (see the head of this file). */
+static int gather_stage(const cm_model *cm, const plan *pl, const sched_stage *st, int s,
+                        double bucket_bytes, double ratio, overlap_plan *o)
+{
+    int v = pl->num_chunks, p = pl->num_stages;
+    o->gathers_at_op = calloc((size_t)st->num_ops, sizeof *o->gathers_at_op);
+    o->launches_at_op = calloc((size_t)st->num_ops, sizeof *o->launches_at_op);
+    o->gather_buckets = calloc((size_t)v, sizeof *o->gather_buckets);
+    o->gather_bytes = calloc((size_t)v, sizeof *o->gather_bytes);
+    o->gather_waits = calloc((size_t)v, sizeof *o->gather_waits);
+    int *first = malloc((size_t)v * sizeof *first);
+    if (!o->gathers_at_op || !o->launches_at_op || !o->gather_buckets || !o->gather_bytes ||
+        !o->gather_waits || !first) {
+        free(first);
+        return -1;
+    }
+    for (int c = 0; c < v; c++)
+        first[c] = -1;
+    int forwards = 0, launches = 0, seen = 0;
+    bool ascending = true;
+    for (int i = 0; i < st->num_ops; i++) {
+        if (st->ops[i].kind != OP_FORWARD)
+            continue;
+        int c = st->ops[i].chunk;
+        if (c >= 0 && c < v && first[c] < 0) {
+            ascending = ascending && c == seen;
+            first[c] = i;
+            seen++;
+        }
+        int q = forwards + s; /* Megatron's param_sync_microbatch_id */
+        if (v > 1 && q < p * v && q % p == 0 && q / p + 1 > 1 && q / p + 1 < v) {
+            o->launches_at_op[i]++;
+            launches++;
+        }
+        forwards++;
+    }
+    if (!ascending) /* not Megatron's interleaving: every gather at the start */
+        for (int i = 0; i < st->num_ops; i++)
+            o->launches_at_op[i] = launches = 0;
+    /* The chunks by their first forward (Megatron's interleaving: 0, 1, ...). */
+    int *order_of = malloc((size_t)v * sizeof *order_of);
+    if (!order_of) {
+        free(first);
+        return -1;
+    }
+    int used = 0;
+    for (int c = 0; c < v; c++) {
+        if (first[c] < 0)
+            continue;
+        int k = used++;
+        for (; k > 0 && first[order_of[k - 1]] > first[c]; k--)
+            order_of[k] = order_of[k - 1];
+        order_of[k] = c;
+    }
+    for (int n = 0; n < used; n++) {
+        int c = order_of[n];
+        double bytes = chunk_grad_bytes(cm, pl, s, c);
+        int buckets = bytes > 0 ? (int)ceil(bytes / bucket_bytes) : 0;
+        o->gather_buckets[n] = buckets;
+        o->gather_bytes[n] = buckets ? bytes * ratio / buckets : 0;
+        o->gather_waits[n] = n >= 2 && n - 2 < launches;
+        o->gathers_at_op[first[c]] = buckets;
+    }
+    o->num_gather_chunks = used;
+    free(order_of);
+    free(first);
+    return 0;
+}
+
 void overlap_free(engine *e)
 {
     if (!e->overlap)
@@ -81,6 +178,11 @@ void overlap_free(engine *e)
         free(e->overlap[s].buckets_at_op);
         free(e->overlap[s].bytes_at_op);
         free(e->overlap[s].bucket_bytes);
+        free(e->overlap[s].gathers_at_op);
+        free(e->overlap[s].launches_at_op);
+        free(e->overlap[s].gather_buckets);
+        free(e->overlap[s].gather_bytes);
+        free(e->overlap[s].gather_waits);
     }
     free(e->overlap);
     e->overlap = NULL;
@@ -98,6 +200,9 @@ int overlap_build(engine *e, const cm_model *cm, np_error *err)
     e->overlap = calloc((size_t)e->p, sizeof *e->overlap);
     for (int s = 0; e->overlap && s < e->p; s++) {
         int rc = overlap_stage(cm, e->pl, &e->sc->stages[s], s, bucket_bytes, &e->overlap[s]);
+        if (!rc && e->opt->dp_param_gather_ratio > 0)
+            rc = gather_stage(cm, e->pl, &e->sc->stages[s], s, bucket_bytes,
+                              e->opt->dp_param_gather_ratio, &e->overlap[s]);
         if (rc == -2) {
             overlap_free(e);
             return np_error_set(err, NP_EXIT_USAGE, "<command line>", "--dp-bucket-bytes", 0,
@@ -142,16 +247,77 @@ int overlap_check(const plan *pl, const engine_options *o, np_error *err)
 
 /* ---- the communication actor ----------------------------------------------- */
 
-/* --dp-overlap: reduces each gradient bucket as soon as the worker's
- * backward has made it ready, while the worker computes on. */
+void overlap_worker_init(worker *w)
+{
+    w->bucket_ready = sg_sem_init(0);
+    w->buckets_done = sg_sem_init(0);
+    w->params_ready = sg_sem_init(0);
+    w->params_launch = sg_sem_init(0);
+}
+
+void overlap_worker_destroy(worker *w)
+{
+    if (!w->bucket_ready)
+        return;
+    sg_sem_destroy(w->bucket_ready);
+    sg_sem_destroy(w->buckets_done);
+    sg_sem_destroy(w->params_ready);
+    sg_sem_destroy(w->params_launch);
+}
+
+static const overlap_plan *plan_of(const worker *w)
+{
+    return w->eng->overlap && w->simulated ? &w->eng->overlap[w->stage] : NULL;
+}
+
+int overlap_before_op(worker *w, int i)
+{
+    const overlap_plan *ov = plan_of(w);
+    if (!ov || !ov->gathers_at_op)
+        return 0;
+    for (int k = 0; k < ov->launches_at_op[i]; k++)
+        sg_sem_release(w->params_launch);
+    return ov->gathers_at_op[i];
+}
+
+bool overlap_starts_block(const worker *w, int i)
+{
+    const overlap_plan *ov = plan_of(w);
+    return ov && ov->gathers_at_op && (ov->gathers_at_op[i] > 0 || ov->launches_at_op[i] > 0);
+}
+
+void overlap_wait_params(worker *w)
+{
+    double start = engine_now(w->eng);
+    sg_sem_acquire(w->params_ready);
+    w->dp_comm_s += engine_now(w->eng) - start;
+}
+
+/* --dp-overlap: gathers the parameter buckets (distributed optimizer), then
+ * reduces each gradient bucket as soon as the worker's backward has made it
+ * ready, while the worker computes on. */
 void overlap_comm_main(int argc, char **argv)
 {
     worker *w = sg_actor_self_get_data();
-    const overlap_plan *ov = &w->eng->overlap[w->stage];
+    engine *e = w->eng;
+    const overlap_plan *ov = &e->overlap[w->stage];
+    bool sharded = e->opt->dp_param_gather_ratio > 0;
+    for (int n = 0; sharded && n < ov->num_gather_chunks; n++) {
+        if (ov->gather_waits[n])
+            sg_sem_acquire(w->params_launch);
+        for (int b = 0; b < ov->gather_buckets[n]; b++) {
+            fold_release_replicas(w);
+            engine_dp_collective(e, w, OP_PARAM_GATHER, ov->gather_bytes[n]);
+            sg_sem_release(w->params_ready);
+        }
+    }
     for (int b = 0; b < ov->num_buckets; b++) {
         sg_sem_acquire(w->bucket_ready);
         fold_release_replicas(w);
-        engine_dp_allreduce(w->eng, w, ov->bucket_bytes[b]);
+        if (sharded)
+            engine_dp_collective(e, w, OP_GRAD_REDUCE_SCATTER, ov->bucket_bytes[b]);
+        else
+            engine_dp_allreduce(e, w, ov->bucket_bytes[b]);
     }
     sg_sem_release(w->buckets_done);
     worker_linger(w);

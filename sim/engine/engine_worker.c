@@ -148,6 +148,22 @@ static void run_releasing_buckets(worker *w, double before_s, double duration_s,
     }
 }
 
+/* The first forward of a chunk with its parameters gathered during it
+ * (--dp-overlap with the distributed optimizer): as many equal pieces as
+ * buckets, each after its bucket has arrived. */
+static void run_gathering_params(worker *w, const sched_op *op, int buckets)
+{
+    double piece_s = (op->compute_s + op->comm_s) / buckets;
+    overlap_wait_params(w);
+    double start_s = engine_now(w->eng);
+    worker_execute(w, piece_s);
+    for (int k = 1; k < buckets; k++) {
+        overlap_wait_params(w);
+        worker_execute(w, piece_s);
+    }
+    compute_account(w, op, start_s, engine_now(w->eng));
+}
+
 /* A compute op with a context-parallel exchange (engine_cp.c): the
  * overlapped part with the exchange, then the rest of the op; the exposed
  * wait counts as the op's busy time (it is part of the layer, as TP
@@ -180,6 +196,7 @@ static bool has_cp(const worker *w, const sched_op *op)
 int worker_run_compute(worker *w, const sched_op *ops, int first, int count)
 {
     const overlap_plan *ov = w->eng->overlap && w->simulated ? &w->eng->overlap[w->stage] : NULL;
+    /* the MoE replay runs without --dp-overlap (engine_moe.c), so no gathers */
     if (count > 0 && engine_moe_replays(w, &ops[0])) { /* MoE hook: engine_moe.c */
         double start_s = engine_now(w->eng);
         engine_moe_run_op(w, &ops[0]);
@@ -188,14 +205,23 @@ int worker_run_compute(worker *w, const sched_op *ops, int first, int count)
         w->busy_s += (end_s - start_s) - (ops[0].compute_s + ops[0].comm_s);
         return 1;
     }
+    int gathers = count > 0 ? overlap_before_op(w, first) : 0;
     if (count > 0 && has_cp(w, &ops[0])) {
+        for (int k = 0; k < gathers; k++)
+            overlap_wait_params(w);
         run_cp_op(w, &ops[0], ov ? ov->buckets_at_op[first] : 0);
+        return 1;
+    }
+    if (gathers > 0) {
+        run_gathering_params(w, &ops[0], gathers);
         return 1;
     }
     int n = 0;
     double pending_s = 0;
     double start_s = engine_now(w->eng);
     while (n < count && is_compute(ops[n].kind) && !has_cp(w, &ops[n])) {
+        if (n > 0 && overlap_starts_block(w, first + n))
+            break; /* a parameter gather's launch or wait comes first */
         double d = ops[n].compute_s + ops[n].comm_s;
         int buckets = ov ? ov->buckets_at_op[first + n] : 0;
         if (buckets > 0) {

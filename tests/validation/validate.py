@@ -233,7 +233,7 @@ def platform_for(spec, npus, tmp, overrides=None):
     name = "%s~%s" % (preset, tag)
     gen_platform.PRESETS[name] = dict(copy.deepcopy(gen_platform.PRESETS[preset]), **changes)
     for k in changes:  # say in the XML what was changed, and why
-        src = {"matmul_efficiency": "eff_src", "nic_Bps": "nic_src"}.get(k)
+        src = {"matmul_efficiency": "eff_src", "nic_Bps": "nic_src", "hbm_bytes": "hbm_src"}.get(k)
         if src:
             gen_platform.PRESETS[name][src] = spec.get("why", "changed by validate.py") + \
                 " (%s = %s)" % (k, changes[k])
@@ -718,8 +718,14 @@ def write_docs(path, rows, summary, cases, published, fold, wall, mem_rc, slowes
       "datasheets; each with its citation in `gen_platform.py` and as an XML comment in every "
       "platform.  Latencies and kernel launch overheads are the presets' stated assumptions.  "
       "The single constant absorbs everything the cost model leaves out (kernel-level effects, "
-      "overlap of tensor-parallel communication, data loading, logging), which is why it is "
-      "lower than a large GEMM's efficiency on its own." % (
+      "Transformer Engine's forward tensor-parallel overlap, data loading, logging), which is why "
+      "it is lower than a large GEMM's efficiency on its own.  What the model does include of "
+      "the overlaps these runs use: Megatron's backward tensor-parallel overlap (the "
+      "column-parallel layers' input-gradient reduction behind their weight-gradient GEMM and, "
+      "with SP, their input's all-gather behind the input-gradient GEMM), and with `--dp-overlap` "
+      "the gradient reduce-scatter during the backward and the parameter all-gather of the "
+      "distributed optimizer during the next forward (NeMo's overlap_grad_sync and "
+      "overlap_param_sync)." % (
           gen_platform.fmt(pa["attention_efficiency"]), pa["elementwise_fusion"],
           gen_platform.fmt(pa["collective_bus_efficiency"]), ph["elementwise_fusion"],
           gen_platform.fmt(ph["collective_bus_efficiency"])))
