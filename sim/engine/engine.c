@@ -113,7 +113,7 @@ static int workers_create(engine *e, np_error *err)
             w->ep.hosts[r] = e->pf->host_of_rank[w->ep.ranks[r]];
         }
         for (int ch = 0; ch < CH_COUNT; ch++)
-            w->chan[ch].posted = sg_sem_init(0);
+            w->chan[ch].wake = sg_sem_init(0);
         w->simulated = d < e->fold;
         if (!w->simulated)
             w->collective_start = sg_sem_init(0);
@@ -154,7 +154,7 @@ static void workers_destroy(engine *e)
     for (int i = 0; i < engine_num_workers(e); i++) {
         worker *w = &e->workers[i];
         for (int c = 0; c < CH_COUNT; c++) {
-            sg_sem_destroy(w->chan[c].posted);
+            sg_sem_destroy(w->chan[c].wake);
             free(w->chan[c].items);
         }
         if (w->collective_start)

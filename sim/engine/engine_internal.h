@@ -40,7 +40,8 @@
 typedef struct channel {
     transfer *items;
     int head, tail, capacity;
-    sg_sem_t posted;
+    bool waiting; /* the receiver is blocked on `wake` (the queue was empty) */
+    sg_sem_t wake;
 } channel;
 
 /* Stage-to-stage transfers in each direction; the K/V chunks of context
