@@ -9,7 +9,7 @@
  * SimGrid to the end and collects the metrics (engine_metrics.c).  Cost of a run is proportional to
  * the number of SimGrid activities, so the engine starts as few as the model
  * allows (docs/design.md, SimGrid facts: ~50K activities per CPU-second at
- * 16K hosts): one execution per compute op, one flow per TP rank per
+ * 16K hosts): one sleep per run of compute ops, one flow per TP rank per
  * stage-to-stage send, collective flows as collective*.c decides, zero-length
  * ops skipped.  Per-worker accounting is plain arithmetic on the simulated
  * clock.

@@ -3,7 +3,7 @@
  *
  * One actor per simulated pipeline worker (stage s, replica d) sits on the NPU
  * of its TP rank 0 and runs the ops in order: consecutive compute ops as one
- * SimGrid execution, a send as a blocking transfer posted to the peer's
+ * sleep of their total time (worker_execute), a send as a blocking transfer posted to the peer's
  * channel, a receive as a wait on its own channel, the data-parallel sync as
  * a collective (or, with --dp-overlap, a wait for the bucket actor of
  * engine_overlap.c).  It keeps the worker's accounting as it goes: busy and
@@ -189,7 +189,7 @@ static bool has_cp(const worker *w, const sched_op *op)
 
 /* Runs the consecutive compute ops ops[0 .. count) from the first (op index
  * `first` of the stage): nothing else can run on the NPU between them, so
- * one SimGrid execution of their total length replays them exactly (one
+ * one sleep (worker_execute) of their total length replays them exactly (one
  * activity instead of several, e.g. a recompute and its backward), unless a
  * gradient bucket must be handed over part-way.  An op with a context-parallel
  * exchange runs on its own (run_cp_op).  Returns how many ops it ran. */
