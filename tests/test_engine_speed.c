@@ -96,11 +96,45 @@ static void test_sleep_and_execution_agree_under_contention(void)
     }
 }
 
+/* Channels: a receiver blocks only on an empty queue.  GPipe on two stages
+ * of one layer, the second twice as slow (F, B = 1, 1 ms and 2, 2 ms), free
+ * communication: stage 1 finds micro-batches 1..m−1 already queued when it
+ * asks for them, stage 0 finds its gradients' queue empty and blocks.  The
+ * slow stage paces both directions:
+ *   pipeline = F0 + m·(F1 + B1) + B0. */
+static void test_queued_and_awaited_receives_give_the_closed_form(void)
+{
+    const int m_values[] = {1, 4, 9};
+    for (int k = 0; k < 3; k++) {
+        int m = m_values[k];
+        cm_model cm;
+        plan pl;
+        test_uniform_model(&cm, 2);
+        cm.data_parallel = 4;
+        double f[2] = {1e-3, 2e-3};
+        for (int l = 0; l < 2; l++) {
+            cm.layers[l].forward_s = f[l];
+            cm.layers[l].backward_s = f[l];
+        }
+        test_uniform_plan(&pl, 2, m, 1, SCHED_GPIPE);
+        pl.data_parallel = 4;
+        test_sim_result out;
+        CU_ASSERT_EQUAL_FATAL(
+            test_simulate_plan("platforms/test_free_comm_8.xml", &cm, &pl, NULL, &out), 0);
+        CU_ASSERT_EQUAL_FATAL(out.rc, 0);
+        ASSERT_REL(out.pipeline_s, f[0] + m * 2 * f[1] + f[0], 1e-9);
+        plan_free(&pl);
+        cm_free(&cm);
+    }
+}
+
 void register_engine_speed_tests(void)
 {
     TEST_SUITE(
         "engine_speed",
         {"sleep_and_execution_give_the_closed_form", test_sleep_and_execution_give_the_closed_form},
         {"sleep_and_execution_agree_under_contention",
-         test_sleep_and_execution_agree_under_contention});
+         test_sleep_and_execution_agree_under_contention},
+        {"queued_and_awaited_receives_give_the_closed_form",
+         test_queued_and_awaited_receives_give_the_closed_form});
 }
