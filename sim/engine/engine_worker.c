@@ -3,8 +3,8 @@
  *
  * One actor per simulated pipeline worker (stage s, replica d) sits on the NPU
  * of its TP rank 0 and runs the ops in order: consecutive compute ops as one
- * sleep of their total time (worker_execute), a send as a blocking transfer posted to the peer's
- * channel, a receive as a wait on its own channel, the data-parallel sync as
+ * sleep of their total time (worker_execute), a send as a blocking transfer
+ * posted to the peer's channel, a receive as a wait on its own channel, the data-parallel sync as
  * a collective (or, with --dp-overlap, a wait for the bucket actor of
  * engine_overlap.c).  It keeps the worker's accounting as it goes: busy and
  * exposed times, device memory and its peak, and the timeline's spans.
@@ -137,9 +137,9 @@ static void compute_account(worker *w, const sched_op *op, double start_s, doubl
 /* A compute op of duration_s on the worker's NPU.  Nothing else ever
  * computes on that NPU meanwhile (one actor per TP group computes, the
  * others only move bytes), so an execution of duration_s × speed flops would
- * last exactly duration_s: a sleep gives the same time without a CPU
- * action in SimGrid's solver (measured: 5% fewer instructions on the 2K
- * interleaved Llama run, docs/design.md, SimGrid facts). */
+ * last exactly duration_s: a sleep gives the same time for fewer instructions
+ * (measured: 5% fewer on the 2K interleaved Llama run, docs/design.md,
+ * SimGrid facts). */
 void worker_execute(worker *w, double duration_s)
 {
     if (duration_s <= 0)
