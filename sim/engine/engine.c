@@ -9,7 +9,7 @@
  * SimGrid to the end and collects the metrics (engine_metrics.c).  Cost of a run is proportional to
  * the number of SimGrid activities, so the engine starts as few as the model
  * allows (docs/design.md, SimGrid facts: ~50K activities per CPU-second at
- * 16K hosts): one execution per compute op, one flow per TP rank per
+ * 16K hosts): one sleep per run of compute ops, one flow per TP rank per
  * stage-to-stage send, collective flows as collective*.c decides, zero-length
  * ops skipped.  Per-worker accounting is plain arithmetic on the simulated
  * clock.
@@ -116,7 +116,7 @@ static int workers_create(engine *e, np_error *err)
             w->ep.hosts[r] = e->pf->host_of_rank[w->ep.ranks[r]];
         }
         for (int ch = 0; ch < CH_COUNT; ch++)
-            w->chan[ch].posted = sg_sem_init(0);
+            w->chan[ch].wake = sg_sem_init(0);
         w->simulated = d < e->fold;
         if (!w->simulated)
             w->collective_start = sg_sem_init(0);
@@ -155,7 +155,7 @@ static void workers_destroy(engine *e)
     for (int i = 0; i < engine_num_workers(e); i++) {
         worker *w = &e->workers[i];
         for (int c = 0; c < CH_COUNT; c++) {
-            sg_sem_destroy(w->chan[c].posted);
+            sg_sem_destroy(w->chan[c].wake);
             free(w->chan[c].items);
         }
         if (w->collective_start)

@@ -77,6 +77,12 @@ typedef struct engine_options {
     void (*progress)(double simulated_s, void *ctx);
     void *progress_ctx;
     double progress_step_s;
+    /* Compute ops as SimGrid executions of time × host speed flops on the
+     * NPU, as the engine once ran them, instead of sleeps of their time
+     * (docs/design.md, the engine: compute).  Only one execution ever runs on
+     * an NPU at a time, so both last exactly the op's time (tests compare
+     * them); the sleep costs fewer instructions. */
+    bool compute_as_execution;
 } engine_options;
 
 void engine_init_options(engine_options *o);

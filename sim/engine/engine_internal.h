@@ -40,7 +40,8 @@
 typedef struct channel {
     transfer *items;
     int head, tail, capacity;
-    sg_sem_t posted;
+    bool waiting; /* the receiver is blocked on `wake` (the queue was empty) */
+    sg_sem_t wake;
 } channel;
 
 /* Stage-to-stage transfers in each direction; the K/V chunks of context
@@ -129,7 +130,7 @@ static inline double engine_now(const engine *e) { return transport_now(&e->net)
 /* The actor of a simulated worker: replays its stage's op list. */
 void worker_main(int argc, char **argv);
 /* Runs the consecutive compute ops ops[0 .. count), op `first` of the stage
- * onwards, as one execution (or one per gradient bucket handed over); returns
+ * onwards, as one sleep (or one per gradient bucket handed over); returns
  * how many ops it ran. */
 int worker_run_compute(worker *w, const sched_op *ops, int first, int count);
 /* Counts the actor as finished and waits for every other one (SimGrid cancels
@@ -140,7 +141,8 @@ void worker_linger(worker *w);
  * arrive. */
 void channel_post(channel *ch, transfer t);
 transfer channel_take(engine *e, worker *w, int ch);
-/* Executes duration_s on the worker's NPU (nothing for a zero length). */
+/* Computes duration_s on the worker's NPU: a sleep, or an execution with
+ * engine_options.compute_as_execution (nothing for a zero length). */
 void worker_execute(worker *w, double duration_s);
 
 /* ---- engine_cp.c ------------------------------------------------------------- */

@@ -3,8 +3,8 @@
  *
  * One actor per simulated pipeline worker (stage s, replica d) sits on the NPU
  * of its TP rank 0 and runs the ops in order: consecutive compute ops as one
- * SimGrid execution, a send as a blocking transfer posted to the peer's
- * channel, a receive as a wait on its own channel, the data-parallel sync as
+ * sleep of their total time (worker_execute), a send as a blocking transfer
+ * posted to the peer's channel, a receive as a wait on its own channel, the data-parallel sync as
  * a collective (or, with --dp-overlap, a wait for the bucket actor of
  * engine_overlap.c).  It keeps the worker's accounting as it goes: busy and
  * exposed times, device memory and its peak, and the timeline's spans.
@@ -30,7 +30,10 @@ void channel_post(channel *ch, transfer t)
         ch->capacity = cap;
     }
     ch->items[ch->tail++] = t;
-    sg_sem_release(ch->posted);
+    if (ch->waiting) {
+        ch->waiting = false;
+        sg_sem_release(ch->wake);
+    }
 }
 
 /* A blocking send: starts the transfer, waits for it, then hands it to
@@ -45,7 +48,12 @@ static void channel_send(engine *e, worker *from, worker *to, int ch, double byt
 transfer channel_take(engine *e, worker *w, int ch)
 {
     channel *c = &w->chan[ch];
-    sg_sem_acquire(c->posted);
+    /* Actors run one at a time and only switch inside SimGrid calls, so the
+     * queue can be read directly: block only when it is empty. */
+    while (c->head == c->tail) {
+        c->waiting = true;
+        sg_sem_acquire(c->wake);
+    }
     transfer t = c->items[c->head++];
     transport_wait(&e->net, &t);
     return t;
@@ -127,12 +135,21 @@ static void compute_account(worker *w, const sched_op *op, double start_s, doubl
     w->pipeline_end_s = end_s;
 }
 
+/* A compute op of duration_s on the worker's NPU.  Nothing else ever
+ * computes on that NPU meanwhile (one actor per TP group computes, the
+ * others only move bytes), so an execution of duration_s × speed flops would
+ * last exactly duration_s: a sleep gives the same time for fewer instructions
+ * (measured: 5% fewer on the 2K interleaved Llama run, docs/design.md,
+ * SimGrid facts). */
 void worker_execute(worker *w, double duration_s)
 {
-    if (duration_s > 0) {
+    if (duration_s <= 0)
+        return;
+    if (w->eng->opt->compute_as_execution)
         sg_actor_execute(duration_s * sg_host_get_speed(w->ep.hosts[0]));
-        w->eng->net.activities++;
-    }
+    else
+        sg_actor_sleep_for(duration_s);
+    w->eng->net.activities++;
 }
 
 /* Runs a gradient op whose buckets become ready during it (--dp-overlap):
@@ -189,7 +206,7 @@ static bool has_cp(const worker *w, const sched_op *op)
 
 /* Runs the consecutive compute ops ops[0 .. count) from the first (op index
  * `first` of the stage): nothing else can run on the NPU between them, so
- * one SimGrid execution of their total length replays them exactly (one
+ * one sleep (worker_execute) of their total length replays them exactly (one
  * activity instead of several, e.g. a recompute and its backward), unless a
  * gradient bucket must be handed over part-way.  An op with a context-parallel
  * exchange runs on its own (run_cp_op).  Returns how many ops it ran. */
