@@ -49,6 +49,7 @@ typedef struct cli {
     const char *dp_algorithm, *dp_inter_algorithm, *dp_radix, *ep_alltoall_algorithm;
     const char *dp_bucket_bytes;
     const char *moe_trace_path, *moe_trace_step; /* --moe-trace, --moe-trace-step */
+    const char *moe_policy;                      /* --moe-policy */
     int dp_overlap;
     int shifted_recompute;
     int stages, quiet;
@@ -80,6 +81,8 @@ typedef struct job {
     const char *planner; /* the planner's canonical name, or "all" (cli_planner_name()) */
     moe_trace moe_trace; /* --moe-trace (counts NULL without one; cli_moe.c) */
     int moe_trace_step;
+    int moe_policy;     /* moe_policy_kind (cli_moe.c) */
+    int moe_policy_all; /* --moe-policy all: 1, and 2 while its loop runs */
 } job;
 
 /* ---- cli_args.c ------------------------------------------------------------- */
@@ -135,6 +138,11 @@ int cli_moe_load(const cli *c, job *j, np_error *err);
 /* Hands the trace to the engine options, and --allow-large's lifting of
  * the replay's bound. */
 void cli_moe_options(const cli *c, const job *j, engine_options *eo);
+/* --moe-policy all: runs `one` (simrun's simulate_and_report) once per
+ * policy with j->moe_policy set, stopping at the first error.  0 or an
+ * np_exit_code. */
+typedef int (*cli_moe_run_fn)(const cli *c, job *j, plan *pl, np_error *err);
+int cli_moe_each_policy(const cli *c, job *j, plan *pl, cli_moe_run_fn one, np_error *err);
 
 /* ---- cli_size.c ----------------------------------------------------------------- */
 

@@ -72,6 +72,9 @@ typedef struct engine_options {
      * replayed: their closed form stays in the ops.  0: 2e7 (about as long
      * as simrun's default bound on a run); INFINITY: always replay. */
     double moe_max_flows;
+    /* The MoE policy (moe_policy_kind, planner/model/moe_policy.h): 0, none,
+     * replays the workload's own capacity and padding. */
+    int moe_policy;
     void (*progress)(double simulated_s, void *ctx);
     void *progress_ctx;
     double progress_step_s;
@@ -130,6 +133,10 @@ typedef struct engine_result {
     double moe_alltoall_s, moe_alltoall_mean_s;
     double moe_assignments, moe_dropped_tokens, moe_padding_tokens, moe_padding_flops;
     double moe_max_over_mean;
+    const char *moe_policy; /* its name (static) */
+    double moe_copies;      /* expert copies (shadows, replicas) over the MoE layers */
+    double moe_copy_s;      /* their broadcasts and gradient reductions, slowest worker */
+    double moe_copy_bytes;  /* their memory on the fullest rank (in peak_bytes) */
     int num_stages;
     engine_stage_metrics *stages; /* [num_stages] */
     /* Timeline, when options.record_spans: spans of worker (s, d) are

@@ -30,7 +30,9 @@ const char report_csv_header[] =
     "mem_predicted_bytes,mem_simulated_bytes,"
     /* appended by the MoE replay (report_moe.c) */
     "moe_alltoall_s,moe_alltoall_mean_s,moe_max_over_mean,moe_assignments,moe_dropped_tokens,"
-    "moe_padding_tokens,moe_padding_flops";
+    "moe_padding_tokens,moe_padding_flops,"
+    /* appended by the MoE policies (--moe-policy) */
+    "moe_policy";
 
 /* Whether layer l's recompute option is a decision the label reports: every
  * decoder and listed layer, and an embedding or LM head only when the plan
