@@ -32,7 +32,7 @@ const char report_csv_header[] =
     "moe_alltoall_s,moe_alltoall_mean_s,moe_max_over_mean,moe_assignments,moe_dropped_tokens,"
     "moe_padding_tokens,moe_padding_flops,"
     /* appended by the MoE policies (--moe-policy) */
-    "moe_policy";
+    "moe_policy,moe_copies,moe_copy_s,moe_copy_bytes";
 
 /* Whether layer l's recompute option is a decision the label reports: every
  * decoder and listed layer, and an embedding or LM head only when the plan
