@@ -137,8 +137,8 @@ static void test_deepseek_class_counts(void)
      * 3 dense MLPs 3·7168·18432, 58 MoE layers of router 7168·256, shared
      * expert and 8 routed experts of 3·7168·2048: 37.55B, 1.5% above the
      * published (rounded) 37B. */
-    double active = 2.0 * 129280 * 7168 + 61.0 * (mla + 2 * 7168) + 7168 +
-                    3.0 * 3 * 7168 * 18432 + 58.0 * (7168.0 * 256 + 9.0 * 3 * 7168 * 2048);
+    double active = 2.0 * 129280 * 7168 + 61.0 * (mla + 2 * 7168) + 7168 + 3.0 * 3 * 7168 * 18432 +
+                    58.0 * (7168.0 * 256 + 9.0 * 3 * 7168 * 2048);
     ASSERT_REL(p.active, active, 1e-12);
     ASSERT_REL(p.active, 37e9, 0.015);
     wl_free(&w);

@@ -24,6 +24,7 @@
 typedef struct policy_case {
     int policy;
     double hbm_bytes; /* 0: the platform's */
+    bool record;      /* record_spans: the per-expert load timeline */
 } policy_case;
 
 typedef struct policy_outcome {
@@ -31,6 +32,8 @@ typedef struct policy_outcome {
     char error[256];
     bool replayed;
     double iteration_s, peak_bytes, assignments, dropped, padding, copies, copy_bytes, copy_s;
+    int events, layers, experts, events_ordered, layer_order_ok;
+    double load0, load1, load5;
 } policy_outcome;
 
 static void run_case(void *ctx, int fd)
@@ -59,6 +62,7 @@ static void run_case(void *ctx, int fd)
                 *moe_trace_at(&t, 0, l, s, 0) = *moe_trace_at(&t, 0, l, s, 1) = 2048;
         o.moe_trace = &t;
         o.moe_policy = c->policy;
+        o.record_spans = c->record;
     }
     engine_result r = {0};
     if (!out.rc)
@@ -74,6 +78,21 @@ static void run_case(void *ctx, int fd)
     out.copies = r.moe_copies;
     out.copy_bytes = r.moe_copy_bytes;
     out.copy_s = r.moe_copy_s;
+    out.events = r.moe_load_num_events;
+    out.layers = r.moe_load_layers;
+    out.experts = r.moe_load_experts;
+    if (r.moe_load_rows) {
+        out.load0 = r.moe_load_rows[0];
+        out.load1 = r.moe_load_rows[11 * 32 + 1];
+        out.load5 = r.moe_load_rows[5 * 32 + 5];
+    }
+    out.events_ordered = out.layer_order_ok = 1;
+    for (int i = 1; i < r.moe_load_num_events; i++) {
+        const engine_moe_event *a = &r.moe_load_events[i - 1], *b = &r.moe_load_events[i];
+        out.events_ordered &= b->t_s >= a->t_s;
+        out.layer_order_ok &= b->layer == (a->layer + 1) % 12;
+    }
+    engine_result_free(&r);
     test_write_all(fd, &out, sizeof out);
 }
 
@@ -135,9 +154,29 @@ static void test_policies_count_every_assignment(void)
     }
 }
 
+/* The load timeline: replica 0 of the one stage dispatches 12 MoE layers in
+ * each of its 2 forwards, in order; experts 0 and 1 get 32·2048 = 65,536
+ * assignments in every layer, the others none. */
+static void test_load_timeline(void)
+{
+    policy_case c = {.policy = MOE_POLICY_NONE, .record = true};
+    policy_outcome o = simulate(&c);
+    CU_ASSERT_EQUAL(o.events, 24);
+    CU_ASSERT_EQUAL(o.layers, 12);
+    CU_ASSERT_EQUAL(o.experts, 32);
+    CU_ASSERT(o.events_ordered);
+    CU_ASSERT(o.layer_order_ok);
+    CU_ASSERT_DOUBLE_EQUAL(o.load0, 65536.0, 0.0);
+    CU_ASSERT_DOUBLE_EQUAL(o.load1, 65536.0, 0.0);
+    CU_ASSERT_DOUBLE_EQUAL(o.load5, 0.0, 0.0);
+    policy_case off = {.policy = MOE_POLICY_NONE};
+    CU_ASSERT_EQUAL(simulate(&off).events, 0); /* nothing kept without record_spans */
+}
+
 void register_moe_policy_engine_tests(void)
 {
     TEST_SUITE("moe_policy_engine",
                {"replicas fit the free memory", test_replicas_fit_the_free_memory},
-               {"policies count every assignment", test_policies_count_every_assignment});
+               {"policies count every assignment", test_policies_count_every_assignment},
+               {"load timeline", test_load_timeline});
 }

@@ -100,6 +100,13 @@ typedef struct engine_span {
     uint8_t chunk;
 } engine_span;
 
+/* One MoE layer's dispatch in a forward of replica 0 of a stage (the
+ * per-expert load timeline of --trace). */
+typedef struct engine_moe_event {
+    double t_s;
+    int layer, stage; /* the MoE layer (0-based among the MoE layers) */
+} engine_moe_event;
+
 typedef struct engine_stage_metrics {
     double busy_s;        /* compute + TP collectives of F/B/W/recompute (slowest replica) */
     double recompute_s;   /* of which recompute */
@@ -137,6 +144,13 @@ typedef struct engine_result {
     double moe_copies;      /* expert copies (shadows, replicas) over the MoE layers */
     double moe_copy_s;      /* their broadcasts and gradient reductions, slowest worker */
     double moe_copy_bytes;  /* their memory on the fullest rank (in peak_bytes) */
+    /* With record_spans: the per-expert load timeline.  moe_load_rows[k·
+     * moe_load_experts + e] is the assignments routed to expert e in MoE
+     * layer k by all sources per micro-batch (the replayed step, before any
+     * drop or copy); one event per MoE layer dispatch.  NULL without. */
+    int moe_load_layers, moe_load_experts, moe_load_num_events;
+    double *moe_load_rows;
+    engine_moe_event *moe_load_events;
     int num_stages;
     engine_stage_metrics *stages; /* [num_stages] */
     /* Timeline, when options.record_spans: spans of worker (s, d) are

@@ -53,6 +53,10 @@ typedef struct engine_moe {
     double *copy_bytes;       /* [ep]: memory of the copies rank j holds */
     double *copy_s;           /* [workers]: broadcasts and reductions of copies */
     double copies;
+    double *load_rows; /* [num_moe·experts] with record_spans: the timeline's loads */
+    int experts;
+    engine_moe_event *events;
+    int num_events, events_capacity;
     double *ratio;              /* [num_moe·ep]: rows of rank j / balanced rows */
     double *stage_expert_grads; /* [p]: expert gradient bytes of a stage */
     const cm_model *cm;
@@ -195,6 +199,41 @@ static int plan_layers(engine *e, const wl_workload *w, const cm_model *cm, cons
     return 0;
 }
 
+/* The per-expert loads of the timeline: the trace's step summed over the
+ * sources, or balanced (ep·n_l·k/E per expert). */
+static int load_timeline(engine_moe *m, const wl_workload *w, const moe_trace *t, int step)
+{
+    m->experts = w->model.num_experts;
+    m->load_rows = calloc((size_t)m->num_moe * m->experts, sizeof *m->load_rows);
+    if (!m->load_rows)
+        return -1;
+    for (int k = 0; k < m->num_moe; k++)
+        for (int x = 0; x < m->experts; x++) {
+            double rows = 0.0;
+            if (t)
+                for (int i = 0; i < m->ep; i++)
+                    rows += *moe_trace_at(t, step, k, i, x);
+            else
+                rows = (double)m->ep * moe_trace_workload_tokens(w) / m->experts;
+            m->load_rows[(size_t)k * m->experts + x] = rows;
+        }
+    return 0;
+}
+
+static void record_event(engine *e, worker *w, int k)
+{
+    engine_moe *m = e->moe;
+    if (m->num_events == m->events_capacity) {
+        int cap = m->events_capacity ? 2 * m->events_capacity : 64;
+        engine_moe_event *grown = realloc(m->events, (size_t)cap * sizeof *grown);
+        if (!grown)
+            return; /* the timeline loses an event, the run goes on */
+        m->events = grown;
+        m->events_capacity = cap;
+    }
+    m->events[m->num_events++] = (engine_moe_event){engine_now(e), k, w->stage};
+}
+
 int engine_moe_prepare(engine *e, const wl_workload *w, const cm_model *cm, np_error *err)
 {
     e->moe = NULL;
@@ -265,6 +304,9 @@ int engine_moe_prepare(engine *e, const wl_workload *w, const cm_model *cm, np_e
     }
     if (plan_layers(e, w, cm, t))
         return np_error_set(err, NP_EXIT_INTERNAL, "<engine>", "", 0, "out of memory");
+    if (e->opt->record_spans &&
+        load_timeline(m, w, t, t && t != &m->balanced ? e->opt->moe_trace_step : 0))
+        return np_error_set(err, NP_EXIT_INTERNAL, "<engine>", "", 0, "out of memory");
     /* expert gradients per stage, synced over the expert-DP group instead */
     for (int s = 0; s < e->p; s++)
         for (int v = 0; v < e->pl->num_chunks; v++) {
@@ -285,6 +327,8 @@ void engine_moe_free(engine *e)
     free(m->plans);
     free(m->copy_s);
     free(m->copy_bytes);
+    free(m->load_rows);
+    free(m->events);
     moe_trace_free(&m->balanced);
     free(m->moe_of_layer);
     free(m->ratio);
@@ -451,6 +495,8 @@ void engine_moe_run_op(worker *w, const sched_op *op)
                                 : c->expert_backward_s + (with_w ? c->expert_weight_grad_s : 0.0);
         expert *= m->ratio[(size_t)k * m->ep + rank];
         worker_execute(w, other);
+        if (forward && w->replica == 0 && m->load_rows)
+            record_event(e, w, k);
         if (forward && op->micro_batch == 0) /* the copies' weights, once per iteration */
             copies_on_fabric(e, w, &g, k, true);
         if (m->plans[k].pipelined) {
@@ -548,4 +594,13 @@ void engine_moe_collect(const engine *e, engine_result *out)
         copy_bytes = m->copy_bytes[i] > copy_bytes ? m->copy_bytes[i] : copy_bytes;
     out->moe_copy_s = copy_worst;
     out->moe_copy_bytes = copy_bytes;
+    if (m->load_rows) { /* handed over to the result */
+        out->moe_load_layers = m->num_moe;
+        out->moe_load_experts = m->experts;
+        out->moe_load_rows = m->load_rows;
+        out->moe_load_events = m->events;
+        out->moe_load_num_events = m->num_events;
+        e->moe->load_rows = NULL;
+        e->moe->events = NULL;
+    }
 }
