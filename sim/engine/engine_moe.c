@@ -34,37 +34,10 @@
 
 #include "collective_alltoallv.h"
 #include "engine_moe.h"
+#include "engine_moe_internal.h"
 #include "memory.h"
 #include "moe.h"
 #include "moe_policy.h"
-
-enum { COLL_GROUP_EP_V = 3, COLL_GROUP_EDP = 4 };
-
-typedef struct engine_moe {
-    int ep, edp, num_moe;
-    double token_bytes;    /* h·D */
-    double flops_per_row;  /* 2·mats·h·f_e: one assignment through one expert */
-    int *moe_of_layer;     /* [cm layers]: MoE index, or −1 */
-    moe_layer_plan *plans; /* [num_moe]: the replayed step under the policy */
-    moe_policy_kind policy;
-    moe_trace balanced;       /* a policy without --moe-trace: balanced routing as a trace */
-    double copy_weight_bytes; /* one expert copy's weights per TP rank */
-    double copy_grad_bytes;   /* and its gradients */
-    double *copy_bytes;       /* [ep]: memory of the copies rank j holds */
-    double *copy_s;           /* [workers]: broadcasts and reductions of copies */
-    double copies;
-    double *load_rows; /* [num_moe·experts] with record_spans: the timeline's loads */
-    int experts;
-    engine_moe_event *events;
-    int num_events, events_capacity;
-    double *ratio;              /* [num_moe·ep]: rows of rank j / balanced rows */
-    double *stage_expert_grads; /* [p]: expert gradient bytes of a stage */
-    const cm_model *cm;
-    /* accounting */
-    double *a2a_s; /* [workers] */
-    double dropped, padding, assignments, max_over_mean;
-    int max_over_mean_count;
-} engine_moe;
 
 static bool applies(const engine *e, const wl_workload *w, const cm_model *cm)
 {
@@ -380,88 +353,6 @@ static void alltoall(engine *e, worker *w, const coll_group *g, int k, bool out)
     m->a2a_s[w - e->workers] += engine_now(e) - start;
 }
 
-/* The copies of layer k on the fabric: a broadcast of each copied expert's
- * weights from its owner to its holders (a scatter of 1/h of them, then an
- * all-gather among the h holders), or the reduction of their gradients back
- * (a reduce-scatter among the holders, then a gather to the owner); all
- * experts' pieces in one all-to-all per phase. */
-static void copies_on_fabric(engine *e, worker *w, const coll_group *g, int k, bool broadcast)
-{
-    engine_moe *m = e->moe;
-    const moe_layer_plan *pl = &m->plans[k];
-    int n = m->ep, local = pl->experts / n;
-    if (pl->copies == 0)
-        return;
-    double bytes = broadcast ? m->copy_weight_bytes : m->copy_grad_bytes;
-    double start = engine_now(e);
-    for (int phase = 0; phase < 2; phase++) {
-        double to[n];
-        for (int j = 0; j < n; j++)
-            to[j] = 0.0;
-        for (int x = 0; x < pl->experts; x++) {
-            int owner = x / local, h = 1;
-            const unsigned char *copy = &pl->copy[(size_t)x * n];
-            for (int j = 0; j < n; j++)
-                h += copy[j];
-            if (h == 1)
-                continue;
-            bool mine = g->me == owner || copy[g->me];
-            /* scatter (or gather): owner <-> holders; all-gather (or
-             * reduce-scatter): every holder to every other */
-            bool with_owner = broadcast ? phase == 0 : phase == 1;
-            for (int j = 0; j < n; j++) {
-                bool holder = j == owner || copy[j];
-                if (j == g->me || !holder || !mine)
-                    continue;
-                if (!with_owner)
-                    to[j] += bytes / h;
-                else if (broadcast && g->me == owner)
-                    to[j] += bytes / h;
-                else if (!broadcast && j == owner)
-                    to[j] += bytes / h;
-            }
-        }
-        coll_run_alltoallv(&e->net, g, to);
-    }
-    m->copy_s[w - e->workers] += engine_now(e) - start;
-}
-
-typedef struct chunk_ctx {
-    worker *w;
-    double expert_s; /* this rank's expert time of the layer */
-    const double *send;
-    int n, me;
-    double total; /* rows it computes from all sources */
-    double computed_s;
-} chunk_ctx;
-
-static void run_chunk(void *ctx, int from)
-{
-    chunk_ctx *c = ctx;
-    double d = c->total > 0 ? c->expert_s * c->send[(size_t)from * c->n + c->me] / c->total : 0;
-    worker_execute(c->w, d);
-    c->computed_s += d;
-}
-
-/* FasterMoE's pipelined dispatch, experts and combine (or their gradients):
- * the exposed communication is the elapsed time less the compute. */
-static void pipelined(engine *e, worker *w, const coll_group *g, int k, double expert_s)
-{
-    engine_moe *m = e->moe;
-    const moe_route *r = &m->plans[k].route;
-    int n = m->ep;
-    double to[n], back[n];
-    chunk_ctx c = {.w = w, .expert_s = expert_s, .send = r->send, .n = n, .me = g->me};
-    for (int j = 0; j < n; j++) {
-        to[j] = r->send[(size_t)g->me * n + j];
-        back[j] = r->send[(size_t)j * n + g->me];
-        c.total += back[j];
-    }
-    double start = engine_now(e);
-    coll_run_alltoallv_pipelined(&e->net, g, to, back, run_chunk, &c);
-    m->a2a_s[w - e->workers] += engine_now(e) - start - c.computed_s;
-}
-
 void engine_moe_run_op(worker *w, const sched_op *op)
 {
     engine *e = w->eng;
@@ -498,9 +389,9 @@ void engine_moe_run_op(worker *w, const sched_op *op)
         if (forward && w->replica == 0 && m->load_rows)
             record_event(e, w, k);
         if (forward && op->micro_batch == 0) /* the copies' weights, once per iteration */
-            copies_on_fabric(e, w, &g, k, true);
+            engine_moe_copies_on_fabric(e, w, &g, k, true);
         if (m->plans[k].pipelined) {
-            pipelined(e, w, &g, k, expert);
+            engine_moe_pipelined(e, w, &g, k, expert);
         } else {
             alltoall(e, w, &g, k, true); /* dispatch, or combine's gradient */
             worker_execute(w, expert);
@@ -541,7 +432,7 @@ void engine_moe_expert_sync(engine *e, worker *w)
         ep_group(e, w, 1, m->ep, w->replica - rank, COLL_GROUP_EP_V, &ep);
         for (int l = 0; l < m->cm->num_layers; l++)
             if (m->moe_of_layer[l] >= 0 && plan_stage_of_layer(e->pl, l, NULL) == w->stage)
-                copies_on_fabric(e, w, &ep, m->moe_of_layer[l], false);
+                engine_moe_copies_on_fabric(e, w, &ep, m->moe_of_layer[l], false);
         free((void *)ep.members);
     }
     double bytes = m ? m->stage_expert_grads[w->stage] : 0.0;
