@@ -217,7 +217,8 @@ static char *csv_format_row(const report_row *row, size_t *len)
     np_csv_field(f, row->simulator_version);
     fputs(",ok,0,", f); /* status, exit_code, error (empty): simsweep writes failed points' rows */
     csv_memory_fields(f, row);
-    report_moe_csv_fields(f, r); /* MoE hook: report_moe.c */
+    report_moe_csv_fields(f, r);        /* MoE hook: report_moe.c */
+    report_moe_policy_csv_fields(f, r); /* MoE policies: the last columns */
     fputc('\n', f);
     int failed = ferror(f);
     if (fclose(f) != 0 || failed) {

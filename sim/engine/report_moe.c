@@ -37,12 +37,20 @@ void report_moe_print(FILE *out, const engine_result *r)
 void report_moe_csv_fields(FILE *f, const engine_result *r)
 {
     if (!r->moe_replayed) {
-        fputs(",,,,,,,,,,,", f);
+        fputs(",,,,,,,", f);
         return;
     }
     fprintf(f, ",%.9g,%.9g,%.6g,%.9g,%.9g,%.9g,%.9g", r->moe_alltoall_s, r->moe_alltoall_mean_s,
             r->moe_max_over_mean, r->moe_assignments, r->moe_dropped_tokens, r->moe_padding_tokens,
             r->moe_padding_flops);
+}
+
+void report_moe_policy_csv_fields(FILE *f, const engine_result *r)
+{
+    if (!r->moe_replayed) {
+        fputs(",,,,", f);
+        return;
+    }
     fprintf(f, ",%s,%.0f,%.9g,%.9g", r->moe_policy ? r->moe_policy : "none", r->moe_copies,
             r->moe_copy_s, r->moe_copy_bytes);
 }
