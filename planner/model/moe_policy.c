@@ -99,30 +99,33 @@ double moe_fastermoe_latency(const moe_policy_env *env, const moe_trace *t, int 
                              const unsigned char *shadow)
 {
     int n = t->sources, local = t->experts / n, count = 0;
-    double worst = 0.0;
-    for (int e = 0; e < t->experts; e++)
+    double *load = calloc((size_t)t->experts, sizeof *load), worst = 0.0;
+    if (!load)
+        abort();
+    for (int e = 0; e < t->experts; e++) {
         count += shadow[e] != 0;
+        for (int i = 0; i < n; i++)
+            load[e] += *moe_trace_at(t, step, layer, i, e);
+    }
+    /* per rank k, O(E): its own experts' loads (less its own tokens, which
+     * do not travel), its tokens to the others' experts, its shadowed ones */
     for (int k = 0; k < n; k++) {
         double rows = 0.0, sent = 0.0, received = 0.0;
         for (int e = 0; e < t->experts; e++) {
-            int owner = e / local;
-            for (int i = 0; i < n; i++) {
-                double c = *moe_trace_at(t, step, layer, i, e);
-                if (shadow[e]) {
-                    rows += i == k ? c : 0.0;
-                    continue;
-                }
-                if (owner == k)
-                    rows += c, received += i != k ? c : 0.0;
-                else if (i == k)
-                    sent += c;
-            }
+            double mine = *moe_trace_at(t, step, layer, k, e);
+            if (shadow[e])
+                rows += mine;
+            else if (e / local == k)
+                rows += load[e], received += load[e] - mine;
+            else
+                sent += mine;
         }
         double x = sent > received ? sent : received;
         double lat = 3.0 * env->comp_s * rows + 4.0 * env->feat_s * x;
         if (lat > worst)
             worst = lat;
     }
+    free(load);
     return worst + count * env->shadow_s;
 }
 
