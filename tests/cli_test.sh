@@ -336,4 +336,19 @@ expect_error "--csv onto an older simrun's file" 4 \
     --csv "$TMP/old.csv" "$P8" "$W8"
 cmp -s "$TMP/old.csv" "$TMP/old.before" && ok || ko "the older file is left as it was"
 
+# --- MoE policies (docs/moe.md, "Policies") ----------------------------------
+PM=platforms/moe_32npu.xml
+WM=workloads/moe_21b_32npu.json
+expect_error "--moe-policy unknown" 1 "unknown policy 'gshard', expected one of: none, switch" \
+    --moe-policy gshard "$PM" "$WM"
+expect_error "--moe-policy all with --trace" 1 "cannot be combined with --trace" \
+    --moe-policy all --trace "$TMP/t.json" "$PM" "$WM"
+expect_error "--moe-policy without the MoE replay" 1 "needs the MoE replay" \
+    --moe-policy switch "$P8" "$W8"
+rm -f "$TMP/moe.csv"
+"$SIMRUN" --moe-policy all --csv "$TMP/moe.csv" --set global_batch_size=32 "$PM" "$WM" \
+    >"$TMP/out" 2>"$TMP/err" && [ "$(grep -c 'moe\[' "$TMP/out")" -eq 4 ] &&
+    [ "$(awk -F, 'NR==1{for(i=1;i<=NF;i++) if($i=="moe_policy") c=i} NR>1{print $c}' "$TMP/moe.csv" |
+        tr '\n' ' ')" = "none switch fastermoe efficientmoe " ] &&
+    ok || ko "--moe-policy all: a row per policy, its moe_policy column"
 harness_done cli

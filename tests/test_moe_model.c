@@ -76,6 +76,30 @@ static void test_pattern_errors_name_the_key(void)
                                "expected a positive integer, a 0/1 list expression");
 }
 
+/* Multi-latent attention needs its four dimensions, and they need it. */
+static void mla_error(const char *file, const char *override, const char *key, const char *text)
+{
+    const char *set[] = {override};
+    wl_workload w;
+    np_error err;
+    CU_ASSERT_EQUAL(test_wl_load_with(file, set, 1, &w, &err), NP_EXIT_INPUT);
+    CU_ASSERT_STRING_EQUAL(err.key, key);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.text, text));
+    wl_free(&w);
+}
+
+static void test_mla_key_checks(void)
+{
+    mla_error("workloads/moe_21b_32npu.json", "model.multi_latent_attention=true",
+              "model.kv_lora_rank", "multi_latent_attention is true: expected a positive integer");
+    mla_error("workloads/moe_21b_32npu.json", "model.v_head_dim=128", "model.v_head_dim",
+              "expected model.multi_latent_attention true");
+    mla_error("workloads/small_gpt.json", "model.q_lora_rank=64", "model.q_lora_rank",
+              "expected model.multi_latent_attention true");
+    test_expect_override_error("workloads/deepseek_v3_class.json", "model.qk_head_dim=0",
+                               "model.qk_head_dim", "");
+}
+
 /* ---- parameter counts ---------------------------------------------------- */
 
 static void test_mixtral_counts_match_published_totals(void)
@@ -101,15 +125,22 @@ static void test_deepseek_class_counts(void)
     /* Routed experts from the released config: 58 MoE layers x 256 experts x
      * 3 x 7168 x 2048. */
     CU_ASSERT_DOUBLE_EQUAL(p.routed_experts, 58.0 * 256 * 3 * 7168 * 2048, 1.0);
-    /* Active: attention is MHA here (2h² + 2h·g·d = 205,520,896 per layer)
-     * where DeepSeek-V3 has MLA (q 7168·1536 + 1536·128·192, kv 7168·576 +
-     * 512·128·256, out 128·128·7168, norms 1536 + 512: 187,107,328);
-     * with MLA's count in its place the active count is within 1.5% of the
-     * published, rounded 37B. */
-    double mha = 2.0 * 7168 * 7168 + 2.0 * 7168 * 128 * 56;
+    /* Multi-latent attention from the released config: q 7168·1536 +
+     * 1536·128·192, kv 7168·576 + 512·128·256, out 128·128·7168, the LoRA
+     * norms 1536 + 512: 187,107,328 per layer, plus two RMSNorms of 7168. */
     double mla = 7168.0 * 1536 + 1536.0 * 128 * 192 + 7168.0 * 576 + 512.0 * 128 * 256 +
                  128.0 * 128 * 7168 + 1536 + 512;
-    ASSERT_REL(p.active - 61.0 * (mha - mla), 37e9, 0.015);
+    CU_ASSERT_DOUBLE_EQUAL(mla, 187107328.0, 0.0);
+    CU_ASSERT_DOUBLE_EQUAL(p.attention, 61.0 * (mla + 2 * 7168) + 7168, 1.0);
+    ASSERT_REL(p.total, 671e9, 0.001);
+    /* Active, by hand: embedding and head 2·129280·7168, attention as above,
+     * 3 dense MLPs 3·7168·18432, 58 MoE layers of router 7168·256, shared
+     * expert and 8 routed experts of 3·7168·2048: 37.55B, 1.5% above the
+     * published (rounded) 37B. */
+    double active = 2.0 * 129280 * 7168 + 61.0 * (mla + 2 * 7168) + 7168 + 3.0 * 3 * 7168 * 18432 +
+                    58.0 * (7168.0 * 256 + 9.0 * 3 * 7168 * 2048);
+    ASSERT_REL(p.active, active, 1e-12);
+    ASSERT_REL(p.active, 37e9, 0.015);
     wl_free(&w);
 }
 
@@ -303,6 +334,7 @@ void register_moe_model_tests(void)
         {"pattern errors name the key", test_pattern_errors_name_the_key},
         {"mixtral counts match published totals", test_mixtral_counts_match_published_totals},
         {"deepseek class counts", test_deepseek_class_counts},
+        {"MLA key checks", test_mla_key_checks},
         {"21b counts closed form", test_21b_counts_closed_form},
         {"expert memory closed forms", test_expert_memory_closed_forms},
         {"expert dp group follows megatron", test_expert_dp_group_follows_megatron},

@@ -67,6 +67,11 @@ typedef struct moe_params {
     double one_expert;     /* mats·h·moe_ffn */
 } moe_params;
 void moe_count_params(const wl_workload *w, moe_params *out);
+/* One decoder layer's attention parameters, without its norm: MHA/GQA's
+ * h(h + 2gd) + h², or multi-latent attention's projections and their two
+ * norms (model.multi_latent_attention; moe_params.c gives the formula).
+ * The cost model's time and memory keep MHA's shape (docs/moe.md). */
+double moe_attention_params(const wl_model *m);
 
 /* Memory of the experts of one MoE layer on one NPU (closed forms, bytes):
  *   params        E/ep experts split over etp: (E/ep)·mats·h·moe_ffn/etp

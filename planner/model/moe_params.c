@@ -36,17 +36,38 @@ void moe_layout_of(const wl_workload *w, moe_layout *out)
     out->local_experts = w->model.num_experts > 0 ? w->model.num_experts / out->ep : 0;
 }
 
+/* One layer's attention: h(h + 2gd) + h² for MHA/GQA.  Multi-latent
+ * attention (DeepSeek-V2, arXiv 2405.04434, section 2.1; V3's config) with
+ * q_lora_rank r_q, kv_lora_rank r_kv, head dims d_n (no position), d_r
+ * (rotary) and d_v over a heads:
+ *   queries  h·r_q + r_q (its norm) + r_q·a·(d_n + d_r), or h·a·(d_n + d_r)
+ *            without the query compression (r_q = 0)
+ *   keys, values  h·(r_kv + d_r) + r_kv (its norm) + r_kv·a·(d_n + d_v)
+ *   output   a·d_v·h */
+double moe_attention_params(const wl_model *m)
+{
+    double h = (double)m->hidden_size;
+    double a = m->num_attention_heads > 0 ? m->num_attention_heads : 1;
+    if (!m->multi_latent_attention) {
+        double g = m->num_query_groups > 0 ? m->num_query_groups : a, d = h / a;
+        return h * (h + 2.0 * g * d) + h * h;
+    }
+    double rq = m->q_lora_rank, rkv = m->kv_lora_rank, dn = m->qk_head_dim;
+    double dr = m->qk_pos_emb_head_dim, dv = m->v_head_dim;
+    double q = rq > 0 ? h * rq + rq + rq * a * (dn + dr) : h * a * (dn + dr);
+    double kv = h * (rkv + dr) + rkv + rkv * a * (dn + dv);
+    return q + kv + a * dv * h;
+}
+
 void moe_count_params(const wl_workload *w, moe_params *out)
 {
     const wl_model *m = &w->model;
     double h = (double)m->hidden_size, V = (double)m->vocab_size;
-    double a = m->num_attention_heads > 0 ? m->num_attention_heads : 1;
-    double g = m->num_query_groups > 0 ? m->num_query_groups : a;
-    double d = h / a, mats = m->swiglu ? 3.0 : 2.0, norm = m->swiglu ? h : 2.0 * h;
+    double mats = m->swiglu ? 3.0 : 2.0, norm = m->swiglu ? h : 2.0 * h;
     double E = m->num_experts, k = m->moe_router_topk;
     *out = (moe_params){0};
     out->embedding = V * h * (m->untie_embeddings_and_output_weights ? 2.0 : 1.0);
-    out->attention = m->num_layers * (h * (h + 2.0 * g * d) + h * h + 2.0 * norm) + norm;
+    out->attention = m->num_layers * (moe_attention_params(m) + 2.0 * norm) + norm;
     out->one_expert = mats * h * (double)m->moe_ffn_hidden_size;
     double shared = mats * h * (double)m->moe_shared_expert_intermediate_size;
     double active_experts = 0.0;

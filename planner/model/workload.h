@@ -117,6 +117,11 @@ typedef struct wl_model {
     bool moe_pad_expert_input_to_capacity;
     int moe_token_dispatcher_type;      /* a wl_moe_dispatcher */
     int moe_router_load_balancing_type; /* a wl_moe_balancing */
+    /* Multi-head latent attention (DeepSeek-V2/V3, Megatron's
+     * MLATransformerConfig): counted in the parameters only (moe.h) */
+    bool multi_latent_attention;
+    int q_lora_rank; /* 0: queries projected directly */
+    int kv_lora_rank, qk_head_dim, qk_pos_emb_head_dim, v_head_dim;
     /* Dropout probabilities in [0, 1) (Megatron's defaults 0.1); 0 means no
      * dropout: no masks kept, no dropout passes. */
     double attention_dropout; /* on the attention probabilities */

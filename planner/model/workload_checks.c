@@ -161,6 +161,9 @@ static int check_experts(const load_ctx *c, const wl_workload *w)
     const wl_model *m = &w->model;
     int ep = w->parallel.expert_model_parallel_size;
     const char *ep_key = "parallel.expert_model_parallel_size";
+    int rc = wl_mla_check(c, w); /* MoE hook: multi-latent attention keys (workload_moe.c) */
+    if (rc)
+        return rc;
     if (m->num_experts == 0) {
         if (ep != 1)
             return wl_fail(c, ep_key,

@@ -126,5 +126,8 @@ int wl_read_moe_layer_freq(const load_ctx *c, const json_t *v, wl_moe_layer_freq
                            const char *key);
 int wl_moe_fill_defaults(const load_ctx *c, wl_workload *w);
 int wl_moe_check(const load_ctx *c, const wl_workload *w);
+/* The multi-latent attention keys: all four dimensions with
+ * multi_latent_attention, none without (workload_moe.c). */
+int wl_mla_check(const load_ctx *c, const wl_workload *w);
 
 #endif

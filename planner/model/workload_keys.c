@@ -182,6 +182,14 @@ static const key_spec model_keys[] = {
          wl_moe_dispatcher_names, WL_MOE_DISPATCHER_COUNT),
     ENUM("moe_router_load_balancing_type", OPTIONAL, W_OFF(model.moe_router_load_balancing_type),
          wl_moe_balancing_names, WL_MOE_BALANCING_COUNT),
+    /* multi-head latent attention: workload_moe.c checks them, moe_params.c counts them */
+    SCALAR("multi_latent_attention", KEY_BOOL, OPTIONAL, W_OFF(model.multi_latent_attention)),
+    RANGED("q_lora_rank", KEY_NONNEGATIVE_INT, OPTIONAL, W_OFF(model.q_lora_rank), 1048576, ""),
+    RANGED("kv_lora_rank", KEY_POSITIVE_INT, OPTIONAL, W_OFF(model.kv_lora_rank), 1048576, ""),
+    RANGED("qk_head_dim", KEY_POSITIVE_INT, OPTIONAL, W_OFF(model.qk_head_dim), 65536, ""),
+    RANGED("qk_pos_emb_head_dim", KEY_POSITIVE_INT, OPTIONAL, W_OFF(model.qk_pos_emb_head_dim),
+           65536, ""),
+    RANGED("v_head_dim", KEY_POSITIVE_INT, OPTIONAL, W_OFF(model.v_head_dim), 65536, ""),
     /* KEY_PROBABILITY carries its own range, [0, 1). */
     SCALAR("attention_dropout", KEY_PROBABILITY, OPTIONAL, W_OFF(model.attention_dropout)),
     SCALAR("hidden_dropout", KEY_PROBABILITY, OPTIONAL, W_OFF(model.hidden_dropout)),

@@ -269,6 +269,34 @@ int wl_moe_fill_defaults(const load_ctx *c, wl_workload *w)
 
 /* -------------------------------------------------------------- checks */
 
+int wl_mla_check(const load_ctx *c, const wl_workload *w)
+{
+    const wl_model *m = &w->model;
+    static const char *const keys[] = {"kv_lora_rank", "qk_head_dim", "qk_pos_emb_head_dim",
+                                       "v_head_dim"};
+    const int values[] = {m->kv_lora_rank, m->qk_head_dim, m->qk_pos_emb_head_dim, m->v_head_dim};
+    char key[64];
+    for (int i = 0; i < 4; i++) {
+        snprintf(key, sizeof key, "model.%s", keys[i]);
+        if (m->multi_latent_attention && values[i] <= 0)
+            return wl_fail(c, key,
+                           "model.multi_latent_attention is true: expected a positive integer");
+        if (!m->multi_latent_attention && values[i] > 0)
+            return wl_fail(c, key,
+                           "is for multi-latent attention: expected model.multi_latent_attention "
+                           "true");
+    }
+    if (!m->multi_latent_attention && m->q_lora_rank > 0)
+        return wl_fail(c, "model.q_lora_rank",
+                       "is for multi-latent attention: expected model.multi_latent_attention "
+                       "true");
+    if (m->multi_latent_attention && m->num_layer_specs > 0)
+        return wl_fail(c, "model.multi_latent_attention",
+                       "model.layers lists its layers; multi-latent attention is a Transformer "
+                       "decoder layer's: expected false");
+    return 0;
+}
+
 int wl_moe_check(const load_ctx *c, const wl_workload *w)
 {
     const wl_model *m = &w->model;

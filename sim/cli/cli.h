@@ -44,6 +44,7 @@ typedef struct cli {
     const char *plan_out;
     const char *trace_path;
     const char *frontier_path;
+    const char *moe_policy;     /* --moe-policy (cli_moe_policy.c) */
     const char *trace_replicas; /* "all" or a count, for --trace */
     const char *fold_dp;
     const char *dp_algorithm, *dp_inter_algorithm, *dp_radix, *ep_alltoall_algorithm;
@@ -78,6 +79,8 @@ typedef struct job {
     double baseline_iteration_s;          /* the first successful run, for speed-ups */
     int rows;
     int several;         /* --planner all: output files get the planner's name */
+    int moe_policy;      /* moe_policy_kind (cli_moe_policy.c) */
+    int moe_policy_all;  /* --moe-policy all: 1, and 2 while its loop runs */
     const char *planner; /* the planner's canonical name, or "all" (cli_planner_name()) */
     moe_trace moe_trace; /* --moe-trace (counts NULL without one; cli_moe.c) */
     int moe_trace_step;
@@ -137,6 +140,17 @@ int cli_moe_load(const cli *c, job *j, np_error *err);
 /* Hands the trace to the engine options, and --allow-large's lifting of
  * the replay's bound. */
 void cli_moe_options(const cli *c, const job *j, engine_options *eo);
+
+/* ---- cli_moe_policy.c ------------------------------------------------------------ */
+
+/* --moe-policy NAME|all into j->moe_policy / j->moe_policy_all.  0 or an
+ * np_exit_code. */
+int cli_moe_policy_load(const cli *c, job *j, np_error *err);
+/* --moe-policy all: runs `one` (simrun's simulate_and_report) once per
+ * policy with j->moe_policy set, stopping at the first error.  0 or an
+ * np_exit_code. */
+typedef int (*cli_moe_run_fn)(const cli *c, job *j, plan *pl, np_error *err);
+int cli_moe_each_policy(const cli *c, job *j, plan *pl, cli_moe_run_fn one, np_error *err);
 
 /* ---- cli_size.c ----------------------------------------------------------------- */
 

@@ -70,6 +70,8 @@ static const char usage_text[] =
     "%s\n"
     "                     (recorded in the CSV; the MoE replay runs its own pairwise\n"
     "                     all-to-all with per-pair volumes, docs/moe.md)\n"
+    "  --moe-policy P     MoE load balancing: none (default), switch, fastermoe,\n"
+    "                     efficientmoe, or all (one row each; docs/moe.md)\n"
     "  --moe-trace FILE   MoE routing trace to replay (docs/moe-trace-format.md);\n"
     "                     default: balanced routing\n"
     "  --moe-trace-step N the trace's step to replay (default 0)\n"
@@ -295,6 +297,8 @@ static const char **value_option(cli *c, const char *a)
         return &c->moe_trace_path;
     if (strcmp(a, "--moe-trace-step") == 0)
         return &c->moe_trace_step;
+    if (strcmp(a, "--moe-policy") == 0) /* MoE: cli_moe_policy.c */
+        return &c->moe_policy;
     if (strcmp(a, "--plan-out") == 0)
         return &c->plan_out;
     if (strcmp(a, "--run-id") == 0)

@@ -15,6 +15,9 @@ int cli_moe_load(const cli *c, job *j, np_error *err)
 {
     j->moe_trace = (moe_trace){0};
     j->moe_trace_step = 0;
+    int policy_rc = cli_moe_policy_load(c, j, err); /* --moe-policy: cli_moe_policy.c */
+    if (policy_rc)
+        return policy_rc;
     if (c->moe_trace_step) {
         char *end;
         long v = strtol(c->moe_trace_step, &end, 10);
@@ -47,4 +50,5 @@ void cli_moe_options(const cli *c, const job *j, engine_options *eo)
     eo->moe_max_flows = c->allow_large ? INFINITY : 0.0;
     eo->moe_trace = j->moe_trace.counts ? &j->moe_trace : NULL;
     eo->moe_trace_step = j->moe_trace_step;
+    eo->moe_policy = j->moe_policy;
 }

@@ -29,6 +29,8 @@
 /* Simulates one plan and reports it (table row, CSV row, plan file, trace). */
 static int simulate_and_report(const cli *c, job *j, plan *pl, np_error *err)
 {
+    if (j->moe_policy_all == 1) /* MoE hook: --moe-policy all, one row per policy */
+        return cli_moe_each_policy(c, j, pl, simulate_and_report, err);
     char path[1024];
     const char *plan_out = output_path(c->plan_out, pl->planner, j->several, path, sizeof path);
     cm_model own = {0};

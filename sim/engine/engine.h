@@ -74,6 +74,9 @@ typedef struct engine_options {
      * replayed: their closed form stays in the ops.  0: 2e7 (about as long
      * as simrun's default bound on a run); INFINITY: always replay. */
     double moe_max_flows;
+    /* The MoE policy (moe_policy_kind, planner/model/moe_policy.h): 0, none,
+     * replays the workload's own capacity and padding. */
+    int moe_policy;
     void (*progress)(double simulated_s, void *ctx);
     void *progress_ctx;
     double progress_step_s;
@@ -104,6 +107,13 @@ typedef struct engine_span {
     uint8_t kind; /* op_kind */
     uint8_t chunk;
 } engine_span;
+
+/* One MoE layer's dispatch in a forward of replica 0 of a stage (the
+ * per-expert load timeline of --trace). */
+typedef struct engine_moe_event {
+    double t_s;
+    int layer, stage; /* the MoE layer (0-based among the MoE layers) */
+} engine_moe_event;
 
 typedef struct engine_stage_metrics {
     double busy_s;        /* compute + TP collectives of F/B/W/recompute (slowest replica) */
@@ -138,6 +148,17 @@ typedef struct engine_result {
     double moe_alltoall_s, moe_alltoall_mean_s;
     double moe_assignments, moe_dropped_tokens, moe_padding_tokens, moe_padding_flops;
     double moe_max_over_mean;
+    const char *moe_policy; /* its name (static) */
+    double moe_copies;      /* expert copies (shadows, replicas) over the MoE layers */
+    double moe_copy_s;      /* their broadcasts and gradient reductions, slowest worker */
+    double moe_copy_bytes;  /* their memory on the fullest rank (in peak_bytes) */
+    /* With record_spans: the per-expert load timeline.  moe_load_rows[k·
+     * moe_load_experts + e] is the assignments routed to expert e in MoE
+     * layer k by all sources per micro-batch (the replayed step, before any
+     * drop or copy); one event per MoE layer dispatch.  NULL without. */
+    int moe_load_layers, moe_load_experts, moe_load_num_events;
+    double *moe_load_rows;
+    engine_moe_event *moe_load_events;
     int num_stages;
     engine_stage_metrics *stages; /* [num_stages] */
     /* Timeline, when options.record_spans: spans of worker (s, d) are

@@ -111,5 +111,7 @@ void engine_result_free(engine_result *r)
             free(r->spans[i]);
     free(r->spans);
     free(r->num_spans);
+    free(r->moe_load_rows); /* MoE hook: the per-expert load timeline */
+    free(r->moe_load_events);
     memset(r, 0, sizeof *r);
 }

@@ -34,24 +34,10 @@
 
 #include "collective_alltoallv.h"
 #include "engine_moe.h"
+#include "engine_moe_internal.h"
+#include "memory.h"
 #include "moe.h"
-
-enum { COLL_GROUP_EP_V = 3, COLL_GROUP_EDP = 4 };
-
-typedef struct engine_moe {
-    int ep, edp, num_moe;
-    double token_bytes;         /* h·D */
-    double flops_per_row;       /* 2·mats·h·f_e: one assignment through one expert */
-    int *moe_of_layer;          /* [cm layers]: MoE index, or −1 */
-    moe_route *routes;          /* [num_moe]: the replayed step */
-    double *ratio;              /* [num_moe·ep]: rows of rank j / balanced rows */
-    double *stage_expert_grads; /* [p]: expert gradient bytes of a stage */
-    const cm_model *cm;
-    /* accounting */
-    double *a2a_s; /* [workers] */
-    double dropped, padding, assignments, max_over_mean;
-    int max_over_mean_count;
-} engine_moe;
+#include "moe_policy.h"
 
 static bool applies(const engine *e, const wl_workload *w, const cm_model *cm)
 {
@@ -89,16 +75,159 @@ static double replay_flows(const engine *e, const cm_model *cm, int ep)
     return layers * e->dp * e->pl->num_micro_batches * 4.0 * (ep - 1) * e->tp;
 }
 
+/* A policy replayed without --moe-trace: balanced routing as a one-step
+ * trace (every source's assignments spread evenly, the remainder one by one
+ * from expert 0). */
+static int balanced_trace(moe_trace *t, const wl_workload *w, int ep)
+{
+    long tokens = moe_trace_workload_tokens(w);
+    int E = w->model.num_experts, L = wl_moe_num_layers(&w->model);
+    if (moe_trace_alloc(t, E, ep, L, 1, w->model.moe_router_topk, tokens))
+        return -1;
+    for (int l = 0; l < L; l++)
+        for (int i = 0; i < ep; i++)
+            for (int x = 0; x < E; x++)
+                *moe_trace_at(t, 0, l, i, x) = (uint32_t)(tokens / E + (x < tokens % E));
+    return 0;
+}
+
+/* The policy's inputs for MoE layer l of stage s (moe_policy.h): FasterMoE's
+ * latency model from the cost model and the platform, the copies the free
+ * memory allows. */
+static void policy_env(const engine *e, const wl_workload *w, const cm_model *cm, int l,
+                       double free_bytes, int moe_layers, moe_policy_env *env)
+{
+    const engine_moe *m = e->moe;
+    const cm_moe_cost *c = &cm->layers[l].moe;
+    moe_policy_env_init(env);
+    env->capacity = c->capacity;
+    env->pad = w->model.moe_pad_expert_input_to_capacity;
+    if (w->model.moe_expert_capacity_factor > 0)
+        env->switch_cf = w->model.moe_expert_capacity_factor;
+    double copy = m->copy_weight_bytes + m->copy_grad_bytes;
+    double per_layer = copy > 0 && free_bytes > 0 ? free_bytes / copy / moe_layers : 0.0;
+    env->max_copies = per_layer > 1e6 ? 1000000 : (int)per_layer;
+    double bw = e->pf->cluster.scaleout_bandwidth_Bps;
+    env->comp_s = c->expert_tokens > 0 ? c->expert_forward_s * e->tp / c->expert_tokens : 0.0;
+    env->feat_s = bw > 0 ? m->token_bytes / bw : 0.0;
+    env->shadow_s = bw > 0 ? 2.0 * (m->ep - 1) / m->ep * copy / bw : 0.0;
+}
+
+/* Free memory of each stage (capacity − the memory model's peak) and its
+ * MoE layers. */
+static void stage_budget(const engine *e, const cm_model *cm, double *free_bytes, int *moe_layers)
+{
+    for (int s = 0; s < e->p; s++) {
+        mem_stage ms;
+        mem_stage_bytes(cm, e->pl, s, &ms);
+        free_bytes[s] = e->pf->cluster.hbm_bytes - ms.total_bytes;
+        moe_layers[s] = 0;
+    }
+    for (int l = 0; l < cm->num_layers; l++)
+        if (cm->layers[l].moe.is_moe)
+            moe_layers[plan_stage_of_layer(e->pl, l, NULL)]++;
+}
+
+static int plan_layers(engine *e, const wl_workload *w, const cm_model *cm, const moe_trace *t)
+{
+    engine_moe *m = e->moe;
+    int ep = m->ep, k = 0, local = w->model.num_experts / ep;
+    double free_bytes[e->p];
+    int moe_layers[e->p];
+    stage_budget(e, cm, free_bytes, moe_layers);
+    for (int l = 0; l < cm->num_layers; l++) {
+        const cm_moe_cost *c = &cm->layers[l].moe;
+        m->moe_of_layer[l] = c->is_moe ? k : -1;
+        if (!c->is_moe)
+            continue;
+        moe_layer_plan *pl = &m->plans[k];
+        if (moe_layer_plan_init(pl, w->model.num_experts, ep))
+            return -1;
+        moe_route *r = &pl->route;
+        int s = plan_stage_of_layer(e->pl, l, NULL);
+        if (t) {
+            moe_policy_env env;
+            policy_env(e, w, cm, l, free_bytes[s], moe_layers[s], &env);
+            moe_policy_plan(m->policy, &env, t, t == &m->balanced ? 0 : e->opt->moe_trace_step, k,
+                            pl);
+            for (int i = 0; i < ep * ep; i++)
+                r->send[i] *= m->token_bytes;
+        } else {
+            balanced_route(r, c, ep, e->tp, local);
+        }
+        for (int x = 0; x < w->model.num_experts; x++)
+            for (int j = 0; j < ep; j++)
+                m->copy_bytes[(size_t)s * ep + j] +=
+                    pl->copy[(size_t)x * ep + j] * (m->copy_weight_bytes + m->copy_grad_bytes);
+        m->copies += pl->copies;
+        /* rows per TP rank, as the cost model's expert_tokens (all-gathered
+         * over etp = tp) */
+        for (int j = 0; j < ep; j++)
+            m->ratio[(size_t)k * ep + j] =
+                c->expert_tokens > 0 ? r->rows[j] * e->tp / c->expert_tokens : 0.0;
+        m->max_over_mean += r->mean_expert_rows > 0 ? r->max_expert_rows / r->mean_expert_rows : 0;
+        m->max_over_mean_count++;
+        k++;
+    }
+    return 0;
+}
+
+/* The per-expert loads of the timeline: the trace's step summed over the
+ * sources, or balanced (ep·n_l·k/E per expert). */
+static int load_timeline(engine_moe *m, const wl_workload *w, const moe_trace *t, int step)
+{
+    m->experts = w->model.num_experts;
+    m->load_rows = calloc((size_t)m->num_moe * m->experts, sizeof *m->load_rows);
+    if (!m->load_rows)
+        return -1;
+    for (int k = 0; k < m->num_moe; k++)
+        for (int x = 0; x < m->experts; x++) {
+            double rows = 0.0;
+            if (t)
+                for (int i = 0; i < m->ep; i++)
+                    rows += *moe_trace_at(t, step, k, i, x);
+            else
+                rows = (double)m->ep * moe_trace_workload_tokens(w) / m->experts;
+            m->load_rows[(size_t)k * m->experts + x] = rows;
+        }
+    return 0;
+}
+
+static void record_event(engine *e, worker *w, int k)
+{
+    engine_moe *m = e->moe;
+    if (m->num_events == m->events_capacity) {
+        int cap = m->events_capacity ? 2 * m->events_capacity : 64;
+        engine_moe_event *grown = realloc(m->events, (size_t)cap * sizeof *grown);
+        if (!grown)
+            return; /* the timeline loses an event, the run goes on */
+        m->events = grown;
+        m->events_capacity = cap;
+    }
+    m->events[m->num_events++] = (engine_moe_event){engine_now(e), k, w->stage};
+}
+
 int engine_moe_prepare(engine *e, const wl_workload *w, const cm_model *cm, np_error *err)
 {
     e->moe = NULL;
     e->moe_skipped_flows = 0.0;
-    if (!applies(e, w, cm))
+    if (!applies(e, w, cm)) {
+        if (e->opt->moe_policy != MOE_POLICY_NONE)
+            return np_error_set(err, NP_EXIT_USAGE, "<command line>", "--moe-policy", 0,
+                                "policy '%s' needs the MoE replay, which this run does not have "
+                                "(docs/moe.md, \"When it applies\")",
+                                moe_policy_name((moe_policy_kind)e->opt->moe_policy));
         return 0;
+    }
     double flows = replay_flows(e, cm, w->parallel.expert_model_parallel_size);
     double bound = e->opt->moe_max_flows > 0 ? e->opt->moe_max_flows : 2e7;
     if (flows > bound) {
         e->moe_skipped_flows = flows;
+        if (e->opt->moe_policy != MOE_POLICY_NONE)
+            return np_error_set(err, NP_EXIT_USAGE, "<command line>", "--moe-policy", 0,
+                                "policy '%s' needs the MoE replay: about %.2g flows are over the "
+                                "bound (--allow-large replays them)",
+                                moe_policy_name((moe_policy_kind)e->opt->moe_policy), flows);
         return 0;
     }
     const moe_trace *t = e->opt->moe_trace;
@@ -110,47 +239,47 @@ int engine_moe_prepare(engine *e, const wl_workload *w, const cm_model *cm, np_e
     engine_moe *m = calloc(1, sizeof *m);
     if (!m)
         return np_error_set(err, NP_EXIT_INTERNAL, "<engine>", "", 0, "out of memory");
+    e->moe = m;
     m->ep = ep;
     m->edp = e->dp / ep;
     m->cm = cm;
+    m->policy = (moe_policy_kind)e->opt->moe_policy;
     m->num_moe = wl_moe_num_layers(&w->model);
     m->token_bytes = (double)w->model.hidden_size * wl_dtype_bytes(w->training.params_dtype);
     m->flops_per_row = 2.0 * (w->model.swiglu ? 3.0 : 2.0) * (double)w->model.hidden_size *
                        (double)w->model.moe_ffn_hidden_size;
+    int etp = w->parallel.expert_tensor_parallel_size > 0 ? w->parallel.expert_tensor_parallel_size
+                                                          : e->tp;
+    double one_expert = (w->model.swiglu ? 3.0 : 2.0) * (double)w->model.hidden_size *
+                        (double)w->model.moe_ffn_hidden_size / etp;
+    m->copy_weight_bytes = one_expert * wl_dtype_bytes(w->training.params_dtype);
+    m->copy_grad_bytes = 0.0;
+    for (int l = 0; l < cm->num_layers; l++) /* the cost model's gradient bytes per parameter */
+        if (cm->layers[l].moe.is_moe && cm->layers[l].moe.expert_params > 0) {
+            m->copy_grad_bytes =
+                one_expert * cm->layers[l].moe.expert_grad_bytes / cm->layers[l].moe.expert_params;
+            break;
+        }
     m->moe_of_layer = malloc((size_t)cm->num_layers * sizeof *m->moe_of_layer);
-    m->routes = calloc((size_t)m->num_moe, sizeof *m->routes);
+    m->plans = calloc((size_t)m->num_moe, sizeof *m->plans);
     m->ratio = calloc((size_t)m->num_moe * ep, sizeof *m->ratio);
     m->stage_expert_grads = calloc((size_t)e->p, sizeof *m->stage_expert_grads);
     m->a2a_s = calloc((size_t)engine_num_workers(e), sizeof *m->a2a_s);
-    e->moe = m;
-    if (!m->moe_of_layer || !m->routes || !m->ratio || !m->stage_expert_grads || !m->a2a_s)
+    m->copy_s = calloc((size_t)engine_num_workers(e), sizeof *m->copy_s);
+    m->copy_bytes = calloc((size_t)e->p * ep, sizeof *m->copy_bytes);
+    if (!m->moe_of_layer || !m->plans || !m->ratio || !m->stage_expert_grads || !m->a2a_s ||
+        !m->copy_s || !m->copy_bytes)
         return np_error_set(err, NP_EXIT_INTERNAL, "<engine>", "", 0, "out of memory");
-    int k = 0, local = w->model.num_experts / ep;
-    for (int l = 0; l < cm->num_layers; l++) {
-        const cm_moe_cost *c = &cm->layers[l].moe;
-        m->moe_of_layer[l] = c->is_moe ? k : -1;
-        if (!c->is_moe)
-            continue;
-        moe_route *r = &m->routes[k];
-        if (moe_route_init(r, ep))
+    if (!t && m->policy != MOE_POLICY_NONE) {
+        if (balanced_trace(&m->balanced, w, ep))
             return np_error_set(err, NP_EXIT_INTERNAL, "<engine>", "", 0, "out of memory");
-        if (t) {
-            moe_route_layer(t, e->opt->moe_trace_step, k, c->capacity,
-                            w->model.moe_pad_expert_input_to_capacity, r);
-            for (int i = 0; i < ep * ep; i++)
-                r->send[i] *= m->token_bytes;
-        } else {
-            balanced_route(r, c, ep, e->tp, local);
-        }
-        /* rows per TP rank, as the cost model's expert_tokens (all-gathered
-         * over etp = tp) */
-        for (int j = 0; j < ep; j++)
-            m->ratio[(size_t)k * ep + j] =
-                c->expert_tokens > 0 ? r->rows[j] * e->tp / c->expert_tokens : 0.0;
-        m->max_over_mean += r->mean_expert_rows > 0 ? r->max_expert_rows / r->mean_expert_rows : 0;
-        m->max_over_mean_count++;
-        k++;
+        t = &m->balanced;
     }
+    if (plan_layers(e, w, cm, t))
+        return np_error_set(err, NP_EXIT_INTERNAL, "<engine>", "", 0, "out of memory");
+    if (e->opt->record_spans &&
+        load_timeline(m, w, t, t && t != &m->balanced ? e->opt->moe_trace_step : 0))
+        return np_error_set(err, NP_EXIT_INTERNAL, "<engine>", "", 0, "out of memory");
     /* expert gradients per stage, synced over the expert-DP group instead */
     for (int s = 0; s < e->p; s++)
         for (int v = 0; v < e->pl->num_chunks; v++) {
@@ -166,9 +295,14 @@ void engine_moe_free(engine *e)
     engine_moe *m = e->moe;
     if (!m)
         return;
-    for (int k = 0; m->routes && k < m->num_moe; k++)
-        moe_route_free(&m->routes[k]);
-    free(m->routes);
+    for (int k = 0; m->plans && k < m->num_moe; k++)
+        moe_layer_plan_free(&m->plans[k]);
+    free(m->plans);
+    free(m->copy_s);
+    free(m->copy_bytes);
+    free(m->load_rows);
+    free(m->events);
+    moe_trace_free(&m->balanced);
     free(m->moe_of_layer);
     free(m->ratio);
     free(m->stage_expert_grads);
@@ -210,7 +344,7 @@ static void ep_group(engine *e, worker *w, int stride, int size, int first, int 
 static void alltoall(engine *e, worker *w, const coll_group *g, int k, bool out)
 {
     engine_moe *m = e->moe;
-    const moe_route *r = &m->routes[k];
+    const moe_route *r = &m->plans[k].route;
     double to[g->size > 0 ? g->size : 1];
     for (int j = 0; j < g->size; j++)
         to[j] = out ? r->send[(size_t)g->me * m->ep + j] : r->send[(size_t)j * m->ep + g->me];
@@ -250,18 +384,33 @@ void engine_moe_run_op(worker *w, const sched_op *op)
         const cm_moe_cost *c = &cm->layers[l].moe;
         double expert = forward ? c->expert_forward_s
                                 : c->expert_backward_s + (with_w ? c->expert_weight_grad_s : 0.0);
+        expert *= m->ratio[(size_t)k * m->ep + rank];
         worker_execute(w, other);
-        alltoall(e, w, &g, k, true); /* dispatch, or combine's gradient */
-        worker_execute(w, expert * m->ratio[(size_t)k * m->ep + rank]);
-        alltoall(e, w, &g, k, false); /* combine, or dispatch's gradient */
+        if (forward && w->replica == 0 && m->load_rows)
+            record_event(e, w, k);
+        if (forward && op->micro_batch == 0) /* the copies' weights, once per iteration */
+            engine_moe_copies_on_fabric(e, w, &g, k, true);
+        if (m->plans[k].pipelined) {
+            engine_moe_pipelined(e, w, &g, k, expert);
+        } else {
+            alltoall(e, w, &g, k, true); /* dispatch, or combine's gradient */
+            worker_execute(w, expert);
+            alltoall(e, w, &g, k, false); /* combine, or dispatch's gradient */
+        }
         if (forward) {
-            const moe_route *r = &m->routes[k];
+            const moe_route *r = &m->plans[k].route;
             m->dropped += r->dropped[rank] * e->tp;
             m->padding += r->padding[rank] * e->tp;
             m->assignments += (r->rows[rank] - r->padding[rank] + r->dropped[rank]) * e->tp;
         }
     }
     free((void *)g.members);
+}
+
+double engine_moe_copy_bytes(const engine *e, const worker *w)
+{
+    return e->moe ? e->moe->copy_bytes[(size_t)w->stage * e->moe->ep + w->replica % e->moe->ep]
+                  : 0.0;
 }
 
 double engine_moe_dense_grad_bytes(const engine *e, const worker *w, double bytes)
@@ -277,6 +426,15 @@ double engine_moe_dense_grad_bytes(const engine *e, const worker *w, double byte
 void engine_moe_expert_sync(engine *e, worker *w)
 {
     engine_moe *m = e->moe;
+    if (m && m->copies > 0) { /* the copies' gradients back to their owners */
+        coll_group ep;
+        int rank = w->replica % m->ep;
+        ep_group(e, w, 1, m->ep, w->replica - rank, COLL_GROUP_EP_V, &ep);
+        for (int l = 0; l < m->cm->num_layers; l++)
+            if (m->moe_of_layer[l] >= 0 && plan_stage_of_layer(e->pl, l, NULL) == w->stage)
+                engine_moe_copies_on_fabric(e, w, &ep, m->moe_of_layer[l], false);
+        free((void *)ep.members);
+    }
     double bytes = m ? m->stage_expert_grads[w->stage] : 0.0;
     if (!m || m->edp < 2 || bytes <= 0)
         return;
@@ -318,4 +476,22 @@ void engine_moe_collect(const engine *e, engine_result *out)
     out->moe_padding_flops = 3.0 * m->padding * m->flops_per_row;
     out->moe_max_over_mean =
         m->max_over_mean_count > 0 ? m->max_over_mean / m->max_over_mean_count : 0.0;
+    out->moe_policy = moe_policy_name(m->policy);
+    out->moe_copies = m->copies;
+    double copy_worst = 0.0, copy_bytes = 0.0;
+    for (int i = 0; i < n; i++)
+        copy_worst = m->copy_s[i] > copy_worst ? m->copy_s[i] : copy_worst;
+    for (int i = 0; i < e->p * m->ep; i++)
+        copy_bytes = m->copy_bytes[i] > copy_bytes ? m->copy_bytes[i] : copy_bytes;
+    out->moe_copy_s = copy_worst;
+    out->moe_copy_bytes = copy_bytes;
+    if (m->load_rows) { /* handed over to the result */
+        out->moe_load_layers = m->num_moe;
+        out->moe_load_experts = m->experts;
+        out->moe_load_rows = m->load_rows;
+        out->moe_load_events = m->events;
+        out->moe_load_num_events = m->num_events;
+        e->moe->load_rows = NULL;
+        e->moe->events = NULL;
+    }
 }

@@ -21,6 +21,9 @@ void engine_moe_run_op(worker *w, const sched_op *op);
  * sync over the expert-data-parallel group. */
 double engine_moe_dense_grad_bytes(const engine *e, const worker *w, double bytes);
 void engine_moe_expert_sync(engine *e, worker *w);
+/* Memory of the expert copies (shadows, replicas) w's rank holds: weights
+ * and gradients, for the whole iteration. */
+double engine_moe_copy_bytes(const engine *e, const worker *w);
 /* The MoE fields of the result. */
 void engine_moe_collect(const engine *e, engine_result *out);
 

@@ -333,6 +333,7 @@ void worker_main(int argc, char **argv)
     worker *w = sg_actor_self_get_data();
     const sched_stage *st = &w->eng->sc->stages[w->stage];
     w->mem_bytes = w->peak_bytes = st->static_bytes + st->workspace_bytes;
+    w->mem_bytes = w->peak_bytes += engine_moe_copy_bytes(w->eng, w); /* MoE hook: copies */
     for (int i = 0; i < st->num_ops;) {
         if (is_compute(st->ops[i].kind)) {
             i += worker_run_compute(w, &st->ops[i], i, st->num_ops - i);

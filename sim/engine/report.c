@@ -32,7 +32,9 @@ const char report_csv_header[] =
     "moe_alltoall_s,moe_alltoall_mean_s,moe_max_over_mean,moe_assignments,moe_dropped_tokens,"
     "moe_padding_tokens,moe_padding_flops,"
     /* appended with --placement and --moe-trace: identity, as columns 32-43 */
-    "placement,moe_trace,moe_trace_sha256,moe_trace_step";
+    "placement,moe_trace,moe_trace_sha256,moe_trace_step,"
+    /* appended by the MoE policies (--moe-policy) */
+    "moe_policy,moe_copies,moe_copy_s,moe_copy_bytes";
 
 /* Whether layer l's recompute option is a decision the label reports: every
  * decoder and listed layer, and an embedding or LM head only when the plan
@@ -225,6 +227,7 @@ static char *csv_format_row(const report_row *row, size_t *len)
     fputc(',', f);
     np_csv_field(f, row->moe_trace_sha256);
     fprintf(f, ",%d", row->moe_trace_step);
+    report_moe_policy_csv_fields(f, r); /* MoE policies: the last columns */
     fputc('\n', f);
     int failed = ferror(f);
     if (fclose(f) != 0 || failed) {

@@ -5,6 +5,9 @@
  */
 #include "report_moe.h"
 
+#include <stdbool.h>
+#include <string.h>
+
 void report_moe_print(FILE *out, const engine_result *r)
 {
     if (r->moe_skipped_flows > 0)
@@ -15,13 +18,20 @@ void report_moe_print(FILE *out, const engine_result *r)
     if (!r->moe_replayed)
         return;
     double dropped = r->moe_assignments > 0 ? r->moe_dropped_tokens / r->moe_assignments : 0.0;
+    bool pipelined = r->moe_policy && strcmp(r->moe_policy, "fastermoe") == 0;
     fprintf(out,
-            "%-10s   moe: all-to-all %.3f s (slowest worker; mean %.3f s, all exposed), "
+            "%-10s   moe[%s]: all-to-all %.3f s (slowest worker; mean %.3f s, %s), "
             "max/mean expert load %.2f, dropped %.0f of %.0f assignments (%.1f%%), padding "
             "%.0f rows (%.3g FLOPs)\n",
-            "", r->moe_alltoall_s, r->moe_alltoall_mean_s, r->moe_max_over_mean,
-            r->moe_dropped_tokens, r->moe_assignments, 100 * dropped, r->moe_padding_tokens,
-            r->moe_padding_flops);
+            "", r->moe_policy ? r->moe_policy : "none", r->moe_alltoall_s, r->moe_alltoall_mean_s,
+            pipelined ? "exposed part of the pipelined exchange" : "all exposed",
+            r->moe_max_over_mean, r->moe_dropped_tokens, r->moe_assignments, 100 * dropped,
+            r->moe_padding_tokens, r->moe_padding_flops);
+    if (r->moe_copies > 0)
+        fprintf(out,
+                "%-10s   moe: %.0f expert copies (weights + gradients %.2f GB on the fullest rank, "
+                "in peak mem), their broadcasts and gradient reductions %.3f s\n",
+                "", r->moe_copies, r->moe_copy_bytes / 1e9, r->moe_copy_s);
 }
 
 void report_moe_csv_fields(FILE *f, const engine_result *r)
@@ -33,4 +43,14 @@ void report_moe_csv_fields(FILE *f, const engine_result *r)
     fprintf(f, ",%.9g,%.9g,%.6g,%.9g,%.9g,%.9g,%.9g", r->moe_alltoall_s, r->moe_alltoall_mean_s,
             r->moe_max_over_mean, r->moe_assignments, r->moe_dropped_tokens, r->moe_padding_tokens,
             r->moe_padding_flops);
+}
+
+void report_moe_policy_csv_fields(FILE *f, const engine_result *r)
+{
+    if (!r->moe_replayed) {
+        fputs(",,,,", f);
+        return;
+    }
+    fprintf(f, ",%s,%.0f,%.9g,%.9g", r->moe_policy ? r->moe_policy : "none", r->moe_copies,
+            r->moe_copy_s, r->moe_copy_bytes);
 }

@@ -13,5 +13,9 @@
 void report_moe_print(FILE *out, const engine_result *r);
 /* The fields, each with its leading comma (empty without a replay). */
 void report_moe_csv_fields(FILE *f, const engine_result *r);
+/* The MoE policy's fields (moe_policy, moe_copies, moe_copy_s,
+ * moe_copy_bytes), the last block of the row, each with its leading comma
+ * (empty without a replay). */
+void report_moe_policy_csv_fields(FILE *f, const engine_result *r);
 
 #endif

@@ -223,6 +223,11 @@ static void trace_worker(trace_writer *t, const engine_result *r, const plan *pl
         return;
     }
     double before = st->static_bytes + st->workspace_bytes, last = NAN;
+    /* MoE hook: expert copies (engine_moe.c) held all iteration, in the first
+     * span's memory but not in the stage's static bytes */
+    double held = spans[0].memory_bytes - st->ops[0].mem_delta_bytes - before;
+    if (held > 0.5)
+        before += held;
     trace_memory(t, pid, trace_ns(spans[0].start_s), before, &last);
     for (int i = 0; i < n; i++) {
         const sched_op *op = &st->ops[i];
@@ -233,6 +238,28 @@ static void trace_worker(trace_writer *t, const engine_result *r, const plan *pl
         trace_memory(t, pid, trace_ns(spans[i].start_s), during, &last);
         trace_memory(t, pid, trace_ns(spans[i].end_s), spans[i].memory_bytes, &last);
         before = spans[i].memory_bytes;
+    }
+}
+
+/* The per-expert load timeline of the MoE replay: in the process of replica
+ * 0 of each stage, a counter "expert E load" per expert, set at each MoE
+ * layer's dispatch to the assignments routed to expert E in that layer. */
+static void trace_moe_loads(trace_writer *t, const engine_result *r, const plan *pl)
+{
+    for (int i = 0; i < r->moe_load_num_events; i++) {
+        const engine_moe_event *ev = &r->moe_load_events[i];
+        int index = ev->stage * pl->data_parallel;
+        if (index >= r->num_workers || !r->num_spans[index])
+            continue;
+        for (int x = 0; x < r->moe_load_experts; x++) {
+            trace_event_open(t);
+            fprintf(t->f,
+                    "{\"ph\":\"C\",\"name\":\"expert %d load\",\"pid\":%d,\"tid\":1,\"ts\":", x,
+                    index + 1);
+            trace_us(t->f, trace_ns(ev->t_s));
+            fprintf(t->f, ",\"args\":{\"assignments\":%.15g}}",
+                    r->moe_load_rows[(size_t)ev->layer * r->moe_load_experts + x]);
+        }
     }
 }
 
@@ -272,6 +299,7 @@ int trace_write_chrome(const char *path, const engine_result *r, const plan *pl,
     for (int s = 0; s < pl->num_stages; s++)
         for (int d = 0; d < replicas; d++)
             trace_worker(&t, r, pl, &sc->stages[s], s, d);
+    trace_moe_loads(&t, r, pl); /* MoE hook: per-expert load timeline */
     fputs("\n],\n\"displayTimeUnit\":\"ms\",\"otherData\":{\"generator\":\"npusim\",\"planner\":",
           f);
     trace_string(f, pl->planner);

@@ -11,7 +11,10 @@
  *     microseconds and args {micro_batch, chunk};
  *   - a counter ("ph":"C") "device memory" in GB (1e9 bytes) per worker,
  *     sampled at every op start and end, so that its maximum is the memory
- *     tracker's peak (allocations and transients are held while an op runs).
+ *     tracker's peak (allocations and transients are held while an op runs);
+ *   - with the MoE replay, a counter "expert E load" per expert in replica
+ *     0's process of each stage: the assignments routed to expert E by the
+ *     MoE layer whose dispatch starts then (docs/moe.md).
  *
  * A 16K-NPU run has thousands of workers; by default only replica 0 of each
  * stage is written (all replicas of a stage replay the same list and, unless

@@ -30,6 +30,33 @@ void coll_run_alltoallv(transport *t, const coll_group *g, const double *to_byte
     coll_ctx_leave(&c);
 }
 
+void coll_run_alltoallv_pipelined(transport *t, const coll_group *g, const double *to_bytes,
+                                  const double *back_bytes, coll_chunk_fn compute, void *ctx)
+{
+    int n = g->size;
+    if (n < 2) {
+        compute(ctx, g->me);
+        return;
+    }
+    coll_ctx c;
+    coll_ctx_enter(&c, t, g);
+    coll_view all = {NULL, n, g->me};
+    int in = coll_tags(&c, n - 1), out = coll_tags(&c, n - 1);
+    for (int k = 0; k < n; k++) {
+        if (k + 1 < n) /* the next chunk travels while this one is computed */
+            coll_send(&c, &all, (g->me + k + 1) % n, in + k, to_bytes[(g->me + k + 1) % n]);
+        int from = (g->me + n - k) % n;
+        compute(ctx, from);
+        if (k > 0) /* the result goes back to its source */
+            coll_send(&c, &all, from, out + k - 1, back_bytes[from]);
+        if (k + 1 < n)
+            coll_recv(&c, &all, (g->me + n - k - 1) % n, in + k);
+    }
+    for (int k = 1; k < n; k++)
+        coll_recv(&c, &all, (g->me + k) % n, out + k - 1);
+    coll_ctx_leave(&c);
+}
+
 /* ---- bench ----------------------------------------------------------------- */
 
 typedef struct v_member {

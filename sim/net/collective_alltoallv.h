@@ -22,6 +22,17 @@
  * the same group. */
 void coll_run_alltoallv(transport *t, const coll_group *g, const double *to_bytes);
 
+/* FasterMoE's smart scheduling (He et al., PPoPP'22, section 5): the
+ * dispatch, the experts and the combine as one pipeline.  In step k =
+ * 0..N-1 member i starts its block for i+k+1 (to_bytes), computes the chunk
+ * of member i-k (compute(ctx, i-k): its own tokens at k = 0, else the block
+ * received in the step before), sends that chunk's result back to it
+ * (back_bytes[i-k]) and waits for the block of i-k-1; then it waits for the
+ * results of its own blocks.  Transfers overlap the chunks' compute. */
+typedef void (*coll_chunk_fn)(void *ctx, int from);
+void coll_run_alltoallv_pipelined(transport *t, const coll_group *g, const double *to_bytes,
+                                  const double *back_bytes, coll_chunk_fn compute, void *ctx);
+
 /* One all-to-all among n members of one NPU each (NPUs 0..n−1, like
  * coll_bench_run), member i sending matrix[i·n + j] bytes to j; time_s is
  * when the last member is done.  0, or NP_EXIT_USAGE when the platform is

@@ -32,6 +32,7 @@ static const struct {
     {"shifted_recompute", "0"},
     {"placement", "tp-cp-dp-pp"},
     {"moe_trace_step", "0"},
+    {"moe_policy", "none"},
 };
 #define NUM_DEFAULTS (int)(sizeof defaults / sizeof defaults[0])
 
@@ -53,6 +54,7 @@ static const struct {
     {"--placement", "placement"},
     {"--moe-trace", "moe_trace"},
     {"--moe-trace-step", "moe_trace_step"},
+    {"--moe-policy", "moe_policy"},
 };
 #define NUM_OPTION_COLUMNS (int)(sizeof option_columns / sizeof option_columns[0])
 

@@ -1,0 +1,119 @@
+#!/usr/bin/python3
+"""plot_moe_policies.py CSV PNG -- the MoE policies compared
+(scripts/moe_experiment.sh, results/moe/README.md).
+
+Reads simrun's CSV with a trace_step column appended, one row per policy
+and step, and draws three panels, each the mean over the steps with the
+smallest and largest step as error bars: the iteration time, the
+all-to-all time next to the expert copies' broadcasts and reductions, and
+the wasted work (padding FLOPs, and the share of assignments dropped).
+Prints the per-policy means as a table.  Exit 2 on bad input, naming the
+file.
+"""
+
+import csv
+import sys
+
+try:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+except ImportError:
+    sys.exit("plot_moe_policies.py: matplotlib is missing: run it with /usr/bin/python3 "
+             "(Debian's python3-matplotlib, scripts/install-deps.sh)")
+
+POLICIES = ["none", "switch", "fastermoe", "efficientmoe"]
+NEEDED = ["workload", "platform", "moe_policy", "trace_step", "iteration_s", "moe_alltoall_s",
+          "moe_copy_s", "moe_padding_flops", "moe_dropped_tokens", "moe_assignments",
+          "peak_bytes"]
+
+
+def fail(msg):
+    print("plot_moe_policies.py: " + msg, file=sys.stderr)
+    sys.exit(2)
+
+
+def read(path):
+    try:
+        with open(path, newline="") as f:
+            rows = list(csv.DictReader(f))
+    except OSError as e:
+        fail("%s: cannot read: %s" % (path, e.strerror))
+    if not rows:
+        fail("%s: no rows" % path)
+    for c in NEEDED:
+        if c not in rows[0]:
+            fail("%s: no column '%s'" % (path, c))
+    data = {}
+    for n, r in enumerate(rows, start=2):
+        p = r["moe_policy"]
+        if p not in POLICIES:
+            fail("%s:%d: moe_policy '%s', expected one of %s" % (path, n, p, ", ".join(POLICIES)))
+        try:
+            v = {c: float(r[c]) for c in NEEDED[3:]}
+        except ValueError:
+            fail("%s:%d: a number is missing in %s" % (path, n, ", ".join(NEEDED[3:])))
+        data.setdefault(p, []).append(v)
+    return rows[0]["workload"], rows[0]["platform"], data
+
+
+def stats(values):
+    m = sum(values) / len(values)
+    return m, m - min(values), max(values) - m
+
+
+def main():
+    if len(sys.argv) != 3:
+        fail("usage: plot_moe_policies.py CSV PNG")
+    workload, platform, data = read(sys.argv[1])
+    names = [p for p in POLICIES if p in data]
+    fig, ax = plt.subplots(1, 3, figsize=(15, 4.6))
+    x = range(len(names))
+
+    def bars(a, key, scale, offset=0.0, width=0.8, label=None, color=None):
+        s = [stats([r[key] * scale for r in data[p]]) for p in names]
+        a.bar([i + offset for i in x], [m for m, _, _ in s], width,
+              yerr=[[lo for _, lo, _ in s], [hi for _, _, hi in s]], capsize=3, label=label,
+              color=color)
+        return s
+
+    it = bars(ax[0], "iteration_s", 1.0)
+    ax[0].set_ylabel("iteration time (s)")
+    ax[0].set_title("iteration time")
+    a2a = bars(ax[1], "moe_alltoall_s", 1.0, -0.2, 0.4, "dispatch + combine all-to-all (exposed)")
+    cp = bars(ax[1], "moe_copy_s", 1.0, 0.2, 0.4, "copies: weight broadcast + gradient reduction")
+    ax[1].set_ylabel("time per iteration, slowest worker (s)")
+    ax[1].set_title("communication")
+    ax[1].legend(fontsize=8)
+    pad = bars(ax[2], "moe_padding_flops", 1e-15, -0.2, 0.4, "padding (PFLOP)", "tab:orange")
+    ax[2].set_ylabel("padding compute per iteration (PFLOP)")
+    ax[2].set_title("wasted compute and dropped tokens")
+    drop = [stats([100 * r["moe_dropped_tokens"] / r["moe_assignments"] for r in data[p]])
+            for p in names]
+    twin = ax[2].twinx()
+    twin.bar([i + 0.2 for i in x], [m for m, _, _ in drop], 0.4, color="tab:red",
+             label="dropped assignments (%)")
+    twin.set_ylabel("dropped token-expert assignments (%)")
+    twin.set_ylim(0, 100)
+    ax[2].set_ylim(0, max(m for m, _, _ in pad) * 1.45 + 1e-9)
+    h1, l1 = ax[2].get_legend_handles_labels()
+    h2, l2 = twin.get_legend_handles_labels()
+    ax[2].legend(h1 + h2, l1 + l2, fontsize=8, loc="upper left")
+    for a in ax:
+        a.set_xticks(list(x))
+        a.set_xticklabels(names)
+        a.set_xlabel("MoE policy")
+    fig.suptitle("MoE policies: %s on %s, skewed trace (top-2 share 0.7), mean of steps 1-4"
+                 % (workload, platform))
+    fig.tight_layout()
+    fig.savefig(sys.argv[2], dpi=110)
+    print("policy        iter_s   a2a_s  copy_s  padding_PFLOP  dropped_%  peak_GB")
+    for i, p in enumerate(names):
+        peak = sum(r["peak_bytes"] for r in data[p]) / len(data[p]) / 1e9
+        print("%-12s %7.3f %7.3f %7.3f %14.2f %10.1f %8.1f" % (
+            p, it[i][0], a2a[i][0], cp[i][0], pad[i][0], drop[i][0], peak))
+
+
+if __name__ == "__main__":
+    main()

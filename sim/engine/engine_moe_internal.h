@@ -1,0 +1,48 @@
+/*
+ * engine_moe_internal.h -- what engine_moe.c and engine_moe_copies.c share:
+ * the MoE replay's state.  Not a public interface.
+ */
+#ifndef SIM_ENGINE_MOE_INTERNAL_H
+#define SIM_ENGINE_MOE_INTERNAL_H
+
+#include "collective.h"
+#include "engine_internal.h"
+#include "moe_policy.h"
+
+enum { COLL_GROUP_EP_V = 3, COLL_GROUP_EDP = 4 };
+
+typedef struct engine_moe {
+    int ep, edp, num_moe;
+    double token_bytes;    /* h·D */
+    double flops_per_row;  /* 2·mats·h·f_e: one assignment through one expert */
+    int *moe_of_layer;     /* [cm layers]: MoE index, or −1 */
+    moe_layer_plan *plans; /* [num_moe]: the replayed step under the policy */
+    moe_policy_kind policy;
+    moe_trace balanced;       /* a policy without --moe-trace: balanced routing as a trace */
+    double copy_weight_bytes; /* one expert copy's weights per TP rank */
+    double copy_grad_bytes;   /* and its gradients */
+    double *copy_bytes;       /* [p·ep]: copies held by rank j of stage s */
+    double *copy_s;           /* [workers]: broadcasts and reductions of copies */
+    double copies;
+    double *load_rows; /* [num_moe·experts] with record_spans: the timeline's loads */
+    int experts;
+    engine_moe_event *events;
+    int num_events, events_capacity;
+    double *ratio;              /* [num_moe·ep]: rows of rank j / balanced rows */
+    double *stage_expert_grads; /* [p]: expert gradient bytes of a stage */
+    const cm_model *cm;
+    /* accounting */
+    double *a2a_s; /* [workers] */
+    double dropped, padding, assignments, max_over_mean;
+    int max_over_mean_count;
+} engine_moe;
+
+/* The copies of MoE layer k on the fabric, among the EP group g: their
+ * weights broadcast (broadcast) or their gradients reduced to the owners
+ * (engine_moe_copies.c). */
+void engine_moe_copies_on_fabric(engine *e, worker *w, const coll_group *g, int k, bool broadcast);
+/* FasterMoE's pipelined dispatch, experts (expert_s on this rank) and
+ * combine of MoE layer k. */
+void engine_moe_pipelined(engine *e, worker *w, const coll_group *g, int k, double expert_s);
+
+#endif
