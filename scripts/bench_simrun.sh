@@ -2,11 +2,12 @@
 # bench_simrun.sh -- wall time and peak memory of simrun runs (a benchmark,
 # not a test: it prints figures and the targets beside them).
 #   sh scripts/bench_simrun.sh [build/simrun] [repeats]
-# Prints one line per case: wall seconds (best of `repeats`), peak RSS (MiB),
-# SimGrid activities, and the target.
+# Prints one line per case: wall seconds (median of `repeats`, default 5, and
+# the min-max spread), peak RSS (MiB), SimGrid activities, and the target.
+# The machine is shared: the load average is printed before and after.
 set -eu
 SIMRUN=${1:-build/simrun}
-REPEATS=${2:-3}
+REPEATS=${2:-5}
 cd "$(dirname "$0")/.."
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
@@ -14,23 +15,27 @@ trap 'rm -rf "$TMP"' EXIT
 bench() { # name target_s target_mib args...
     name=$1 target_s=$2 target_mib=$3
     shift 3
-    best="" rss=""
+    : >"$TMP/walls"
+    rss=""
     i=0
     while [ $i -lt "$REPEATS" ]; do
         /usr/bin/time -f '%e %M' -o "$TMP/time" "$SIMRUN" --quiet --csv "$TMP/run.csv" "$@" 2>"$TMP/err" ||
             { echo "$name: simrun failed: $(cat "$TMP/err")"; return 1; }
         read -r wall kib <"$TMP/time"
-        if [ -z "$best" ] || awk "BEGIN{exit !($wall < $best)}"; then best=$wall; fi
+        echo "$wall" >>"$TMP/walls"
         rss=$kib
         i=$((i + 1))
     done
+    stats=$(sort -n "$TMP/walls" | awk '{v[NR]=$1} END {m=(NR%2)?v[(NR+1)/2]:(v[NR/2]+v[NR/2+1])/2; printf "%.2f %.2f %.2f", m, v[1], v[NR]}')
+    set -- $stats
     acts=$(tail -1 "$TMP/run.csv" | awk -F, '{print $27}')
     iter=$(tail -1 "$TMP/run.csv" | awk -F, '{print $14}')
-    printf '%-44s wall %7.2f s (target %5s s)   peak RSS %7.1f MiB (target %5s MiB)   %9s activities   iteration %s s\n' \
-        "$name" "$best" "$target_s" "$(awk "BEGIN{print $rss/1024}")" "$target_mib" "$acts" "$iter"
+    printf '%-44s wall %6s s [%s-%s] (target %5s s)   peak RSS %7.1f MiB (target %5s MiB)   %9s activities   iteration %s s\n' \
+        "$name" "$1" "$2" "$3" "$target_s" "$(awk "BEGIN{print $rss/1024}")" "$target_mib" "$acts" "$iter"
 }
 
-echo "simrun benchmark on $(nproc) cores, best of $REPEATS, $(date -u +%Y-%m-%d)"
+echo "simrun benchmark on $(nproc) cores, median of $REPEATS [min-max], $(date -u '+%Y-%m-%d %H:%M UTC')"
+echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
 # Issue targets: the main job under 30 s / 2 GiB (foundation) and 5 s / 512 MiB
 # (engine); folded under 1 s; GPT-3 175B on 128 NPUs under 0.5 s.
 P16=platforms/16k_npu.xml
@@ -48,3 +53,4 @@ bench "16k_npu.xml llama.json interleaved v=2 L=128" - - --schedule interleaved 
 bench "16k_npu.xml llama2_70b.json --schedule pipedream" - - --schedule pipedream \
     --set pipeline_model_parallel_size=8 --set data_parallel_size=256 \
     --set global_batch_size=4096 $P16 workloads/llama2_70b.json
+echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
