@@ -365,11 +365,12 @@ static int run_list(runner *r, const sweep_point *const *list, int n, np_error *
                     r->children[i].pid = 0;
                 }
         }
-        show_progress(r, false);
         /* a point just ended: start the next one before sleeping (the
-         * SIGCHLD that woke us is spent, another may never come) */
+         * SIGCHLD that woke us is spent, another may never come); the
+         * progress line then counts it as running */
         if (reaped && !rc && !got_stop && next < n)
             continue;
+        show_progress(r, false);
         if (r->running > 0 && !(forwarded < stop_count))
             sigsuspend(&r->orig_mask); /* until SIGCHLD, SIGALRM, SIGINT or SIGTERM */
         else if (r->running == 0 && (rc || got_stop))
