@@ -126,7 +126,10 @@ def plot(table, rows, args):
         ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
         ax.yaxis.set_minor_formatter(NullFormatter())
     if args.ymin is not None:  # e.g. 0: a flat line is not zoomed into a cliff
-        ax.set_ylim(bottom=args.ymin, top=max(ax.get_ylim()[1], args.ymin + 1e-12))
+        # autoscaling pads a flat line by a share of its own tiny range, so its points
+        # would sit on the top frame: keep 5% of the drawn range free above them
+        top = args.ymin + 1.05 * (max(all_y, default=args.ymin) - args.ymin)
+        ax.set_ylim(bottom=args.ymin, top=max(ax.get_ylim()[1], top, args.ymin + 1e-12))
     ax.set_xlabel(axis_label(args.x) + (", log scale" if logx else ""))
     ylabel = axis_label(args.y)
     if args.agg:
