@@ -189,6 +189,26 @@ def clos3_platform(preset, num_npus, per_node=None, leaf_hosts=32, leaves_per_po
         pod_texts.append((pid, pid + "-r", _group(pid, leaves, [leaf_up] * leaves_per_pod, lat)))
     body = (_group("fabric", pod_texts, [pod_up] * pods, lat) if pods > 1
             else pod_texts[0][2])
+    if pods == 1:  # one pod: a 2-tier leaf-spine Clos
+        lines = [
+            "%d NPUs = %d servers x %d." % (num_npus, num_npus // per_node, per_node),
+            "Host speed: %s." % p["speed_src"],
+            "Scale-out: %s, one NIC link per NPU into a non-blocking 2-tier leaf-spine Clos:"
+            % p["nic_src"],
+            "%d hosts per leaf switch, %d leaves; each leaf's up-links to the spines are one"
+            % (leaf_hosts, leaves_per_pod),
+            "link of %s B/s (oversubscription %s): ECMP spread evenly over the spines, the"
+            % (gp.fmt(leaf_up), _oversub_text(oversub[0])),
+            "fluid model's view of a leaf's k parallel up-links.  Routes: same leaf 2 links,",
+            "across leaves 4.  Built as zones (platforms/fabrics.py): a crossbar cluster per",
+            "leaf joined by a Full zone; the same times as SimGrid's 2-level FAT_TREE on the",
+            "shipped runs (docs/platform-format.md) and about 20% less simulation time, as",
+            "routes are table look-ups.",
+            "Link latency: %s." % p["link_lat_src"],
+            "Ranks of one server are consecutive (server = rank / npus_per_node).",
+        ]
+        return _wrap(p, p["title"], lines, body,
+                     _scaleup_cluster(p, num_npus, per_node) if scaleup else "")
     lines = [
         "%d NPUs = %d servers x %d." % (num_npus, num_npus // per_node, per_node),
         "Host speed: %s." % p["speed_src"],
