@@ -80,15 +80,11 @@ static void group_free(coll_group *g)
     g->members = NULL;
 }
 
-void engine_dp_allreduce(engine *e, worker *w, double bytes)
+void engine_grad_sync(engine *e, const coll_group *g, double bytes)
 {
-    if (e->dp * e->cp < 2 || bytes <= 0)
-        return;
     coll_params p = {.algorithm = e->opt->dp_algorithm,
                      .radix = e->opt->dp_radix,
                      .inter_algorithm = e->opt->dp_inter_algorithm};
-    coll_group g;
-    dp_group(e, w, &g);
     if (e->opt->dp_param_gather_ratio > 0) {
         /* Megatron's distributed optimizer: reduce-scatter the gradients,
          * update the local shard, all-gather the parameters (in the
@@ -96,11 +92,20 @@ void engine_dp_allreduce(engine *e, worker *w, double bytes)
          * between-servers algorithm stands in. */
         if (!coll_algorithm_supports(p.algorithm, COLL_REDUCE_SCATTER))
             p.algorithm = p.inter_algorithm;
-        coll_run(&e->net, COLL_REDUCE_SCATTER, &g, &p, bytes);
-        coll_run(&e->net, COLL_ALLGATHER, &g, &p, bytes * e->opt->dp_param_gather_ratio);
+        coll_run(&e->net, COLL_REDUCE_SCATTER, g, &p, bytes);
+        coll_run(&e->net, COLL_ALLGATHER, g, &p, bytes * e->opt->dp_param_gather_ratio);
     } else {
-        coll_run(&e->net, COLL_ALLREDUCE, &g, &p, bytes);
+        coll_run(&e->net, COLL_ALLREDUCE, g, &p, bytes);
     }
+}
+
+void engine_dp_allreduce(engine *e, worker *w, double bytes)
+{
+    if (e->dp * e->cp < 2 || bytes <= 0)
+        return;
+    coll_group g;
+    dp_group(e, w, &g);
+    engine_grad_sync(e, &g, bytes);
     group_free(&g);
 }
 

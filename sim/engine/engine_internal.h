@@ -193,6 +193,9 @@ void fold_replica_main(int argc, char **argv);
  * engine_options.dp_algorithm, or with the distributed optimizer a
  * reduce-scatter and an all-gather of the parameters. */
 void engine_dp_allreduce(engine *e, worker *w, double bytes);
+/* The gradient sync of `bytes` per member on group g, as engine_dp_allreduce
+ * does it (also the expert-data-parallel group's, engine_moe.c). */
+void engine_grad_sync(engine *e, const coll_group *g, double bytes);
 /* Sharded data parallelism's collectives of one pass (OP_PARAM_GATHER: an
  * all-gather of `bytes` of parameters; OP_GRAD_REDUCE_SCATTER: a
  * reduce-scatter of `bytes` of gradients) on the same group and algorithm. */

@@ -438,19 +438,9 @@ void engine_moe_expert_sync(engine *e, worker *w)
     double bytes = m ? m->stage_expert_grads[w->stage] : 0.0;
     if (!m || m->edp < 2 || bytes <= 0)
         return;
-    coll_params p = {.algorithm = e->opt->dp_algorithm,
-                     .radix = e->opt->dp_radix,
-                     .inter_algorithm = e->opt->dp_inter_algorithm};
     coll_group g;
     ep_group(e, w, m->ep, m->edp, w->replica % m->ep, COLL_GROUP_EDP, &g);
-    if (e->opt->dp_param_gather_ratio > 0) {
-        if (!coll_algorithm_supports(p.algorithm, COLL_REDUCE_SCATTER))
-            p.algorithm = p.inter_algorithm;
-        coll_run(&e->net, COLL_REDUCE_SCATTER, &g, &p, bytes);
-        coll_run(&e->net, COLL_ALLGATHER, &g, &p, bytes * e->opt->dp_param_gather_ratio);
-    } else {
-        coll_run(&e->net, COLL_ALLREDUCE, &g, &p, bytes);
-    }
+    engine_grad_sync(e, &g, bytes);
     free((void *)g.members);
 }
 

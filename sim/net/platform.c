@@ -22,9 +22,7 @@
 
 #include "platform_internal.h"
 
-/* The number at the end of a host name, or -1 when there is none (or it
- * has more digits than a rank can). */
-static long rank_of_name(const char *name)
+long platform_rank_of_name(const char *name)
 {
     size_t len = strlen(name), start = len;
     while (start > 0 && isdigit((unsigned char)name[start - 1]))
@@ -43,7 +41,7 @@ static int platform_number_hosts(const char *path, sg_host_t *hosts, int count, 
                             count);
     for (int i = 0; i < count; i++) {
         const char *name = sg_host_get_name(hosts[i]);
-        long rank = rank_of_name(name);
+        long rank = platform_rank_of_name(name);
         if (rank < 0)
             return np_error_set(err, NP_EXIT_INPUT, path, "", 0,
                                 "host '%s' has no rank number at the end of its name "

@@ -26,16 +26,6 @@
 
 #define PORT_PROPERTY "npusim_port"
 
-static long trailing_number(const char *name)
-{
-    size_t len = strlen(name), start = len;
-    while (start > 0 && isdigit((unsigned char)name[start - 1]))
-        start--;
-    if (start == len || len - start > 9)
-        return -1;
-    return strtol(name + start, NULL, 10);
-}
-
 int platform_split_ports(const char *path, sg_host_t *hosts, int count, int *num_npus,
                          sg_host_t **ports, np_error *err)
 {
@@ -75,7 +65,7 @@ int platform_split_ports(const char *path, sg_host_t *hosts, int count, int *num
         return np_error_set(err, NP_EXIT_INTERNAL, path, "", 0, "out of memory");
     for (int i = n; i < count; i++) {
         const char *name = sg_host_get_name(hosts[i]);
-        long rank = trailing_number(name);
+        long rank = platform_rank_of_name(name);
         const char *problem = rank < 0         ? "has no NPU rank at the end of its name"
                               : rank >= n      ? "names an NPU rank out of range"
                               : (*ports)[rank] ? "is the second port of its NPU"

@@ -43,4 +43,8 @@ int platform_load_into_simgrid(const char *path, np_error *err);
  * hosts (platform_props.c). */
 int platform_read_cluster(const char *path, sim_platform *p, np_error *err);
 
+/* The number at the end of a host name, or -1 when there is none (or it
+ * has more digits than a rank can); platform.c. */
+long platform_rank_of_name(const char *name);
+
 #endif
