@@ -80,6 +80,14 @@ static void gpt_free(gpt_case *g)
     wl_free(&g->w);
 }
 
+/* gpt_build under 1F1B, which must succeed, and stage 1's breakdown. */
+static void build_stage1(gpt_case *g, int t, int dp, const char *extra, mem_stage *st)
+{
+    gpt_build(g, t, dp, "1f1b", extra);
+    CU_ASSERT_EQUAL_FATAL(g->rc, 0);
+    mem_stage_bytes(&g->cm, &g->pl, 1, st);
+}
+
 /* Parameters of one decoder layer on one TP rank. */
 static double decoder_params(int t) { return 12.0 * H * H / t + 4.0 * H; }
 
@@ -106,11 +114,9 @@ static void assert_sums(const mem_stage *st)
 static void test_stage_breakdown_is_closed_form(void)
 {
     gpt_case g;
-    gpt_build(&g, 1, 2, "1f1b", "\"recompute_granularity\": \"none\"");
-    CU_ASSERT_EQUAL_FATAL(g.rc, 0);
-    assert_stage1_is_two_decoders(&g);
     mem_stage st;
-    mem_stage_bytes(&g.cm, &g.pl, 1, &st);
+    build_stage1(&g, 1, 2, "\"recompute_granularity\": \"none\"", &st);
+    assert_stage1_is_two_decoders(&g);
     double P = 2 * decoder_params(1), sbh = SEQ * 1 * H;
     ASSERT_REL(st.weight_bytes, 2 * P, 1e-12);
     ASSERT_REL(st.grad_bytes, 4 * P, 1e-12);
@@ -137,13 +143,12 @@ static void test_stage_breakdown_is_closed_form(void)
 static void test_distributed_optimizer_and_sp(void)
 {
     gpt_case g;
-    gpt_build(&g, 2, 4, "1f1b",
-              "\"use_distributed_optimizer\": true, \"sequence_parallel\": true, "
-              "\"recompute_granularity\": \"none\"");
-    CU_ASSERT_EQUAL_FATAL(g.rc, 0);
-    assert_stage1_is_two_decoders(&g);
     mem_stage st;
-    mem_stage_bytes(&g.cm, &g.pl, 1, &st);
+    build_stage1(&g, 2, 4,
+                 "\"use_distributed_optimizer\": true, \"sequence_parallel\": true, "
+                 "\"recompute_granularity\": \"none\"",
+                 &st);
+    assert_stage1_is_two_decoders(&g);
     double P = 2 * decoder_params(2), sbh = SEQ * H;
     ASSERT_REL(st.weight_bytes, 2 * P, 1e-12);
     ASSERT_REL(st.grad_bytes, 4 * P, 1e-12);
@@ -170,10 +175,8 @@ static void test_zero_levels_shard_grads_then_weights(void)
         snprintf(extra, sizeof extra, "\"data_parallel_sharding_strategy\": \"%s\"",
                  levels[i].strategy);
         gpt_case g;
-        gpt_build(&g, 1, 4, "1f1b", extra);
-        CU_ASSERT_EQUAL_FATAL(g.rc, 0);
         mem_stage st;
-        mem_stage_bytes(&g.cm, &g.pl, 1, &st);
+        build_stage1(&g, 1, 4, extra, &st);
         ASSERT_REL(st.weight_bytes, levels[i].w * P, 1e-12);
         ASSERT_REL(st.grad_bytes, levels[i].g * P, 1e-12);
         ASSERT_REL(st.optimizer_bytes, levels[i].o * P, 1e-12);
@@ -187,10 +190,8 @@ static void test_zero_levels_shard_grads_then_weights(void)
 static void test_flash_attention_activations(void)
 {
     gpt_case g;
-    gpt_build(&g, 1, 2, "1f1b", "\"use_flash_attn\": true, \"recompute_granularity\": \"none\"");
-    CU_ASSERT_EQUAL_FATAL(g.rc, 0);
     mem_stage st;
-    mem_stage_bytes(&g.cm, &g.pl, 1, &st);
+    build_stage1(&g, 1, 2, "\"use_flash_attn\": true, \"recompute_granularity\": \"none\"", &st);
     double sbh = SEQ * H;
     ASSERT_REL(st.activation_bytes, 3 * 2 * (34 * sbh + 8 * HEADS * SEQ), 1e-12);
     CU_ASSERT_EQUAL(st.transient_bytes, 0);
@@ -202,10 +203,8 @@ static void test_flash_attention_activations(void)
 static void test_full_recompute_transient(void)
 {
     gpt_case g;
-    gpt_build(&g, 1, 2, "1f1b", "\"recompute_granularity\": \"full\"");
-    CU_ASSERT_EQUAL_FATAL(g.rc, 0);
     mem_stage st;
-    mem_stage_bytes(&g.cm, &g.pl, 1, &st);
+    build_stage1(&g, 1, 2, "\"recompute_granularity\": \"full\"", &st);
     double sbh = SEQ * H, layer = sbh * (34 + 5 * HEADS * SEQ / H);
     ASSERT_REL(st.activation_bytes, 3 * 2 * 2 * sbh, 1e-12);
     ASSERT_REL(st.transient_bytes, layer - 2 * sbh, 1e-12);

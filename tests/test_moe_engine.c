@@ -13,77 +13,38 @@
  * rows.  Every assignment is computed or dropped: 32·4096·12·2 = 3,145,728
  * in all.
  */
-#include <string.h>
-
-#include "engine.h"
-#include "moe_trace.h"
+#include "moe_testutil.h"
 #include "testutil.h"
 
-typedef struct moe_case {
-    const char *sets[4];
-    int num_sets;
-    bool hot_trace; /* the hand-made trace, else balanced (no trace) */
-} moe_case;
-
 typedef struct moe_outcome {
-    int rc;
-    char error[256];
-    bool replayed;
+    moe_run_head head;
     double iteration_s, alltoall_s, assignments, dropped, padding, padding_flops;
 } moe_outcome;
 
-static void run_case(void *ctx, int fd)
+static void collect(const engine_result *r, void *ctx)
 {
-    const moe_case *c = ctx;
-    moe_outcome out = {0};
-    np_error err;
-    sim_platform pf;
-    test_simgrid_init();
-    test_job j;
-    memset(&j, 0, sizeof j);
-    out.rc = platform_load(test_path("platforms/moe_32npu.xml"), &pf, &err);
-    if (!out.rc)
-        out.rc = test_job_build(&j, &pf.cluster, "workloads/moe_21b_32npu.json", c->sets,
-                                c->num_sets, "megatron", &err);
-    moe_trace t = {0};
-    engine_options o;
-    engine_init_options(&o);
-    if (!out.rc && c->hot_trace) {
-        moe_trace_alloc(&t, 32, 32, 12, 1, 2, 4096);
-        for (int l = 0; l < 12; l++)
-            for (int s = 0; s < 32; s++)
-                *moe_trace_at(&t, 0, l, s, 0) = *moe_trace_at(&t, 0, l, s, 1) = 2048;
-        o.moe_trace = &t;
-    }
-    engine_result r = {0};
-    if (!out.rc)
-        out.rc = engine_run(&pf, &j.w, &j.cm, &j.pl, &j.sc, &o, &r, &err);
-    if (out.rc)
-        np_error_format(&err, out.error, sizeof out.error);
-    out.replayed = r.moe_replayed;
-    out.iteration_s = r.iteration_s;
-    out.alltoall_s = r.moe_alltoall_s;
-    out.assignments = r.moe_assignments;
-    out.dropped = r.moe_dropped_tokens;
-    out.padding = r.moe_padding_tokens;
-    out.padding_flops = r.moe_padding_flops;
-    test_write_all(fd, &out, sizeof out);
+    moe_outcome *out = ctx;
+    out->iteration_s = r->iteration_s;
+    out->alltoall_s = r->moe_alltoall_s;
+    out->assignments = r->moe_assignments;
+    out->dropped = r->moe_dropped_tokens;
+    out->padding = r->moe_padding_tokens;
+    out->padding_flops = r->moe_padding_flops;
 }
 
-static moe_outcome simulate(const moe_case *c)
+static moe_outcome simulate(const moe_run_case *c)
 {
+    moe_run_case run = *c;
+    run.collect = collect;
+    run.out_size = sizeof(moe_outcome);
     moe_outcome out;
-    CU_ASSERT_EQUAL_FATAL(test_in_child(run_case, (void *)c, &out, sizeof out), 0);
-    if (out.rc)
-        fprintf(stderr, "\n  %s\n", out.error);
-    CU_ASSERT_EQUAL_FATAL(out.rc, 0);
-    CU_ASSERT(out.replayed);
+    moe_test_simulate(&run, &out);
     return out;
 }
 
 static void test_hot_trace_drops_and_pads_as_computed_by_hand(void)
 {
-    moe_case drop = {
+    moe_run_case drop = {
         .sets = {"training.global_batch_size=64", "model.moe_expert_capacity_factor=1"},
         .num_sets = 2,
         .hot_trace = true};
@@ -91,7 +52,7 @@ static void test_hot_trace_drops_and_pads_as_computed_by_hand(void)
     CU_ASSERT_DOUBLE_EQUAL(d.assignments, 3145728.0, 0.5);
     CU_ASSERT_DOUBLE_EQUAL(d.dropped, 2949120.0, 0.5);
     CU_ASSERT_DOUBLE_EQUAL(d.padding, 0.0, 0.0);
-    moe_case pad = drop;
+    moe_run_case pad = drop;
     pad.sets[2] = "model.moe_pad_expert_input_to_capacity=true";
     pad.num_sets = 3;
     moe_outcome p = simulate(&pad);
@@ -107,11 +68,11 @@ static void test_hot_trace_drops_and_pads_as_computed_by_hand(void)
  * is computed. */
 static void test_dropless_hot_trace_is_slower_than_balanced(void)
 {
-    moe_case balanced = {.sets = {"training.global_batch_size=64"}, .num_sets = 1};
+    moe_run_case balanced = {.sets = {"training.global_batch_size=64"}, .num_sets = 1};
     moe_outcome b = simulate(&balanced);
     CU_ASSERT_DOUBLE_EQUAL(b.assignments, 3145728.0, 0.5);
     CU_ASSERT_DOUBLE_EQUAL(b.dropped, 0.0, 0.0);
-    moe_case hot = balanced;
+    moe_run_case hot = balanced;
     hot.hot_trace = true;
     moe_outcome h = simulate(&hot);
     CU_ASSERT_DOUBLE_EQUAL(h.dropped, 0.0, 0.0);

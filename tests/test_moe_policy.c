@@ -28,6 +28,7 @@
 #include <string.h>
 
 #include "moe_policy.h"
+#include "moe_testutil.h"
 #include "testutil.h"
 
 static void hand_trace(moe_trace *t)
@@ -201,8 +202,7 @@ static void test_quantised_capacities_are_from_the_allowed_set(void)
                            .drift = 0.2,
                            .seed = 3};
     moe_trace t;
-    char why[128];
-    CU_ASSERT_EQUAL_FATAL(moe_trace_generate(&tp, &t, why, sizeof why), 0);
+    moe_test_generate(&tp, &t);
     moe_layer_plan p;
     CU_ASSERT_EQUAL_FATAL(moe_layer_plan_init(&p, 16, 8), 0);
     moe_policy_env env;
@@ -271,8 +271,7 @@ static void test_every_assignment_computed_or_dropped(void)
                            .drift = 0.3,
                            .seed = 9};
     moe_trace t;
-    char why[128];
-    CU_ASSERT_EQUAL_FATAL(moe_trace_generate(&tp, &t, why, sizeof why), 0);
+    moe_test_generate(&tp, &t);
     moe_layer_plan p;
     CU_ASSERT_EQUAL_FATAL(moe_layer_plan_init(&p, 32, 8), 0);
     for (int k = 0; k < MOE_POLICY_COUNT; k++)

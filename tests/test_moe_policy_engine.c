@@ -2,7 +2,7 @@
  * test_moe_policy_engine.c -- the MoE policies applied by the engine on the
  * 21B MoE of platforms/moe_32npu.xml (EP 32 = DP 32, one expert per NPU,
  * 12 MoE layers, global batch 64: two micro-batches per replica), with the
- * hand-made trace of test_moe_engine.c (every source sends its 2048 tokens
+ * hand-made trace of moe_testutil.h (every source sends its 2048 tokens
  * to experts 0 and 1).
  *
  * One expert copy holds its weights in bf16 and its gradients in fp32:
@@ -12,14 +12,45 @@
  * layer, 24 per rank.  The engine's peak must then be the peak without
  * copies plus the fullest rank's copies, within the device memory.
  */
-#include <string.h>
-
-#include "engine.h"
 #include "moe_policy.h"
-#include "moe_trace.h"
+#include "moe_testutil.h"
 #include "testutil.h"
 
 #define COPY_BYTES (2.0 * 2560 * 10240 * 6)
+
+typedef struct policy_outcome {
+    moe_run_head head;
+    double iteration_s, peak_bytes, assignments, dropped, padding, copies, copy_bytes, copy_s;
+    int events, layers, experts, events_ordered, layer_order_ok;
+    double load0, load1, load5;
+} policy_outcome;
+
+static void collect(const engine_result *r, void *ctx)
+{
+    policy_outcome *out = ctx;
+    out->iteration_s = r->iteration_s;
+    out->peak_bytes = r->peak_bytes;
+    out->assignments = r->moe_assignments;
+    out->dropped = r->moe_dropped_tokens;
+    out->padding = r->moe_padding_tokens;
+    out->copies = r->moe_copies;
+    out->copy_bytes = r->moe_copy_bytes;
+    out->copy_s = r->moe_copy_s;
+    out->events = r->moe_load_num_events;
+    out->layers = r->moe_load_layers;
+    out->experts = r->moe_load_experts;
+    if (r->moe_load_rows) {
+        out->load0 = r->moe_load_rows[0];
+        out->load1 = r->moe_load_rows[11 * 32 + 1];
+        out->load5 = r->moe_load_rows[5 * 32 + 5];
+    }
+    out->events_ordered = out->layer_order_ok = 1;
+    for (int i = 1; i < r->moe_load_num_events; i++) {
+        const engine_moe_event *a = &r->moe_load_events[i - 1], *b = &r->moe_load_events[i];
+        out->events_ordered &= b->t_s >= a->t_s;
+        out->layer_order_ok &= b->layer == (a->layer + 1) % 12;
+    }
+}
 
 typedef struct policy_case {
     int policy;
@@ -27,83 +58,19 @@ typedef struct policy_case {
     bool record;      /* record_spans: the per-expert load timeline */
 } policy_case;
 
-typedef struct policy_outcome {
-    int rc;
-    char error[256];
-    bool replayed;
-    double iteration_s, peak_bytes, assignments, dropped, padding, copies, copy_bytes, copy_s;
-    int events, layers, experts, events_ordered, layer_order_ok;
-    double load0, load1, load5;
-} policy_outcome;
-
-static void run_case(void *ctx, int fd)
-{
-    const policy_case *c = ctx;
-    policy_outcome out = {0};
-    np_error err;
-    sim_platform pf;
-    test_simgrid_init();
-    test_job j;
-    memset(&j, 0, sizeof j);
-    const char *sets[] = {"training.global_batch_size=64"};
-    out.rc = platform_load(test_path("platforms/moe_32npu.xml"), &pf, &err);
-    if (!out.rc && c->hbm_bytes > 0)
-        pf.cluster.hbm_bytes = c->hbm_bytes;
-    if (!out.rc)
-        out.rc = test_job_build(&j, &pf.cluster, "workloads/moe_21b_32npu.json", sets, 1,
-                                "megatron", &err);
-    moe_trace t = {0};
-    engine_options o;
-    engine_init_options(&o);
-    if (!out.rc) {
-        moe_trace_alloc(&t, 32, 32, 12, 1, 2, 4096);
-        for (int l = 0; l < 12; l++)
-            for (int s = 0; s < 32; s++)
-                *moe_trace_at(&t, 0, l, s, 0) = *moe_trace_at(&t, 0, l, s, 1) = 2048;
-        o.moe_trace = &t;
-        o.moe_policy = c->policy;
-        o.record_spans = c->record;
-    }
-    engine_result r = {0};
-    if (!out.rc)
-        out.rc = engine_run(&pf, &j.w, &j.cm, &j.pl, &j.sc, &o, &r, &err);
-    if (out.rc)
-        np_error_format(&err, out.error, sizeof out.error);
-    out.replayed = r.moe_replayed;
-    out.iteration_s = r.iteration_s;
-    out.peak_bytes = r.peak_bytes;
-    out.assignments = r.moe_assignments;
-    out.dropped = r.moe_dropped_tokens;
-    out.padding = r.moe_padding_tokens;
-    out.copies = r.moe_copies;
-    out.copy_bytes = r.moe_copy_bytes;
-    out.copy_s = r.moe_copy_s;
-    out.events = r.moe_load_num_events;
-    out.layers = r.moe_load_layers;
-    out.experts = r.moe_load_experts;
-    if (r.moe_load_rows) {
-        out.load0 = r.moe_load_rows[0];
-        out.load1 = r.moe_load_rows[11 * 32 + 1];
-        out.load5 = r.moe_load_rows[5 * 32 + 5];
-    }
-    out.events_ordered = out.layer_order_ok = 1;
-    for (int i = 1; i < r.moe_load_num_events; i++) {
-        const engine_moe_event *a = &r.moe_load_events[i - 1], *b = &r.moe_load_events[i];
-        out.events_ordered &= b->t_s >= a->t_s;
-        out.layer_order_ok &= b->layer == (a->layer + 1) % 12;
-    }
-    engine_result_free(&r);
-    test_write_all(fd, &out, sizeof out);
-}
-
+/* The hand-made trace at global batch 64 under c's policy. */
 static policy_outcome simulate(const policy_case *c)
 {
+    moe_run_case run = {.sets = {"training.global_batch_size=64"},
+                        .num_sets = 1,
+                        .hot_trace = true,
+                        .policy = c->policy,
+                        .record = c->record,
+                        .hbm_bytes = c->hbm_bytes,
+                        .collect = collect,
+                        .out_size = sizeof(policy_outcome)};
     policy_outcome out;
-    CU_ASSERT_EQUAL_FATAL(test_in_child(run_case, (void *)c, &out, sizeof out), 0);
-    if (out.rc)
-        fprintf(stderr, "\n  %s\n", out.error);
-    CU_ASSERT_EQUAL_FATAL(out.rc, 0);
-    CU_ASSERT(out.replayed);
+    moe_test_simulate(&run, &out);
     return out;
 }
 

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "moe.h"
+#include "moe_testutil.h"
 #include "moe_trace.h"
 #include "testutil.h"
 
@@ -96,9 +97,9 @@ static void test_writer_round_trip(void)
                           .drift = 0.5,
                           .seed = 3};
     moe_trace t, back;
-    char why[256], path[64];
+    char path[64];
     np_error err;
-    CU_ASSERT_EQUAL_FATAL(moe_trace_generate(&p, &t, why, sizeof why), 0);
+    moe_test_generate(&p, &t);
     temp_file(path, "");
     CU_ASSERT_EQUAL_FATAL(moe_trace_write(path, &t, &err), 0);
     CU_ASSERT_EQUAL_FATAL(moe_trace_read(path, &back, &err), 0);
@@ -143,8 +144,7 @@ static void test_generator_top2_share_matches(void)
                               .drift = 0.2,
                               .seed = 11};
         moe_trace t;
-        char why[256];
-        CU_ASSERT_EQUAL_FATAL(moe_trace_generate(&p, &t, why, sizeof why), 0);
+        moe_test_generate(&p, &t);
         check_rows(&t);
         for (int s = 0; s < 3; s++)
             for (int l = 0; l < 4; l++) {
@@ -169,8 +169,7 @@ static void test_generator_zipf_hottest_share(void)
                           .zipf_s = 1.0,
                           .seed = 5};
     moe_trace t;
-    char why[256];
-    CU_ASSERT_EQUAL_FATAL(moe_trace_generate(&p, &t, why, sizeof why), 0);
+    moe_test_generate(&p, &t);
     double h8 = 1 + 1 / 2.0 + 1 / 3.0 + 1 / 4.0 + 1 / 5.0 + 1 / 6.0 + 1 / 7.0 + 1 / 8.0;
     moe_trace_stats st;
     moe_trace_stats_of(&t, 1, 1, &st);
@@ -179,7 +178,7 @@ static void test_generator_zipf_hottest_share(void)
     moe_trace_free(&t);
     /* s = 0: uniform, the most loaded expert within 3% of the mean */
     p.zipf_s = 0.0;
-    CU_ASSERT_EQUAL_FATAL(moe_trace_generate(&p, &t, why, sizeof why), 0);
+    moe_test_generate(&p, &t);
     moe_trace_stats_of(&t, 0, 0, &st);
     CU_ASSERT(st.max_over_mean < 1.03);
     moe_trace_free(&t);
@@ -211,14 +210,13 @@ static void test_generator_drift_moves_hot_experts(void)
                           .top2_share = 0.6,
                           .seed = 9};
     moe_trace t;
-    char why[256];
-    CU_ASSERT_EQUAL_FATAL(moe_trace_generate(&p, &t, why, sizeof why), 0);
+    moe_test_generate(&p, &t);
     for (int l = 0; l < 3; l++)
         for (int s = 1; s < 20; s++)
             CU_ASSERT_EQUAL(hottest(&t, s, l), hottest(&t, 0, l));
     moe_trace_free(&t);
     p.drift = 1.0;
-    CU_ASSERT_EQUAL_FATAL(moe_trace_generate(&p, &t, why, sizeof why), 0);
+    moe_test_generate(&p, &t);
     int moved = 0;
     for (int l = 0; l < 3; l++)
         for (int s = 1; s < 20; s++)
@@ -239,11 +237,10 @@ static void test_generator_is_seeded(void)
                           .drift = 0.3,
                           .seed = 42};
     moe_trace a, b, c;
-    char why[256];
-    CU_ASSERT_EQUAL_FATAL(moe_trace_generate(&p, &a, why, sizeof why), 0);
-    CU_ASSERT_EQUAL_FATAL(moe_trace_generate(&p, &b, why, sizeof why), 0);
+    moe_test_generate(&p, &a);
+    moe_test_generate(&p, &b);
     p.seed = 43;
-    CU_ASSERT_EQUAL_FATAL(moe_trace_generate(&p, &c, why, sizeof why), 0);
+    moe_test_generate(&p, &c);
     size_t bytes = 8 * 4 * 2 * 2 * sizeof *a.counts;
     CU_ASSERT_EQUAL(memcmp(a.counts, b.counts, bytes), 0);
     CU_ASSERT_NOT_EQUAL(memcmp(a.counts, c.counts, bytes), 0);
@@ -287,8 +284,7 @@ static void test_trace_checked_against_workload(void)
                           .tokens = 4096,
                           .seed = 1};
     moe_trace t;
-    char why[256];
-    CU_ASSERT_EQUAL_FATAL(moe_trace_generate(&p, &t, why, sizeof why), 0);
+    moe_test_generate(&p, &t);
     CU_ASSERT_EQUAL(moe_trace_check_workload(&t, &w, "t.txt", &err), 0);
     t.experts = 16;
     CU_ASSERT_EQUAL(moe_trace_check_workload(&t, &w, "t.txt", &err), NP_EXIT_INPUT);
@@ -364,8 +360,7 @@ static void test_every_token_is_computed_or_dropped(void)
                           .drift = 0.3,
                           .seed = 21};
     moe_trace t;
-    char why[256];
-    CU_ASSERT_EQUAL_FATAL(moe_trace_generate(&p, &t, why, sizeof why), 0);
+    moe_test_generate(&p, &t);
     moe_route r;
     CU_ASSERT_EQUAL_FATAL(moe_route_init(&r, 8), 0);
     double caps[] = {0, 16, 64, 100, 512};
