@@ -189,10 +189,12 @@ def clos3_platform(preset, num_npus, per_node=None, leaf_hosts=32, leaves_per_po
         pod_texts.append((pid, pid + "-r", _group(pid, leaves, [leaf_up] * leaves_per_pod, lat)))
     body = (_group("fabric", pod_texts, [pod_up] * pods, lat) if pods > 1
             else pod_texts[0][2])
+    head = ["%d NPUs = %d servers x %d." % (num_npus, num_npus // per_node, per_node),
+            "Host speed: %s." % p["speed_src"]]
+    tail = ["Link latency: %s." % p["link_lat_src"],
+            "Ranks of one server are consecutive (server = rank / npus_per_node)."]
     if pods == 1:  # one pod: a 2-tier leaf-spine Clos
-        lines = [
-            "%d NPUs = %d servers x %d." % (num_npus, num_npus // per_node, per_node),
-            "Host speed: %s." % p["speed_src"],
+        fabric = [
             "Scale-out: %s, one NIC link per NPU into a non-blocking 2-tier leaf-spine Clos:"
             % p["nic_src"],
             "%d hosts per leaf switch, %d leaves; each leaf's up-links to the spines are one"
@@ -204,29 +206,22 @@ def clos3_platform(preset, num_npus, per_node=None, leaf_hosts=32, leaves_per_po
             "leaf joined by a Full zone; the same times as SimGrid's 2-level FAT_TREE on the",
             "shipped runs (docs/platform-format.md) and about 20% less simulation time, as",
             "routes are table look-ups.",
-            "Link latency: %s." % p["link_lat_src"],
-            "Ranks of one server are consecutive (server = rank / npus_per_node).",
         ]
-        return _wrap(p, p["title"], lines, body,
-                     _scaleup_cluster(p, num_npus, per_node) if scaleup else "")
-    lines = [
-        "%d NPUs = %d servers x %d." % (num_npus, num_npus // per_node, per_node),
-        "Host speed: %s." % p["speed_src"],
-        "Scale-out: %s, one NIC link per NPU into a 3-tier Clos: %d hosts per leaf switch,"
-        % (p["nic_src"], leaf_hosts),
-        "%d leaves per pod, %d pods; oversubscription leaf %s (up-link %s B/s per leaf),"
-        % (leaves_per_pod, pods, _oversub_text(oversub[0]), gp.fmt(leaf_up)),
-        "pod spine %s (up-link %s B/s per pod).  Routes: same leaf 2 links, same pod 4,"
-        % (_oversub_text(oversub[1]), gp.fmt(pod_up)),
-        "across pods 6.  Built as zones (platforms/fabrics.py): a crossbar cluster per leaf,",
-        "a Full zone per pod, a Full zone over the pods (SimGrid's 3-level FAT_TREE takes",
-        "8-15 s to load at 16K hosts).  3-tier Clos: Al-Fares, Loukissas & Vahdat,",
-        "SIGCOMM 2008; oversubscribed tiers as in Meta's RoCE AI clusters (Gangidi et al.,",
-        "SIGCOMM 2024: 1:7 between the cluster and aggregation tiers).",
-        "Link latency: %s." % p["link_lat_src"],
-        "Ranks of one server are consecutive (server = rank / npus_per_node).",
-    ]
-    return _wrap(p, p["title"], lines, body,
+    else:
+        fabric = [
+            "Scale-out: %s, one NIC link per NPU into a 3-tier Clos: %d hosts per leaf switch,"
+            % (p["nic_src"], leaf_hosts),
+            "%d leaves per pod, %d pods; oversubscription leaf %s (up-link %s B/s per leaf),"
+            % (leaves_per_pod, pods, _oversub_text(oversub[0]), gp.fmt(leaf_up)),
+            "pod spine %s (up-link %s B/s per pod).  Routes: same leaf 2 links, same pod 4,"
+            % (_oversub_text(oversub[1]), gp.fmt(pod_up)),
+            "across pods 6.  Built as zones (platforms/fabrics.py): a crossbar cluster per leaf,",
+            "a Full zone per pod, a Full zone over the pods (SimGrid's 3-level FAT_TREE takes",
+            "8-15 s to load at 16K hosts).  3-tier Clos: Al-Fares, Loukissas & Vahdat,",
+            "SIGCOMM 2008; oversubscribed tiers as in Meta's RoCE AI clusters (Gangidi et al.,",
+            "SIGCOMM 2024: 1:7 between the cluster and aggregation tiers).",
+        ]
+    return _wrap(p, p["title"], head + fabric + tail, body,
                  _scaleup_cluster(p, num_npus, per_node) if scaleup else "")
 
 
