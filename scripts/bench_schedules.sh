@@ -15,26 +15,14 @@ REPEATS=${2:-5}
 cd "$(dirname "$0")/.."
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
+. scripts/bench_common.sh
 
 bench() { # name target_s args...
     name=$1 target=$2
     shift 2
-    : >"$TMP/walls"
-    rss=0
-    i=0
-    while [ $i -lt "$REPEATS" ]; do
-        /usr/bin/time -f '%e %M' -o "$TMP/time" "$SIMRUN" --quiet --csv "$TMP/run.csv" "$@" 2>"$TMP/err" ||
-            { echo "$name: simrun failed: $(cat "$TMP/err")"; return 1; }
-        read -r wall kib <"$TMP/time"
-        echo "$wall" >>"$TMP/walls"
-        [ "$kib" -gt "$rss" ] && rss=$kib
-        i=$((i + 1))
-    done
-    stats=$(sort -n "$TMP/walls" | awk '{v[NR]=$1} END {m=(NR%2)?v[(NR+1)/2]:(v[NR/2]+v[NR/2+1])/2; printf "%6.2f %6.2f %6.2f", m, v[1], v[NR]}')
-    set -- $stats
-    row=$(tail -1 "$TMP/run.csv")
+    timed_runs "$name" "$@" || return 1
     printf '%-34s %7s s  [%5s-%5s] (target %2s s)  RSS %6.0f MiB  %8s act  iteration %s s\n' \
-        "$name" "$1" "$2" "$3" "$target" "$(awk "BEGIN{print $rss/1024}")" \
+        "$name" "$median" "$lo" "$hi" "$target" "$(awk "BEGIN{print $rss/1024}")" \
         "$(echo "$row" | awk -F, '{print $27}')" "$(echo "$row" | awk -F, '{print $14}')"
 }
 

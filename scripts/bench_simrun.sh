@@ -11,27 +11,16 @@ REPEATS=${2:-5}
 cd "$(dirname "$0")/.."
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
+. scripts/bench_common.sh
 
 bench() { # name target_s target_mib args...
     name=$1 target_s=$2 target_mib=$3
     shift 3
-    : >"$TMP/walls"
-    rss=""
-    i=0
-    while [ $i -lt "$REPEATS" ]; do
-        /usr/bin/time -f '%e %M' -o "$TMP/time" "$SIMRUN" --quiet --csv "$TMP/run.csv" "$@" 2>"$TMP/err" ||
-            { echo "$name: simrun failed: $(cat "$TMP/err")"; return 1; }
-        read -r wall kib <"$TMP/time"
-        echo "$wall" >>"$TMP/walls"
-        rss=$kib
-        i=$((i + 1))
-    done
-    stats=$(sort -n "$TMP/walls" | awk '{v[NR]=$1} END {m=(NR%2)?v[(NR+1)/2]:(v[NR/2]+v[NR/2+1])/2; printf "%.2f %.2f %.2f", m, v[1], v[NR]}')
-    set -- $stats
-    acts=$(tail -1 "$TMP/run.csv" | awk -F, '{print $27}')
-    iter=$(tail -1 "$TMP/run.csv" | awk -F, '{print $14}')
+    timed_runs "$name" "$@" || return 1
+    acts=$(echo "$row" | awk -F, '{print $27}')
+    iter=$(echo "$row" | awk -F, '{print $14}')
     printf '%-44s wall %6s s [%s-%s] (target %5s s)   peak RSS %7.1f MiB (target %5s MiB)   %9s activities   iteration %s s\n' \
-        "$name" "$1" "$2" "$3" "$target_s" "$(awk "BEGIN{print $rss/1024}")" "$target_mib" "$acts" "$iter"
+        "$name" "$median" "$lo" "$hi" "$target_s" "$(awk "BEGIN{print $rss/1024}")" "$target_mib" "$acts" "$iter"
 }
 
 echo "simrun benchmark on $(nproc) cores, median of $REPEATS [min-max], $(date -u '+%Y-%m-%d %H:%M UTC')"
