@@ -151,6 +151,12 @@ def _wrap(p, title, lines, body, scaleup_text=""):
             + _indent(body, 4) + "  </zone>\n</platform>\n")
 
 
+def _head(p, num_npus, per_node):
+    """The first lines of every fabric's header comment."""
+    return ["%d NPUs = %d servers x %d." % (num_npus, num_npus // per_node, per_node),
+            "Host speed: %s." % p["speed_src"]]
+
+
 def _oversub_text(o):
     return "%g:1" % o
 
@@ -189,8 +195,7 @@ def clos3_platform(preset, num_npus, per_node=None, leaf_hosts=32, leaves_per_po
         pod_texts.append((pid, pid + "-r", _group(pid, leaves, [leaf_up] * leaves_per_pod, lat)))
     body = (_group("fabric", pod_texts, [pod_up] * pods, lat) if pods > 1
             else pod_texts[0][2])
-    head = ["%d NPUs = %d servers x %d." % (num_npus, num_npus // per_node, per_node),
-            "Host speed: %s." % p["speed_src"]]
+    head = _head(p, num_npus, per_node)
     tail = ["Link latency: %s." % p["link_lat_src"],
             "Ranks of one server are consecutive (server = rank / npus_per_node)."]
     if pods == 1:  # one pod: a 2-tier leaf-spine Clos
@@ -295,9 +300,7 @@ def torus_platform(preset, num_npus, dims, per_node=None, scaleup=False):
     props = _props(p, per_node, scaleup)
     body = gp.cluster_xml(num_npus, p["speed_flops"], p["nic_Bps"], p["link_latency_s"],
                           '\n           topology="TORUS" topo_parameters="%s"' % dims, props)
-    lines = [
-        "%d NPUs = %d servers x %d." % (num_npus, num_npus // per_node, per_node),
-        "Host speed: %s." % p["speed_src"],
+    lines = _head(p, num_npus, per_node) + [
         "Scale-out: a %s torus (SimGrid TORUS cluster), every link %s B/s (%s)."
         % (dims.replace(",", "x"), gp.fmt(p["nic_Bps"]), p["nic_src"]),
         "Torus-connected accelerators: TPU v4, 3D torus (Jouppi et al., ISCA 2023).",
@@ -329,9 +332,7 @@ def dragonfly_platform(preset, num_npus, params, per_node=None, scaleup=False):
     props = _props(p, per_node, scaleup)
     body = gp.cluster_xml(num_npus, p["speed_flops"], p["nic_Bps"], p["link_latency_s"],
                           '\n           topology="DRAGONFLY" topo_parameters="%s"' % params, props)
-    lines = [
-        "%d NPUs = %d servers x %d." % (num_npus, num_npus // per_node, per_node),
-        "Host speed: %s." % p["speed_src"],
+    lines = _head(p, num_npus, per_node) + [
         'Scale-out: dragonfly "%s" (SimGrid DRAGONFLY cluster: groups,links between'
         % params,
         "groups; chassis per group,links; routers per chassis,links; hosts per router),",

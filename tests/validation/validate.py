@@ -569,6 +569,18 @@ def fmt_err(r):
     return "%+.1f%%" % (100 * r["error"])
 
 
+def bound_and_verdict(r, dash, assumed):
+    """A row's bound ("5%", or dash when it has none) and its verdict with the
+    ", restates" and assumed marks of the table."""
+    b = dash if r.get("bound") is None or r["kind"] == "derived" else "%d%%" % round(100 * r["bound"])
+    v = r["verdict"]
+    if not r["counted"] and v != "not simulated":
+        v += ", restates"
+    if r["assumptions"] and r.get("simulated") is not None:
+        v += ", " + assumed
+    return b, v
+
+
 def print_table(rows, out=sys.stdout):
     """One line per figure; an entry's reason (or assumptions) once, under
     its last figure that needs it."""
@@ -577,12 +589,7 @@ def print_table(rows, out=sys.stdout):
     out.write("%-*s  %-*s %12s %12s %9s %6s  %s\n" % (w_id, "id", w_fig, "figure", "published", "simulated",
                                                       "error", "bound", "verdict -- source"))
     for i, r in enumerate(rows):
-        b = "-" if r.get("bound") is None or r["kind"] == "derived" else "%d%%" % round(100 * r["bound"])
-        v = r["verdict"]
-        if not r["counted"] and v != "not simulated":
-            v += ", restates"
-        if r["assumptions"] and r.get("simulated") is not None:
-            v += ", assumed"
+        b, v = bound_and_verdict(r, "-", "assumed")
         out.write("%-*s  %-*s %12s %12s %9s %6s  %s -- %s\n" % (
             w_id, r["id"], w_fig, r["figure"], fmt_val(r["published"]), fmt_val(r.get("simulated")),
             fmt_err(r), b, v, r["source"]))
@@ -762,12 +769,7 @@ def write_docs(path, rows, summary, cases, published, fold, wall, mem_rc, slowes
     w("| id | source | figure | published | simulated | error | bound | verdict |")
     w("|---|---|---|---|---|---|---|---|")
     for r in rows:
-        b = "—" if r.get("bound") is None or r["kind"] == "derived" else "%d%%" % round(100 * r["bound"])
-        v = r["verdict"]
-        if not r["counted"] and v != "not simulated":
-            v += ", restates"
-        if r["assumptions"] and r.get("simulated") is not None:
-            v += ", *assumed*"
+        b, v = bound_and_verdict(r, "—", "*assumed*")
         w("| `%s` | %s | %s | %s | %s | %s | %s | %s |" % (
             r["id"], md_escape(r["source"]), md_escape(r["figure"]), fmt_val(r["published"]),
             fmt_val(r.get("simulated")), fmt_err(r).replace("%", "%"), b, v))
