@@ -137,6 +137,8 @@ void cm_shape_init(shape *x, const wl_workload *w, const cl_cluster *c, int b)
     x->a = md->num_attention_heads;
     x->g = md->num_query_groups > 0 ? md->num_query_groups : md->num_attention_heads;
     x->d = x->a > 0 ? x->h / x->a : 0;
+    x->dqk = x->dv = x->d;
+    cm_mla_shape(x, md);                /* multi-latent attention: costmodel_mla.c */
     x->f = (double)md->ffn_hidden_size; /* MoE layers: costmodel_moe.c */
     x->V = padded_vocab(md->vocab_size, x->t);
     x->n = x->b * x->s;

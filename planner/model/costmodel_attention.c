@@ -41,6 +41,11 @@
  * FlashAttention-2 folds them into one logsumexp, so this counts 4 bytes per
  * row more than the kernel keeps (under 0.1% of a layer's activations).
  *
+ * Multi-latent attention (costmodel_mla.c) has query and key heads of d_qk
+ * and value heads of d_v instead of d: QKᵀ multiplies s×d_qk by d_qk×s, AV
+ * s×s by s×d_v, FlashAttention's FLOPs are 2bs²(a/t)(d_qk + d_v) and its
+ * Q, K, V and O tensors are n·(a/t) times d_qk, d_qk, d_v and d_v elements.
+ *
  * Selective recompute with FlashAttention buys nothing: Megatron-LM only
  * checkpoints the core attention on its unfused path (legacy
  * ParallelAttention.forward: checkpoint_core_attention applies when
@@ -59,10 +64,10 @@ static void unfused_core(const shape *x, cm_attention *o)
 {
     double heads = x->a / x->t, E = x->b * heads * x->s * x->s;
     double dropout_bytes = E * (2.0 * x->D + 1.0);
-    o->scores_s = cm_gemm_s(x, x->s, x->d, x->s, x->b * heads);
+    o->scores_s = cm_gemm_s(x, x->s, x->dqk, x->s, x->b * heads);
     o->softmax_s = cm_memop_s(x, 2.0 * E * x->D);
     o->dropout_s = x->attention_dropout ? cm_memop_s(x, dropout_bytes) : 0.0;
-    o->av_s = cm_gemm_s(x, x->s, x->s, x->d, x->b * heads);
+    o->av_s = cm_gemm_s(x, x->s, x->s, x->dv, x->b * heads);
     o->grad_scores_s = 2.0 * o->scores_s;
     o->grad_av_s = 2.0 * o->av_s;
     o->grad_softmax_s = cm_memop_s(x, 3.0 * E * x->D);
@@ -76,10 +81,17 @@ static void flash_core(const shape *x, cm_attention *o)
 {
     double eff = cm_attention_efficiency(x->c);
     double core_flops = 4.0 * x->b * x->s * x->s * x->h / x->t;
-    double q = x->n * x->h / x->t * x->D, kv = 2.0 * x->n * x->g * x->d / x->t * x->D;
+    double q = x->n * x->h / x->t * x->D, kv = 2.0 * x->n * x->g * x->d / x->t * x->D, out = q;
+    if (x->mla) { /* query/key heads of d_qk, value heads of d_v (costmodel_mla.c) */
+        double heads = x->a / x->t;
+        core_flops = 2.0 * x->b * x->s * x->s * heads * (x->dqk + x->dv);
+        q = x->n * heads * x->dqk * x->D;
+        kv = x->n * heads * (x->dqk + x->dv) * x->D;
+        out = x->n * heads * x->dv * x->D;
+    }
     double stats = cm_flash_statistics_bytes(x);
-    double forward_bytes = q + kv + q + stats;                   /* Q, K, V in; O out */
-    double backward_bytes = (q + kv + 2.0 * q) + stats + q + kv; /* Q K V O dO in; dQ dK dV */
+    double forward_bytes = q + kv + out + stats;                   /* Q, K, V in; O out */
+    double backward_bytes = (q + kv + 2.0 * out) + stats + q + kv; /* Q K V O dO in; dQ dK dV */
     o->scores_s = cm_roofline_s(x->c, core_flops, forward_bytes, eff);
     o->grad_scores_s = cm_roofline_s(x->c, 2.5 * core_flops, backward_bytes, eff);
     o->output_s = o->scores_s;

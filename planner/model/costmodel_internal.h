@@ -62,6 +62,12 @@ typedef struct shape {
      * and of the sharded state is dp·c replicas; the sharding strategy. */
     int cp, shards;
     wl_dp_sharding sharding;
+    /* Attention head sizes: queries and keys dqk, values dv (both d for MHA
+     * and GQA); with multi-latent attention (mla) its ranks r_q, r_kv and the
+     * rotary head size d_r (costmodel_mla.c). */
+    double dqk, dv;
+    bool mla;
+    double rq, rkv, dr;
 } shape;
 
 /* The shape of workload w on cluster c at micro-batch size b (costmodel.c). */
@@ -97,6 +103,23 @@ typedef struct cm_attention {
 void cm_attention_core(const shape *x, cm_attention *out);
 /* FlashAttention's kept softmax statistics, b·(a/t)·s rows of 2 fp32 values. */
 double cm_flash_statistics_bytes(const shape *x);
+
+/* ---- multi-latent attention (costmodel_mla.c) ----------------------------- */
+
+/* Sets the MLA fields of x from the model (nothing without MLA). */
+void cm_mla_shape(shape *x, const wl_model *md);
+/* Forward time of the query, key and value projections on one rank. */
+double cm_mla_projections_s(const shape *x);
+/* Forward time of the output projection a/t·d_v → h. */
+double cm_mla_output_projection_s(const shape *x);
+/* Bytes the projections keep for the backward (the qkv unit). */
+double cm_mla_qkv_kept_bytes(const shape *x);
+/* The attention core's output, the output projection's input. */
+double cm_mla_core_output_bytes(const shape *x);
+/* Model FLOPs of the attention (projections and core) on one rank, forward. */
+double cm_mla_flops(const shape *x);
+/* Attention parameters held by one rank. */
+double cm_mla_params(const shape *x);
 
 /* ---- context parallelism and sharding (costmodel_parallel.c) ------------- */
 

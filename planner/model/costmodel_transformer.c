@@ -107,6 +107,10 @@
  * fabric, recv_gather_s, charged by the schedule to the receiver's forward or
  * backward), else n·h·D from every rank.
  *
+ * Multi-latent attention (model.multi_latent_attention): its projections,
+ * parameters, kept bytes and FLOPs replace the QKV and output projection's
+ * above (costmodel_mla.c); the core uses its head sizes.
+ *
  * MoE: in an MoE layer (model.moe_layer_freq) the dense MLP above is the
  * shared expert (none when moe_shared_expert_intermediate_size is 0), and
  * costmodel_moe.c adds the router, the dispatch and combine, the routed
@@ -171,12 +175,13 @@ static void decoder_forward_times(const shape *x, decoder_forward *o)
     double hidden_l = x->nl * x->h;
     cm_attention_core(x, &o->core);
     o->norm1 = cm_memop_s(x, 2.0 * hidden_l * x->D);
-    o->qkv = cm_gemm_s(x, x->n, x->h, (x->h + 2.0 * x->g * x->d) / x->t, 1.0);
+    o->qkv = x->mla ? cm_mla_projections_s(x)
+                    : cm_gemm_s(x, x->n, x->h, (x->h + 2.0 * x->g * x->d) / x->t, 1.0);
     o->scores = o->core.scores_s;
     o->softmax = o->core.softmax_s;
     o->attn_dropout = o->core.dropout_s;
     o->av = o->core.av_s;
-    o->proj = cm_gemm_s(x, x->n, x->h / x->t, x->h, 1.0);
+    o->proj = x->mla ? cm_mla_output_projection_s(x) : cm_gemm_s(x, x->n, x->h / x->t, x->h, 1.0);
     dropout_add_times(x, hidden_l, &o->proj_dropout, &o->residual1);
     o->norm2 = cm_memop_s(x, 2.0 * hidden_l * x->D);
     bool mlp = x->f > 0; /* an MoE layer without a shared expert has no dense MLP */
@@ -224,6 +229,8 @@ static double decoder_flops(const shape *x)
     double core = 2.0 * 2.0 * x->b * x->s * x->s * x->h;
     double proj = 2.0 * x->n * x->h * x->h;
     double mlp = 2.0 * x->n * x->h * x->f * (x->swiglu ? 3.0 : 2.0);
+    if (x->mla)
+        return cm_mla_flops(x) + mlp / x->t;
     return (qkv + core + proj + mlp) / x->t;
 }
 
@@ -233,7 +240,8 @@ static void decoder_params(const shape *x, double *dense, double *expert)
 {
     double attention = x->h * (x->h + 2.0 * x->g * x->d) + x->h * x->h;
     double mats = x->swiglu ? 3.0 : 2.0;
-    *dense = attention / x->t + 2.0 * x->norm_params + mats * x->h * x->f / x->t;
+    double per_rank = x->mla ? cm_mla_params(x) : attention / x->t;
+    *dense = per_rank + 2.0 * x->norm_params + mats * x->h * x->f / x->t;
     *expert = 0.0;
 }
 
@@ -241,10 +249,13 @@ static void decoder_units(cm_layer *ly, const shape *x, const decoder_forward *o
                           double allgather_s, double reduce_s)
 {
     double hidden_l = x->nl * x->h, mask = x->hidden_dropout ? hidden_l : 0.0;
+    double qkv =
+        x->mla ? cm_mla_qkv_kept_bytes(x) : x->n * (x->h + 2.0 * x->g * x->d) / x->t * x->D;
+    double context = x->mla ? cm_mla_core_output_bytes(x) : x->n * x->h / x->t * x->D;
     cm_add_unit(ly, "qkv_input", o->norm1, hidden_l * x->D);
-    cm_add_unit(ly, "qkv", o->qkv + allgather_s, x->n * (x->h + 2.0 * x->g * x->d) / x->t * x->D);
+    cm_add_unit(ly, "qkv", o->qkv + allgather_s, qkv);
     cm_add_unit(ly, "core_attention", attention_core_s(o), o->core.kept_bytes);
-    cm_add_unit(ly, "proj_input", o->core.output_s, x->n * x->h / x->t * x->D);
+    cm_add_unit(ly, "proj_input", o->core.output_s, context);
     cm_add_unit(ly, "attn_dropout_mask", o->proj_dropout, mask);
     cm_add_unit(ly, "ln2_input", o->proj + reduce_s + o->proj_dropout + o->residual1,
                 hidden_l * x->D);
@@ -405,6 +416,11 @@ int cm_check_transformer(const wl_workload *w, const shape *x, np_error *err)
         rc = check_divisible(w, "model.num_query_groups", (long)x->g, x->t, tp, err);
     if (!rc)
         rc = check_divisible(w, "model.ffn_hidden_size", md->ffn_hidden_size, x->t, tp, err);
+    if (!rc && x->mla && x->cp > 1)
+        rc = np_error_set(err, NP_EXIT_INPUT, w->path, "parallel.context_parallel_size", 0,
+                          "context parallelism with model.multi_latent_attention is not modelled "
+                          "(the K/V ring of costmodel_cp.c is MHA's): expected 1, got %d",
+                          x->cp);
     return rc;
 }
 
