@@ -719,8 +719,8 @@ def write_docs(path, rows, summary, cases, published, fold, wall, mem_rc, slowes
     w("```")
     w("")
     w("`tests/validation/validate.py` is glue: per published entry it writes a workload JSON and "
-      "picks a platform into a temporary folder (the shipped `platforms/dgx_a100_128.xml` and "
-      "`dgx_a100_1024.xml` where the GPU count matches, otherwise `platforms/gen_platform.py "
+      "picks a platform into a temporary folder (the shipped `platforms/dgx_a100_128.xml`, "
+      "`dgx_a100_1024.xml` and `h100_16k.xml` where the device and GPU count match, otherwise `platforms/gen_platform.py "
       "--preset a100|h100 --npus N`), runs `build/simrun --csv`, and turns the simulated "
       "iteration time into the published figure with the formula the source used.  What is "
       "simulated for each entry, every setting the source does not state, and the reason for "
@@ -846,7 +846,13 @@ def write_docs(path, rows, summary, cases, published, fold, wall, mem_rc, slowes
     w("Narayanan's TFLOP/s and BLOOM's count the recompute forward (Eq. 3, 4× the forward "
       "GEMMs) and are compared with the simulated time through that same formula; Korthikanti's "
       "MFU (Eq. 7) does not count it and HFU (Eq. 8) counts the selective recompute only; the "
-      "DGX Cloud MFU uses its README's formula and 989 TFLOP/s.  In every case the simulated "
+      "DGX Cloud MFU uses its README's formula and 989 TFLOP/s.  The Llama 3 rows (Table 4) use "
+      "PaLM's model FLOPs, the MFU definition the Llama 3 paper cites (Chowdhery et al. 2022, "
+      "Appendix B): 6N + 12 L H Q T per token, N every parameter (405.8e9 from Table 3's "
+      "dimensions), H Q the hidden size, T the sequence, the full T x T attention counted and no "
+      "recompute; its MFU divides by 989 TFLOP/s.  Published 430 / 400 / 380 TFLOP/s per GPU are "
+      "then iterations of 12.56 s (8,192 GPUs), 6.75 s (16,384) and 15.31 s (131,072-token "
+      "sequences).  In every case the simulated "
       "iteration time goes through the source's formula; the simulator's own MFU column is not "
       "used.")
     w("")
