@@ -42,6 +42,10 @@ typedef struct plan {
      * proven) and its status, e.g. "optimal, count form"; "" for others. */
     double solver_gap;
     char solver_status[32];
+    /* One sentence the planner wants the reader to see beside its row (e.g.
+     * that it chose its own cut points over the workload's fixed split);
+     * "" for none.  Not part of the plan's JSON form. */
+    char note[192];
 } plan;
 
 /* Allocates arrays for p stages, v chunks, L layers; everything else zero. */

@@ -148,8 +148,8 @@ int frontier_sweep(const wl_workload *w, const cl_cluster *c, frontier *out, np_
 {
     memset(out, 0, sizeof *out);
     out->capacity_bytes = c->hbm_bytes;
-    int refused = planner_refuse_fixed_split("ft (--frontier)", w, err);
-    if (refused || (refused = planner_refuse_context_parallel("ft (--frontier)", w, err)))
+    int refused = planner_refuse_context_parallel("ft (--frontier)", w, err);
+    if (refused)
         return refused;
     double t0 = now_s();
     bool started = false;

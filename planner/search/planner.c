@@ -10,23 +10,24 @@
 #include "memory.h"
 
 static const planner_desc planners[] = {
-    {"megatron", "uniform layers per stage, one recompute option for every layer",
-     planner_megatron},
+    {"megatron", "uniform layers per stage, one recompute option for every layer", planner_megatron,
+     PLANNER_SPLIT_TAKEN},
     {"pipedream", "PipeDream's DP over p stages: min-max stage time, lightest recompute that fits",
-     planner_pipedream},
+     planner_pipedream, PLANNER_SPLIT_OWN},
     {"adapipe", "AdaPipe: per-unit recompute knapsack per stage, partition by bottleneck search",
-     planner_adapipe},
+     planner_adapipe, PLANNER_SPLIT_OWN},
     {"merak", "Merak: uniform stages, stage-aware full recompute r_k, shifted critical path",
-     planner_merak},
+     planner_merak, PLANNER_SPLIT_TAKEN},
     {"ft", "TensorOpt frontier: fastest tp/pp/dp, micro-batch, per-layer recompute that fits",
-     planner_frontier},
+     planner_frontier, PLANNER_SPLIT_TAKEN_PER_PP},
     {"bmpipe", "ILP (GLPK) over partition and per-layer recompute under each stage's memory",
-     planner_bmpipe},
+     planner_bmpipe, PLANNER_SPLIT_OWN},
     {"csimd", "CSIMD cross search: GPipe cuts (IMD) and micro-batch sizes under nonlinear t(b)",
-     planner_csimd},
+     planner_csimd, PLANNER_SPLIT_OWN},
     {"mbpp-r", "GPipe baseline: random cuts and micro-batch sizes (median of seeded draws)",
-     planner_mbpp_random},
-    {"mbpp-e", "GPipe baseline: even layers per stage, even micro-batch sizes", planner_mbpp_even},
+     planner_mbpp_random, PLANNER_SPLIT_OWN},
+    {"mbpp-e", "GPipe baseline: even layers per stage, even micro-batch sizes", planner_mbpp_even,
+     PLANNER_SPLIT_OWN},
 };
 
 const planner_desc *planner_all(int *count)
@@ -105,6 +106,7 @@ int planner_run(const planner_desc *d, const cm_model *cm, const cl_cluster *c,
     if (rc)
         return rc;
     snprintf(out->planner, sizeof out->planner, "%s", d->name);
+    planner_note_own_split(d, w, out);
     out->planner_wall_s = (t1.tv_sec - t0.tv_sec) + 1e-9 * (t1.tv_nsec - t0.tv_nsec);
     rc = plan_check(out, w->path, err);
     if (rc)

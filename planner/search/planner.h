@@ -30,10 +30,23 @@ void planner_init_options(planner_options *o, const wl_workload *w);
 typedef int (*planner_fn)(const cm_model *cm, const cl_cluster *c, const wl_workload *w,
                           const planner_options *o, plan *out, np_error *err);
 
+typedef enum planner_split_use {
+    /* chooses its own cut points; planner_run() notes it in the plan */
+    PLANNER_SPLIT_OWN = 0,
+    /* partitions as Megatron does: takes the split (planner_split_partition()) */
+    PLANNER_SPLIT_TAKEN,
+    /* re-chooses pp and partitions each candidate as Megatron does: the split
+     * at every pp where it holds, the other pp skipped (TensorOpt) */
+    PLANNER_SPLIT_TAKEN_PER_PP,
+} planner_split_use;
+
 typedef struct planner_desc {
     const char *name;
     const char *summary;
     planner_fn run;
+    /* What the planner does with Megatron's fixed pipeline split when the
+     * workload sets it (planner_split.c). */
+    planner_split_use split;
 } planner_desc;
 
 const planner_desc *planner_find(const char *name); /* NULL when unknown */
@@ -116,10 +129,15 @@ void planner_uniform_partition(const cm_model *cm, plan *pl);
  * planner_uniform_partition().  0 or an np_exit_code naming the key. */
 int planner_split_partition(const cm_model *cm, const wl_workload *w, plan *pl, np_error *err);
 
-/* Planners that choose their own cut points refuse the fixed split, and
- * those that re-choose tp, pp and dp refuse context parallelism, with an
+/* Planners that choose their own cut points accept Megatron's fixed split
+ * keys and ignore them: the keys describe the baseline's layout, while the
+ * embedding and the loss stay on the first and last stage through the cost
+ * model's layer array.  Writes the one-sentence note planner_run() puts in
+ * such a plan (nothing when no key is set or the planner takes the split;
+ * planner_split.c). */
+void planner_note_own_split(const planner_desc *d, const wl_workload *w, plan *pl);
+/* Planners that re-choose tp, pp and dp refuse context parallelism, with an
  * error naming the key (planner_split.c).  0 when it does not apply. */
-int planner_refuse_fixed_split(const char *name, const wl_workload *w, np_error *err);
 int planner_refuse_context_parallel(const char *name, const wl_workload *w, np_error *err);
 
 /* Fills the fields every planner sets the same way from the workload:

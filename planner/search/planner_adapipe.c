@@ -31,8 +31,7 @@ static int ap_plan(const cm_model *cm, const cl_cluster *c, const wl_workload *w
 {
     int p = w->parallel.pipeline_model_parallel_size;
     int rc = planner_require_one_chunk("adapipe", w, o, err);
-    if (rc || (rc = planner_refuse_fixed_split("adapipe", w, err)) ||
-        (rc = planner_require_layer_per_stage("adapipe", cm, w, err)))
+    if (rc || (rc = planner_require_layer_per_stage("adapipe", cm, w, err)))
         return rc;
     if (plan_init(out, p, 1, cm->num_layers) || plan_use_recompute_units(out))
         return np_error_set(err, NP_EXIT_INTERNAL, "<adapipe>", "", 0, "out of memory");

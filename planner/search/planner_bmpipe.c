@@ -221,9 +221,6 @@ int planner_bmpipe_form(const cm_model *cm, const cl_cluster *c, const wl_worklo
     int m = wl_num_micro_batches(w);
     bmp_problem pb = {0};
     double start = bmp_wall_s();
-    int refused = planner_refuse_fixed_split("bmpipe", w, err);
-    if (refused)
-        return refused;
     if (p < 1 || v < 1 || p * v > cm->num_layers)
         return np_error_set(err, NP_EXIT_INPUT, w->path, "parallel.pipeline_model_parallel_size", 0,
                             "BMPipe needs at least one layer per model chunk: %d layers, "

@@ -54,9 +54,6 @@ static int check_job(const cm_model *cm, const wl_workload *w, const planner_opt
                      csimd_method method, np_error *err)
 {
     const char *name = method_names[method];
-    int refused = planner_refuse_fixed_split(name, w, err);
-    if (refused)
-        return refused;
     if (o->schedule != SCHED_GPIPE)
         return np_error_set(err, NP_EXIT_INPUT, w->path, "schedule", 0,
                             "planner %s plans GPipe pipelines: expected schedule \"gpipe\" "

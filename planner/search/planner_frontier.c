@@ -148,8 +148,8 @@ int planner_frontier(const cm_model *cm, const cl_cluster *c, const wl_workload 
                      const planner_options *o, plan *out, np_error *err)
 {
     (void)cm; /* built for the workload's sizes; every tuple gets its own */
-    int refused = planner_refuse_fixed_split("ft", w, err);
-    if (refused || (refused = planner_refuse_context_parallel("ft", w, err)))
+    int refused = planner_refuse_context_parallel("ft", w, err);
+    if (refused)
         return refused;
     if (o->schedule != SCHED_1F1B)
         return np_error_set(err, NP_EXIT_INPUT, w->path, "schedule", 0,

@@ -277,8 +277,7 @@ static int pd_plan(const cm_model *cm, const cl_cluster *c, const wl_workload *w
 {
     int p = w->parallel.pipeline_model_parallel_size;
     int rc = planner_require_one_chunk("pipedream", w, o, err);
-    if (rc || (rc = planner_refuse_fixed_split("pipedream", w, err)) ||
-        (rc = planner_require_layer_per_stage("pipedream", cm, w, err)))
+    if (rc || (rc = planner_require_layer_per_stage("pipedream", cm, w, err)))
         return rc;
     if (plan_init(out, p, 1, cm->num_layers))
         return np_error_set(err, NP_EXIT_INTERNAL, "<pipedream>", "", 0, "out of memory");

@@ -4,17 +4,26 @@
  * account_for_embedding/loss_in_pipeline_split) and with layouts they cannot
  * re-choose.
  *
- * The keys fix how many decoder layers every stage (and model chunk) holds.
- * The planners that partition "as Megatron does" take that split: Megatron's
- * own baseline and Merak, whose stages are Megatron's uniform shards.  The
- * planners that search the cut points themselves (PipeDream's DP, AdaPipe's
- * bottleneck search, BMPipe's ILP, CSIMD and its MBPP baselines, TensorOpt's
- * frontier, which also re-chooses pp) would either ignore the keys or have
- * nothing left to search, so they refuse them with an error naming the key
- * that is set.  Without the keys every planner behaves as before.
+ * The keys fix how many decoder layers every stage (and model chunk) holds
+ * in Megatron-LM, the baseline.  The planners that partition "as Megatron
+ * does" take that split: Megatron's own baseline and Merak, whose stages are
+ * Megatron's uniform shards.  The planners that search the cut points
+ * themselves (PipeDream's DP, AdaPipe's bottleneck search, BMPipe's ILP,
+ * CSIMD and its MBPP baselines) accept the keys and choose their own split:
+ * what the keys stand for, the embedding's and the loss's cost on the first
+ * and last stage, they already see, because the cost model's layer array
+ * starts with the embedding and ends with the final norm, LM head and loss
+ * (costmodel.h), and every partition of it keeps those on the first and
+ * last chunk.  TensorOpt's frontier re-chooses pp and partitions every
+ * candidate as Megatron does (ft_uniform_plan() calls the Megatron
+ * planner), so it takes the split at every pp where the keys hold and skips
+ * the others, as Megatron-LM would refuse them.
+ * planner_run() then notes once, in the plan, what the planner did with
+ * the keys.  Without the keys every planner behaves as before.
  */
 #include "planner.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "pipeline_split.h"
@@ -58,15 +67,21 @@ int planner_split_partition(const cm_model *cm, const wl_workload *w, plan *pl, 
     return 0;
 }
 
-int planner_refuse_fixed_split(const char *name, const wl_workload *w, np_error *err)
+void planner_note_own_split(const planner_desc *d, const wl_workload *w, plan *pl)
 {
     const char *key = wl_split_key(w);
-    if (!key)
-        return 0;
-    return np_error_set(err, NP_EXIT_INPUT, w->path, key, 0,
-                        "planner %s chooses its own cut points, so Megatron's fixed pipeline split "
-                        "does not apply; unset the key or use the megatron or merak planner",
-                        name);
+    if (!key || d->split == PLANNER_SPLIT_TAKEN)
+        return;
+    if (d->split == PLANNER_SPLIT_TAKEN_PER_PP)
+        snprintf(pl->note, sizeof pl->note,
+                 "%s applied Megatron's split (%s) at every pp it tried and skipped the pp where "
+                 "it cannot hold",
+                 d->name, key);
+    else
+        snprintf(pl->note, sizeof pl->note,
+                 "%s chose its own cut points, not Megatron's split (%s); the embedding and the "
+                 "loss stay priced on the first and last stage",
+                 d->name, key);
 }
 
 int planner_refuse_context_parallel(const char *name, const wl_workload *w, np_error *err)

@@ -127,6 +127,8 @@ void report_print_table_row(FILE *out, const report_row *row, double baseline_it
     if (row->pl->solver_status[0])
         fprintf(out, "%-10s   solver: %s, MIP gap %.2f%%\n", "", row->pl->solver_status,
                 100 * row->pl->solver_gap);
+    if (row->pl->note[0])
+        fprintf(out, "%-10s   note: %s\n", "", row->pl->note);
     report_moe_print(out, r); /* MoE hook: report_moe.c */
 }
 

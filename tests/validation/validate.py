@@ -102,6 +102,31 @@ def dgxc_llama_flops(e):
     return B * s * (12 * L * h * h * (1 + g / a + s / h) + 18 * L * f * h + 6 * 128256.0 * h)
 
 
+def palm_params(e):
+    """All parameters of a Llama-style model from its dimensions: per layer
+    the attention projections h^2 (2 + 2g/a) (Q and output h x h, K and V
+    h x h g/a each), the SwiGLU MLP 3fh and two norms 2h; the untied input
+    embedding and output layer 2Vh and the final norm h.  Llama 3 405B
+    (Table 3, V = 128,000): 405.8e9."""
+    L, h, s = _dims(e)
+    m = e["model"]
+    g, a, f = float(m["num_query_groups"]), float(m["num_attention_heads"]), float(m["ffn_hidden_size"])
+    V = float(m["vocab_size"])
+    return L * (h * h * (2 + 2 * g / a) + 3 * f * h + 2 * h) + 2 * V * h + h
+
+
+def palm_flops(e):
+    """Model FLOPs of one iteration as PaLM defines them (Chowdhery et al.
+    2022, arXiv:2204.02311, Appendix B), the MFU definition the Llama 3
+    paper cites for Table 4: 6N + 12 L H Q T per token, N every parameter
+    (palm_params), H Q = the hidden size (query heads x head dimension),
+    T the sequence length; the attention term is the full T x T product
+    (no causal or document-mask discount) and no recompute is counted."""
+    L, h, s = _dims(e)
+    B = float(e["training"]["global_batch_size"])
+    return B * s * (6 * palm_params(e) + 12 * L * h * s)
+
+
 def _T(r):
     return float(r["iteration_s"])
 
@@ -127,6 +152,10 @@ METHODS = {
                       "README: B s (72Lh^2 + 12Lhs + 6Vh), V = 51200, / (T x GPUs x 989 TFLOP/s)"),
     "mfu_dgxc_llama": (lambda r, e: dgxc_llama_flops(e) / (_T(r) * e["npus"] * 989e12), "",
                        "README: B s (12Lh^2(1 + g/a + s/h) + 18Lfh + 6Vh), V = 128256, / (T x GPUs x 989 TFLOP/s)"),
+    "tflops_palm": (lambda r, e: palm_flops(e) / (_T(r) * e["npus"]) / 1e12, "TFLOP/s",
+                    "PaLM App. B: B s (6N + 12 L h s), N all parameters, / (T x GPUs)"),
+    "mfu_palm": (lambda r, e: palm_flops(e) / (_T(r) * e["npus"] * 989e12), "",
+                 "PaLM App. B / (T x GPUs x 989 TFLOP/s)"),
     "peak_memory_gb": (lambda r, e: float(r["peak_bytes"]) / 1e9, "GB", "largest device-memory peak (1e9 B)"),
 }
 # Per-layer methods of Korthikanti's Table 4, from the difference of two runs
@@ -142,6 +171,7 @@ KIND_OF = {  # bound class of each method
     "hfu_korthikanti": "throughput", "tflops_narayanan": "throughput",
     "fraction_of_peak_narayanan": "throughput", "pflops_narayanan": "throughput",
     "tflops_bloom": "throughput", "mfu_dgxc_gpt3": "throughput", "mfu_dgxc_llama": "throughput", "peak_memory_gb": "memory",
+    "tflops_palm": "throughput", "mfu_palm": "throughput",
     "layer_forward_ms": "time", "layer_backward_ms": "time", "layer_combined_ms": "time",
     "overhead_vs_baseline": "derived",
 }
@@ -209,19 +239,22 @@ def build_workload(e, case, group):
 
 # ---- platforms -----------------------------------------------------------------
 
-SHIPPED_A100 = {128: "dgx_a100_128.xml", 1024: "dgx_a100_1024.xml"}
+# Shipped platforms that are exactly a preset at a size (gen_platform.py's
+# own SHIPPED table writes them): used as they are.
+SHIPPED = {("a100", 128): "dgx_a100_128.xml", ("a100", 1024): "dgx_a100_1024.xml",
+           ("h100", 16384): "h100_16k.xml"}
 
 
 def platform_for(spec, npus, tmp, overrides=None):
     """Path of the platform for `spec` ({"preset": ..., "nic_Bps": ...}):
-    a shipped dgx_a100 file when it is exactly that, else written into tmp
+    a shipped file when it is exactly that (SHIPPED), else written into tmp
     by gen_platform.py (its CLI; a preset changed in memory for a
     calibration trial or a fabric the entry states)."""
     preset = spec["preset"]
     changes = dict(spec.get("preset_changes", {}))
     changes.update(overrides or {})
-    if not changes and preset == "a100" and npus in SHIPPED_A100:
-        return os.path.join(ROOT, "platforms", SHIPPED_A100[npus])
+    if not changes and (preset, npus) in SHIPPED:
+        return os.path.join(ROOT, "platforms", SHIPPED[(preset, npus)])
     tag = "_".join("%s-%s" % (k, v) for k, v in sorted(changes.items()))
     path = os.path.join(tmp, "%s_%d%s.xml" % (preset, npus, ("_" + tag) if tag else ""))
     if os.path.exists(path):
@@ -686,8 +719,8 @@ def write_docs(path, rows, summary, cases, published, fold, wall, mem_rc, slowes
     w("```")
     w("")
     w("`tests/validation/validate.py` is glue: per published entry it writes a workload JSON and "
-      "picks a platform into a temporary folder (the shipped `platforms/dgx_a100_128.xml` and "
-      "`dgx_a100_1024.xml` where the GPU count matches, otherwise `platforms/gen_platform.py "
+      "picks a platform into a temporary folder (the shipped `platforms/dgx_a100_128.xml`, "
+      "`dgx_a100_1024.xml` and `h100_16k.xml` where the device and GPU count match, otherwise `platforms/gen_platform.py "
       "--preset a100|h100 --npus N`), runs `build/simrun --csv`, and turns the simulated "
       "iteration time into the published figure with the formula the source used.  What is "
       "simulated for each entry, every setting the source does not state, and the reason for "
@@ -813,7 +846,13 @@ def write_docs(path, rows, summary, cases, published, fold, wall, mem_rc, slowes
     w("Narayanan's TFLOP/s and BLOOM's count the recompute forward (Eq. 3, 4× the forward "
       "GEMMs) and are compared with the simulated time through that same formula; Korthikanti's "
       "MFU (Eq. 7) does not count it and HFU (Eq. 8) counts the selective recompute only; the "
-      "DGX Cloud MFU uses its README's formula and 989 TFLOP/s.  In every case the simulated "
+      "DGX Cloud MFU uses its README's formula and 989 TFLOP/s.  The Llama 3 rows (Table 4) use "
+      "PaLM's model FLOPs, the MFU definition the Llama 3 paper cites (Chowdhery et al. 2022, "
+      "Appendix B): 6N + 12 L H Q T per token, N every parameter (405.8e9 from Table 3's "
+      "dimensions), H Q the hidden size, T the sequence, the full T x T attention counted and no "
+      "recompute; its MFU divides by 989 TFLOP/s.  Published 430 / 400 / 380 TFLOP/s per GPU are "
+      "then iterations of 12.56 s (8,192 GPUs), 6.75 s (16,384) and 15.31 s (131,072-token "
+      "sequences).  In every case the simulated "
       "iteration time goes through the source's formula; the simulator's own MFU column is not "
       "used.")
     w("")
