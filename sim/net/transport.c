@@ -3,7 +3,8 @@
  *
  * The one place where bytes between NPUs become SimGrid activities, for the
  * engine's stage-to-stage sends and for every collective message alike, so
- * both contend on the same links and are counted the same way (transport.h).
+ * both contend on the same links and are counted the same way (transport.h),
+ * and where a network leg uses one or both planes of a dual-plane NIC.
  */
 #include <simgrid/actor.h>
 #include <simgrid/exec.h>
@@ -32,6 +33,44 @@ sg_exec_t transport_flow_start(sg_host_t src, sg_host_t dst, double bytes)
     return flow;
 }
 
+void transport_add_flow(transport *t, transfer *x, sg_host_t src, sg_host_t dst, double bytes)
+{
+    if (!x->flows &&
+        !(x->flows = malloc((size_t)TRANSFER_FLOWS_PER_RANK * t->tp * sizeof *x->flows)))
+        xbt_die("npusim: out of memory posting a transfer");
+    x->flows[x->num_flows++] = transport_flow_start(src, dst, bytes);
+    t->activities++;
+}
+
+/* Dual-plane NICs (nic_planes=2, docs/platform-format.md): NPU R's port k
+ * sits on plane k, port 0 being the NPU host itself and port 1 the host
+ * pl1-R; the planes are joined by no link, so a flow stays on the plane of
+ * its sender's port, and one flow (one RDMA queue pair) gets one port's
+ * bandwidth.  PLANE_SPLIT: two flows of half the bytes, one per plane, as
+ * NCCL spreads a send's or a collective's channels over the NIC's ports, so
+ * an idle transfer takes α + S/(2·B_port); PLANE_HASH: the whole transfer on
+ * plane (a XOR b) mod 2, the low bit of the Linux bonding driver's layer2
+ * transmit hash (source XOR destination address, modulo the ports), α +
+ * S/B_port. */
+void transport_network_leg(transport *t, int a, int b, sg_host_t src, sg_host_t dst, double bytes,
+                           transfer *x)
+{
+    const sim_platform *pf = t->pf;
+    if (pf->nic_planes != 2) {
+        transport_add_flow(t, x, src, dst, bytes);
+        return;
+    }
+    sg_host_t *plane1 = pf->plane1_port_of_rank;
+    if (pf->plane_policy == PLANE_SPLIT) {
+        transport_add_flow(t, x, src, dst, bytes / 2);
+        transport_add_flow(t, x, plane1[a], plane1[b], bytes / 2);
+    } else if ((a ^ b) & 1) {
+        transport_add_flow(t, x, plane1[a], plane1[b], bytes);
+    } else {
+        transport_add_flow(t, x, src, dst, bytes);
+    }
+}
+
 bool transport_same_server(const transport *t, int rank_a, int rank_b)
 {
     int per_node = t->pf->cluster.npus_per_node;
@@ -48,10 +87,8 @@ transfer transport_start(transport *t, const endpoint *from, const endpoint *to,
         /* Same server, or PXN: the scale-up fabric (transport_scaleup.c). */
         if (transport_scaleup_part(t, from->ranks[r], to->ranks[r], bytes, &x))
             continue;
-        if (!x.flows && !(x.flows = malloc((size_t)2 * t->tp * sizeof *x.flows)))
-            xbt_die("npusim: out of memory posting a transfer");
-        x.flows[x.num_flows++] = transport_flow_start(from->hosts[r], to->hosts[r], bytes);
-        t->activities++;
+        transport_network_leg(t, from->ranks[r], to->ranks[r], from->hosts[r], to->hosts[r], bytes,
+                              &x);
     }
     return x;
 }
