@@ -32,6 +32,8 @@ typedef struct fab_job {
     double bytes[FAB_MAX_TRANSFERS];
     int alltoall_n;        /* > 0: then a pairwise all-to-all among NPUs 0..n-1 */
     double alltoall_bytes; /* S per NPU */
+    int ring_n, ring_tp;   /* > 0: then a step-by-step ring all-reduce among ring_n members */
+    double ring_bytes;     /* of ring_tp NPUs each (members on NPUs 0..n·tp−1), S per NPU */
 } fab_job;
 
 typedef struct fab_out {
@@ -42,7 +44,7 @@ typedef struct fab_out {
     int links[FAB_MAX_ROUTES];
     double route_lat[FAB_MAX_ROUTES], route_bw[FAB_MAX_ROUTES];
     double end_s[FAB_MAX_TRANSFERS];
-    double alltoall_s;
+    double alltoall_s, ring_s;
 } fab_out;
 
 static void fab_child(void *ctx, int fd)
@@ -88,6 +90,18 @@ static void fab_child(void *ctx, int fd)
             coll_bench_result r;
             o.rc = coll_bench_run(&pf, &s, &r, &o.err);
             o.alltoall_s = r.time_s;
+        }
+        if (!o.rc && j->ring_n > 0) {
+            coll_bench_spec s;
+            coll_bench_init_spec(&s);
+            s.kind = COLL_ALLREDUCE;
+            s.params.algorithm = COLL_RING;
+            s.group_size = j->ring_n;
+            s.tp = j->ring_tp;
+            s.bytes = j->ring_bytes;
+            coll_bench_result r;
+            o.rc = coll_bench_run(&pf, &s, &r, &o.err);
+            o.ring_s = r.time_s;
         }
     }
     test_write_all(fd, &o, sizeof o);

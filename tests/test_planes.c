@@ -122,6 +122,23 @@ static void test_two_flows_sharing_a_port(void)
     ASSERT_REL(o.end_s[1], 2 * LAM + S_BYTES / BP, TOL);
 }
 
+/* A ring all-reduce of S per NPU among the 4 servers of SU 0, every TP rank
+ * its own ring on its rail (ring edges NPU r+8i -> r+8(i+1), 2 links), N = 4
+ * steps of S/N, 2(N−1) of them: split, each message on both ports,
+ * 2(N−1)(2λ + S/(N·2B_p)); hash, every edge's ranks differ by 8, so
+ * (a XOR b) is even and all rings share plane 0: 2(N−1)(2λ + S/(N·B_p)),
+ * half the bandwidth (a hash that ignores the planes' balance). */
+static void test_ring_allreduce_on_both_planes_or_one(void)
+{
+    const int n = 4;
+    fab_job j = {.ring_n = n, .ring_tp = 8, .ring_bytes = S_BYTES};
+    fab_out o;
+    run_variant(&j, NULL, NULL, &o);
+    ASSERT_REL(o.ring_s, 2 * (n - 1) * (2 * LAM + S_BYTES / (n * 2 * BP)), TOL);
+    run_variant(&j, POLICY_SPLIT, POLICY_HASH, &o);
+    ASSERT_REL(o.ring_s, 2 * (n - 1) * (2 * LAM + S_BYTES / (n * BP)), TOL);
+}
+
 /* PXN on the dual-plane fabric (closed-form scale-up): 0 -> 9 relays over
  * the scale-up fabric to NPU 1 (α_u + S/B_u = 2 µs + S/196e9, about 0.5 ms)
  * and crosses rail 1's leaf on both planes from NPU 1 (2λ + S/(2·B_p), 4
@@ -168,6 +185,7 @@ void register_planes_tests(void)
         {"a split transfer takes S/(2 B_port)", test_split_transfer_takes_s_over_two_ports},
         {"one flow on one plane takes S/B_port", test_one_flow_on_one_plane_takes_s_over_one_port},
         {"two flows sharing a port", test_two_flows_sharing_a_port},
+        {"a ring all-reduce on both planes or one", test_ring_allreduce_on_both_planes_or_one},
         {"a PXN relay uses both planes", test_pxn_relay_uses_both_planes},
         {"malformed planes are refused", test_malformed_planes_are_refused});
 }
