@@ -245,8 +245,8 @@ PLANE_POLICIES = ["split", "hash"]
 PLANE_POLICY_TEXT = {
     "split": "split: every transfer in two halves, one per plane, as NCCL spreads a "
              "collective's or a send's channels over the NIC's ports",
-    "hash": "hash: every transfer whole on plane (a XOR b) mod 2 of its NPU ranks a and b, "
-            "the Linux bonding driver's layer2 transmit hash (one queue pair, one port)",
+    "hash": "hash: every transfer whole on one plane, picked by a hash of its two NPU "
+            "ranks (one queue pair on one port, as an ECMP or bonding hash places a flow)",
 }
 
 
@@ -442,8 +442,8 @@ def add_arguments(ap):
                     "two ports on two independent copies of the rail fabric (Alibaba HPN)")
     ap.add_argument("--plane-policy", choices=PLANE_POLICIES, default="split",
                     help="rail --planes 2: how a transfer uses the planes: split (default: "
-                    "half on each, NCCL's channels over both ports) or hash (whole on plane "
-                    "(a XOR b) mod 2, one queue pair on one port)")
+                    "half on each, NCCL's channels over both ports) or hash (whole on the "
+                    "plane a hash of the two NPU ranks picks: one queue pair on one port)")
     ap.add_argument("--scaleup-sim", action="store_true",
                     help="any fabric: simulate the scale-up fabric as flows "
                     "(scaleup_fabric=simulated and a port host per NPU)")

@@ -12,9 +12,15 @@
  * and n flows sharing a port's link kλ + nS/B_p (max-min).  The transport:
  *   split (the default): two flows of S/2, one per plane: kλ + S/(2·B_p),
  *     which equals one plane of NIC bandwidth 2·B_p (test_rail_64.xml);
- *   hash: the whole transfer on plane (a XOR b) mod 2: kλ + S/B_p.
+ *   hash: the whole transfer on the plane transport_plane_hash(a, b) picks
+ *     (the low bit of MurmurHash3's finaliser of a·0x9E3779B1 XOR b, written
+ *     out again below): kλ + S/B_p.  By that formula 0 -> 8, 0 -> 24 and
+ *     0 -> 9 go on plane 1, 0 -> 16 and 2 -> 11 on plane 0.
  */
+#include <stdint.h>
+
 #include "fabric_run.h"
+#include "transport_scaleup.h"
 
 #define BP 12.5e9 /* one port */
 #define LAM 1e-6
@@ -88,11 +94,36 @@ static void test_split_transfer_takes_s_over_two_ports(void)
     ASSERT_REL(o.end_s[0], 2 * LAM + S_BYTES / (2 * BP), TOL);
 }
 
+/* The documented hash, written from its description. */
+static int plane_of(int a, int b)
+{
+    uint32_t h = (uint32_t)a * 2654435761u ^ (uint32_t)b;
+    h = (h ^ (h >> 16)) * 0x85EBCA6Bu;
+    h = (h ^ (h >> 13)) * 0xC2B2AE35u;
+    return (int)((h ^ (h >> 16)) & 1);
+}
+
+static void test_the_hash_is_the_documented_one(void)
+{
+    static const int pairs[][3] = {{0, 8, 1}, {0, 24, 1}, {0, 9, 1}, {0, 16, 0}, {2, 11, 0}};
+    for (int i = 0; i < 5; i++) {
+        CU_ASSERT_EQUAL(transport_plane_hash(pairs[i][0], pairs[i][1]), pairs[i][2]);
+        CU_ASSERT_EQUAL(plane_of(pairs[i][0], pairs[i][1]), pairs[i][2]);
+    }
+    int ones = 0; /* no structure: about half of the pairs on each plane */
+    for (int a = 0; a < 64; a++)
+        for (int b = 0; b < 64; b++) {
+            CU_ASSERT_EQUAL(transport_plane_hash(a, b), plane_of(a, b));
+            ones += plane_of(a, b);
+        }
+    CU_ASSERT(ones > 64 * 64 * 45 / 100 && ones < 64 * 64 * 55 / 100);
+}
+
 static void test_one_flow_on_one_plane_takes_s_over_one_port(void)
 {
     fab_job j = {0};
-    fab_transfer(&j, 0, 8, S_BYTES);  /* 0 XOR 8 even: plane 0 */
-    fab_transfer(&j, 2, 11, S_BYTES); /* 2 XOR 11 odd: plane 1, cross-rail via its spine */
+    fab_transfer(&j, 0, 16, S_BYTES); /* plane 0, rail 0: 2 links */
+    fab_transfer(&j, 2, 11, S_BYTES); /* plane 0, cross-rail: its spine, 4 links */
     fab_out o;
     run_variant(&j, POLICY_SPLIT, POLICY_HASH, &o);
     ASSERT_REL(o.end_s[0], 2 * LAM + S_BYTES / BP, TOL);
@@ -101,17 +132,17 @@ static void test_one_flow_on_one_plane_takes_s_over_one_port(void)
 
 static void test_two_flows_sharing_a_port(void)
 {
-    /* hash: 0 -> 8 and 0 -> 16 both on plane 0, sharing NPU 0's port. */
+    /* hash: 0 -> 8 and 0 -> 24 both on plane 1, sharing NPU 0's port 1. */
     fab_job j = {0};
     fab_transfer(&j, 0, 8, S_BYTES);
-    fab_transfer(&j, 0, 16, S_BYTES);
+    fab_transfer(&j, 0, 24, S_BYTES);
     fab_out o;
     run_variant(&j, POLICY_SPLIT, POLICY_HASH, &o);
     ASSERT_REL(o.end_s[0], 2 * LAM + 2 * S_BYTES / BP, TOL);
     ASSERT_REL(o.end_s[1], 2 * LAM + 2 * S_BYTES / BP, TOL);
-    /* 0 -> 8 on plane 0, 0 -> 9 on plane 1: the planes do not interact. */
+    /* 0 -> 16 on plane 0, 0 -> 9 on plane 1: the planes do not interact. */
     fab_job k = {0};
-    fab_transfer(&k, 0, 8, S_BYTES);
+    fab_transfer(&k, 0, 16, S_BYTES);
     fab_transfer(&k, 0, 9, S_BYTES);
     run_variant(&k, POLICY_SPLIT, POLICY_HASH, &o);
     ASSERT_REL(o.end_s[0], 2 * LAM + S_BYTES / BP, TOL);
@@ -125,9 +156,10 @@ static void test_two_flows_sharing_a_port(void)
 /* A ring all-reduce of S per NPU among the 4 servers of SU 0, every TP rank
  * its own ring on its rail (ring edges NPU r+8i -> r+8(i+1), 2 links), N = 4
  * steps of S/N, 2(N−1) of them: split, each message on both ports,
- * 2(N−1)(2λ + S/(N·2B_p)); hash, every edge's ranks differ by 8, so
- * (a XOR b) is even and all rings share plane 0: 2(N−1)(2λ + S/(N·B_p)),
- * half the bandwidth (a hash that ignores the planes' balance). */
+ * 2(N−1)(2λ + S/(N·2B_p)); hash, each message whole on one port: every
+ * NPU sends one message and receives one per step, so whatever planes the
+ * hash picks no two share a port (a plane is non-blocking), 2(N−1)(2λ +
+ * S/(N·B_p)): half the bandwidth of the split. */
 static void test_ring_allreduce_on_both_planes_or_one(void)
 {
     const int n = 4;
@@ -183,6 +215,7 @@ void register_planes_tests(void)
         "planes", {"route lengths on each plane", test_route_lengths_on_each_plane},
         {"the reader sees both ports when split", test_reader_sees_both_ports_when_split},
         {"a split transfer takes S/(2 B_port)", test_split_transfer_takes_s_over_two_ports},
+        {"the hash is the documented one", test_the_hash_is_the_documented_one},
         {"one flow on one plane takes S/B_port", test_one_flow_on_one_plane_takes_s_over_one_port},
         {"two flows sharing a port", test_two_flows_sharing_a_port},
         {"a ring all-reduce on both planes or one", test_ring_allreduce_on_both_planes_or_one},

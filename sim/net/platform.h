@@ -35,7 +35,8 @@ typedef struct sim_platform {
 
 /* How a transfer between two NPUs of a dual-plane platform uses the planes
  * (docs/platform-format.md, Dual-plane): split in two halves, one per plane
- * (NCCL's channels over both ports), or whole on plane (a XOR b) mod 2. */
+ * (NCCL's channels over both ports), or whole on the plane a hash of a
+ * and b picks (one queue pair on one port; transport.c). */
 enum { PLANE_SPLIT = 0, PLANE_HASH = 1 };
 
 /* What a platform may cost to build.  SimGrid builds about a million

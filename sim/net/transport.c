@@ -9,6 +9,7 @@
 #include <simgrid/actor.h>
 #include <simgrid/exec.h>
 #include <simgrid/host.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <xbt/asserts.h>
 
@@ -49,9 +50,25 @@ void transport_add_flow(transport *t, transfer *x, sg_host_t src, sg_host_t dst,
  * bandwidth.  PLANE_SPLIT: two flows of half the bytes, one per plane, as
  * NCCL spreads a send's or a collective's channels over the NIC's ports, so
  * an idle transfer takes α + S/(2·B_port); PLANE_HASH: the whole transfer on
- * plane (a XOR b) mod 2, the low bit of the Linux bonding driver's layer2
- * transmit hash (source XOR destination address, modulo the ports), α +
- * S/B_port. */
+ * the plane transport_plane_hash(a, b) picks, α + S/B_port: one queue pair
+ * on one port, its port chosen by a hash of the two addresses (the ECMP or
+ * bonding hash of a real NIC), so flows that meet on a port share it by
+ * chance, not by design. */
+int transport_plane_hash(int a, int b)
+{
+    /* MurmurHash3's 32-bit finaliser (Appleby, public domain) of a·φ XOR b:
+     * every bit of both ranks reaches the low bit, so the choice has no
+     * structure in the ranks (a plain a XOR b would put every pair of one
+     * rail, ranks 8 apart, on the same plane). */
+    uint32_t h = (uint32_t)a * 0x9E3779B1u ^ (uint32_t)b;
+    h ^= h >> 16;
+    h *= 0x85EBCA6Bu;
+    h ^= h >> 13;
+    h *= 0xC2B2AE35u;
+    h ^= h >> 16;
+    return (int)(h & 1);
+}
+
 void transport_network_leg(transport *t, int a, int b, sg_host_t src, sg_host_t dst, double bytes,
                            transfer *x)
 {
@@ -64,7 +81,7 @@ void transport_network_leg(transport *t, int a, int b, sg_host_t src, sg_host_t 
     if (pf->plane_policy == PLANE_SPLIT) {
         transport_add_flow(t, x, src, dst, bytes / 2);
         transport_add_flow(t, x, plane1[a], plane1[b], bytes / 2);
-    } else if ((a ^ b) & 1) {
+    } else if (transport_plane_hash(a, b)) {
         transport_add_flow(t, x, plane1[a], plane1[b], bytes);
     } else {
         transport_add_flow(t, x, src, dst, bytes);

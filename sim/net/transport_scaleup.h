@@ -25,6 +25,11 @@ void transport_add_flow(transport *t, transfer *x, sg_host_t src, sg_host_t dst,
 void transport_network_leg(transport *t, int a, int b, sg_host_t src, sg_host_t dst, double bytes,
                            transfer *x);
 
+/* The plane (0 or 1) of a transfer from NPU a to NPU b under
+ * nic_plane_policy="hash": the low bit of MurmurHash3's 32-bit finaliser of
+ * (a · 0x9E3779B1) XOR b, all in unsigned 32-bit arithmetic (transport.c). */
+int transport_plane_hash(int a, int b);
+
 /* The rail of an NPU: its index inside its server (NIC i of every server is
  * on rail i, docs/platform-format.md). */
 int transport_rail(const transport *t, int rank);
