@@ -24,6 +24,15 @@ their NIC links are joined:
             leaf k / m1); it loads like the ordinary 2-level tree.  With cross_rail_pxn=1 the transport sends cross-rail
             traffic over the scale-up fabric to the peer's rail first (NCCL's
             PXN, NCCL 2.12 release notes), then along that rail.
+            Dual-plane (--planes 2; Alibaba HPN, Qian et al., SIGCOMM 2024):
+            each NIC has two ports, each on its own plane, a full copy of
+            the rail fabric with no link between the planes.  Plane 0 is the
+            NPU hosts' cluster; plane 1 a second FAT_TREE cluster of port
+            hosts pl1-<rank> (npusim_port="plane1"), both of port bandwidth
+            nic_Bps / 2 (HPN: a 400 Gb/s NIC as 2 x 200 Gb/s).  A flow on one
+            port gets one port's bandwidth; nic_plane_policy says how the
+            transport uses the ports (split in halves, or whole on a hashed
+            plane).
   torus     SimGrid's TORUS cluster ("X,Y,Z"): torus-connected accelerators
             (TPU v4 uses a 3D torus of 4x4x4 cubes, Jouppi et al. ISCA 2023).
   dragonfly SimGrid's DRAGONFLY cluster ("g,gl;c,cl;r,rl;n"): Kim, Dally,
@@ -230,13 +239,26 @@ def clos3_platform(preset, num_npus, per_node=None, leaf_hosts=32, leaves_per_po
                  _scaleup_cluster(p, num_npus, per_node) if scaleup else "")
 
 
+# How a transfer between two NPUs uses the two planes of a dual-plane NIC
+# (nic_plane_policy; sim/net/transport.c, docs/platform-format.md).
+PLANE_POLICIES = ["split", "hash"]
+PLANE_POLICY_TEXT = {
+    "split": "split: every transfer in two halves, one per plane, as NCCL spreads a "
+             "collective's or a send's channels over the NIC's ports",
+    "hash": "hash: every transfer whole on one plane, picked by a hash of its two NPU "
+            "ranks (one queue pair on one port, as an ECMP or bonding hash places a flow)",
+}
+
+
 def rail_platform(preset, num_npus, per_node=None, su_servers=None, oversub=1.0, pxn=False,
-                  scaleup=False):
+                  scaleup=False, planes=1, plane_policy="split"):
     """Rail-optimised (module comment): leaf (SU s, rail i) holds NIC i of the
     su_servers servers of SU s; every leaf has su_servers / oversub up-links
     of the NIC bandwidth, one to each spine.  su_servers defaults to the
     smallest power of two that keeps the leaves at most gen_platform's
-    MAX_LEAVES (SimGrid's build time grows with the leaves)."""
+    MAX_LEAVES (SimGrid's build time grows with the leaves).  planes=2: the
+    dual-plane form (module comment), each NIC's bandwidth split over two
+    ports, plane_policy how a transfer uses them ("split" or "hash")."""
     gp = _gp()
     p = gp.PRESETS[preset]
     per_node = per_node or p["npus_per_node"]
@@ -253,7 +275,12 @@ def rail_platform(preset, num_npus, per_node=None, su_servers=None, oversub=1.0,
     if oversub < 1 or spines != int(spines):
         raise ValueError("--oversub %g: expected a ratio >= 1 that divides the %d servers of a "
                          "scalable unit" % (oversub, su_servers))
-    bw, lat = p["nic_Bps"], p["link_latency_s"]
+    if planes not in (1, 2):
+        raise ValueError("--planes %d: expected 1 or 2" % planes)
+    if plane_policy not in PLANE_POLICIES:
+        raise ValueError("--plane-policy %s: expected one of %s"
+                         % (plane_policy, ", ".join(PLANE_POLICIES)))
+    bw, lat = p["nic_Bps"] / planes, p["link_latency_s"]
     sus = servers // su_servers
     leaves = sus * per_node
     order = [(s * su_servers + k) * per_node + rail
@@ -262,12 +289,26 @@ def rail_platform(preset, num_npus, per_node=None, su_servers=None, oversub=1.0,
     extra = [("cross_rail_pxn", "1" if pxn else "0",
               "1: cross-rail traffic first crosses the scale-up fabric to the NPU on the "
               "destination's rail (NCCL PXN); 0: through the spine")]
+    if planes == 2:
+        extra += [("nic_planes", "2", "dual-plane (Alibaba HPN, SIGCOMM 2024): each NIC's two "
+                   "ports on two independent planes; plane 1's ports are the pl1- hosts below"),
+                  ("nic_plane_policy", plane_policy, PLANE_POLICY_TEXT[plane_policy])]
     props = _props(p, per_node, scaleup, extra)
+    radical = ",".join(str(r) for r in order)
     body = ('<cluster id="npus" prefix="npu-" radical="%s" suffix="" speed="%sf"\n'
             '         bw="%sBps" lat="%ss" sharing_policy="SPLITDUPLEX"\n'
             '         topology="FAT_TREE" topo_parameters="%s">\n%s</cluster>\n'
-            % (",".join(str(r) for r in order), gp.fmt(p["speed_flops"]), gp.fmt(bw),
+            % (radical, gp.fmt(p["speed_flops"]), gp.fmt(bw),
                gp.fmt(lat), topo, _strip(gp.props_xml(props))))
+    if planes == 2:
+        body += ('<!-- Plane 1: port host pl1-R is the second port of NPU R\'s NIC, on a copy of\n'
+                 '     plane 0\'s rail fabric (its own rail leaves and spines); no link joins\n'
+                 '     the planes, a port\'s traffic stays on its plane. -->\n'
+                 '<cluster id="plane1" prefix="pl1-" radical="%s" suffix="" speed="1f"\n'
+                 '         bw="%sBps" lat="%ss" sharing_policy="SPLITDUPLEX"\n'
+                 '         topology="FAT_TREE" topo_parameters="%s">\n'
+                 '  <prop id="npusim_port" value="plane1"/>\n</cluster>\n'
+                 % (radical, gp.fmt(bw), gp.fmt(lat), topo))
     lines = [
         "%d NPUs = %d servers x %d." % (num_npus, servers, per_node),
         "Host speed: %s." % p["speed_src"],
@@ -283,6 +324,14 @@ def rail_platform(preset, num_npus, per_node=None, su_servers=None, oversub=1.0,
         "(32 servers and 8 rail leaves per SU, leaves joined by spines); PXN: NCCL 2.12.",
         "Link latency: %s." % p["link_lat_src"],
     ]
+    if planes == 2:
+        lines[-1:-1] = [
+            "Dual-plane (Alibaba HPN, Qian et al., SIGCOMM 2024): every NIC has two ports of",
+            "%s B/s (half of the NIC's %s B/s), port k on plane k; each plane is the rail"
+            % (gp.fmt(bw), gp.fmt(p["nic_Bps"])),
+            "fabric below with its own leaves and spines, and no link joins the planes.",
+            "A transfer: %s." % PLANE_POLICY_TEXT[plane_policy],
+        ]
     return _wrap(p, p["title"], lines, body,
                  _scaleup_cluster(p, num_npus, per_node) if scaleup else "")
 
@@ -388,6 +437,13 @@ def add_arguments(ap):
                     help="dragonfly: SimGrid's DRAGONFLY parameters (groups, chassis per "
                     "group, routers per chassis, hosts per router, each level with its link "
                     "count); G must not exceed R")
+    ap.add_argument("--planes", type=int, default=1, choices=[1, 2],
+                    help="rail: 1 (default) or 2: dual-plane, each NIC's bandwidth split over "
+                    "two ports on two independent copies of the rail fabric (Alibaba HPN)")
+    ap.add_argument("--plane-policy", choices=PLANE_POLICIES, default="split",
+                    help="rail --planes 2: how a transfer uses the planes: split (default: "
+                    "half on each, NCCL's channels over both ports) or hash (whole on the "
+                    "plane a hash of the two NPU ranks picks: one queue pair on one port)")
     ap.add_argument("--scaleup-sim", action="store_true",
                     help="any fabric: simulate the scale-up fabric as flows "
                     "(scaleup_fabric=simulated and a port host per NPU)")
@@ -407,7 +463,9 @@ def build(a, fat_tree_platform):
                               tuple(o), a.scaleup_sim)
     if a.fabric == "rail":
         return rail_platform(a.preset, a.npus, a.npus_per_node, a.su_servers, oversub[0], a.pxn,
-                             a.scaleup_sim)
+                             a.scaleup_sim, a.planes, a.plane_policy)
+    if a.planes != 1 or a.plane_policy != "split":
+        raise ValueError("--planes and --plane-policy apply to --fabric rail only")
     if a.fabric == "torus":
         if not a.torus:
             raise ValueError("--fabric torus needs --torus X,Y[,Z]")

@@ -310,6 +310,8 @@ SHIPPED = {
     "test_rail_64.xml": lambda: fabrics.rail_platform("910b", 64, None, 4),
     # The same with PXN and the simulated scale-up fabric.
     "test_rail_pxn_64.xml": lambda: fabrics.rail_platform("910b", 64, None, 4, 1.0, True, True),
+    # The same rail fabric in dual-plane form: two ports of 12.5e9 B/s per NIC.
+    "test_rail_2plane_64.xml": lambda: fabrics.rail_platform("910b", 64, None, 4, planes=2),
     "test_torus_64.xml": lambda: fabrics.torus_platform("910b", 64, "4,4,4"),
     "test_dragonfly_64.xml": lambda: fabrics.dragonfly_platform("910b", 64, "4,1;2,1;4,1;2"),
     # The 2-level fat tree of test_16npu.xml with the simulated scale-up fabric.

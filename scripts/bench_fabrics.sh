@@ -6,8 +6,10 @@
 # the process's CPU time (start-up and the load), less sensitive than the wall
 # time to other jobs on the machine.
 #
-#   sh scripts/bench_fabrics.sh [BUILD_DIR] [RUNS]
+#   sh scripts/bench_fabrics.sh [BUILD_DIR] [RUNS] [PATTERN]
 #
+# PATTERN (an extended regular expression, default: every fabric) keeps the
+# fabrics whose names match it, e.g. '^rail' for the rail-optimised ones.
 # BUILD_DIR (default build) must hold libnpu_net.a and libnpu_model.a.  The
 # platforms are generated into a temporary folder.  The load time includes
 # the reader's checks (every host's properties, every link, a route to every
@@ -16,6 +18,7 @@
 set -eu
 BUILD=${1:-build}
 RUNS=${2:-5}
+PATTERN=${3:-.}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 TMP=$(mktemp -d /tmp/npusim_fabrics_XXXXXX)
 trap 'rm -rf "$TMP"' EXIT INT TERM
@@ -36,6 +39,8 @@ clos3-1:1,3:1|--preset 910b --npus 16384 --fabric clos3 --oversub 1,3
 clos3+scaleup|--preset 910b --npus 16384 --fabric clos3 --scaleup-sim
 rail|--preset 910b --npus 16384 --fabric rail
 rail-pxn+scaleup|--preset 910b --npus 16384 --fabric rail --pxn --scaleup-sim
+rail-2plane|--preset 910b --npus 16384 --fabric rail --planes 2
+rail-2plane-pxn+scaleup|--preset 910b --npus 16384 --fabric rail --planes 2 --pxn --scaleup-sim
 torus-16x32x32|--preset 910b --npus 16384 --fabric torus --torus 16,32,32
 dragonfly-16,16,16,4|--preset 910b --npus 16384 --fabric dragonfly --dragonfly 16,1;16,1;16,1;4
 nvl72-clos3+scaleup|--preset gb200 --npus 16128 --fabric clos3 --leaf-hosts 72 --leaves-per-pod 16 --scaleup-sim
@@ -47,6 +52,7 @@ median() { sort -n | awk '{v[NR]=$1} END {print (NR%2) ? v[(NR+1)/2] : (v[NR/2]+
 
 printf "%-26s %7s %8s %8s %8s %7s\n" fabric xml_MB load_s cpu_s rss_MB runs
 while IFS='|' read -r name args; do
+    echo "$name" | grep -Eq -- "$PATTERN" || continue
     xml="$TMP/$name.xml"
     # shellcheck disable=SC2086
     $GEN $args -o "$xml"

@@ -11,7 +11,12 @@
 # balance, ISCA 2008): 1,024 hosts per group and 15 other groups at 16K, so
 # 68 links between each pair of groups; 128 and 7 at 1K, so 18.
 #
-#   sh scripts/fabrics_experiment.sh [BUILD_DIR] [OUT_CSV]
+#   sh scripts/fabrics_experiment.sh [BUILD_DIR] [OUT_CSV] [PATTERN]
+#
+# PATTERN (an extended regular expression matched against the fabric name)
+# runs only those fabrics and replaces their rows in an existing OUT_CSV,
+# keeping the others (e.g. '^rail-2plane' after adding the dual-plane rows;
+# the dragonfly at 16K alone takes about 11 minutes).
 #
 # Writes one row per run: fabric,npus,workload,variant,iteration_s,
 # pipeline_s,exposed_comm_s,activities,sim_wall_s (simrun's CSV columns 14,
@@ -19,6 +24,7 @@
 set -eu
 BUILD=${1:-build}
 OUT=${2:-results/fabrics/fabrics.csv}
+PATTERN=${3:-}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 TMP=$(mktemp -d /tmp/npusim_fabexp_XXXXXX)
 trap 'rm -rf "$TMP"' EXIT INT TERM
@@ -30,6 +36,8 @@ cat > "$TMP/list" <<'LIST'
 16384|clos3-pod-4:1|--fabric clos3 --oversub 1,4
 16384|rail|--fabric rail
 16384|rail-pxn-scaleup|--fabric rail --pxn --scaleup-sim
+16384|rail-2plane|--fabric rail --planes 2
+16384|rail-2plane-hash|--fabric rail --planes 2 --plane-policy hash
 16384|torus|--fabric torus --torus 16,32,32
 16384|dragonfly|--fabric dragonfly --dragonfly 16,68;16,1;16,1;4
 1024|fat-tree|
@@ -37,11 +45,19 @@ cat > "$TMP/list" <<'LIST'
 1024|clos3-pod-4:1|--fabric clos3 --leaf-hosts 32 --leaves-per-pod 8 --oversub 1,4
 1024|rail|--fabric rail
 1024|rail-pxn-scaleup|--fabric rail --pxn --scaleup-sim
+1024|rail-2plane|--fabric rail --planes 2
+1024|rail-2plane-hash|--fabric rail --planes 2 --plane-policy hash
 1024|torus|--fabric torus --torus 8,8,16
 1024|dragonfly|--fabric dragonfly --dragonfly 8,18;8,1;8,1;2
 LIST
 
-echo "fabric,npus,workload,variant,iteration_s,pipeline_s,exposed_comm_s,activities,sim_wall_s" > "$OUT"
+HEADER="fabric,npus,workload,variant,iteration_s,pipeline_s,exposed_comm_s,activities,sim_wall_s"
+if [ -n "$PATTERN" ] && [ -f "$OUT" ]; then # keep the other fabrics' rows
+    awk -F, -v p="$PATTERN" 'NR == 1 || $1 !~ p' "$OUT" > "$TMP/kept.csv"
+    cp "$TMP/kept.csv" "$OUT"
+else
+    echo "$HEADER" > "$OUT"
+fi
 run() { # fabric npus xml workload variant [simrun args...]
     fabric=$1 npus=$2 xml=$3 wl=$4 variant=$5
     shift 5
@@ -54,6 +70,7 @@ run() { # fabric npus xml workload variant [simrun args...]
     fi
 }
 while IFS='|' read -r npus fabric args; do
+    if [ -n "$PATTERN" ] && ! echo "$fabric" | grep -Eq -- "$PATTERN"; then continue; fi
     xml="$TMP/$fabric-$npus.xml"
     # shellcheck disable=SC2086
     $GEN --npus "$npus" $args -o "$xml"

@@ -1,14 +1,17 @@
 /*
  * fabric_run.h -- one platform loaded in a forked child (SimGrid holds one
  * platform per process), asked for routes and timed transfers: shared by
- * test_fabrics.c and test_scaleup.c (static functions, included once by each).
+ * test_fabrics.c, test_scaleup.c and test_planes.c (static functions, included
+ * once by each), and malformed variants of a shipped platform refused.
  */
 #ifndef FABRIC_RUN_H
 #define FABRIC_RUN_H
 
 #include <simgrid/host.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 #include <xbt/dynar.h>
 
 #include "collective.h"
@@ -23,22 +26,25 @@ typedef struct fab_job {
     const char *platform; /* relative to the source root, or absolute */
     int num_routes;
     int route_src[FAB_MAX_ROUTES], route_dst[FAB_MAX_ROUTES];
+    int route_plane[FAB_MAX_ROUTES]; /* 1: between the NPUs' plane-1 ports (nic_planes=2) */
     int num_transfers;
     int src[FAB_MAX_TRANSFERS], dst[FAB_MAX_TRANSFERS];
     double bytes[FAB_MAX_TRANSFERS];
     int alltoall_n;        /* > 0: then a pairwise all-to-all among NPUs 0..n-1 */
     double alltoall_bytes; /* S per NPU */
+    int ring_n, ring_tp;   /* > 0: then a step-by-step ring all-reduce among ring_n members */
+    double ring_bytes;     /* of ring_tp NPUs each (members on NPUs 0..n·tp−1), S per NPU */
 } fab_job;
 
 typedef struct fab_out {
     int rc;
     np_error err;
     cl_cluster cluster;
-    int scaleup_simulated, cross_rail_pxn;
+    int scaleup_simulated, cross_rail_pxn, nic_planes, plane_policy;
     int links[FAB_MAX_ROUTES];
     double route_lat[FAB_MAX_ROUTES], route_bw[FAB_MAX_ROUTES];
     double end_s[FAB_MAX_TRANSFERS];
-    double alltoall_s;
+    double alltoall_s, ring_s;
 } fab_out;
 
 static void fab_child(void *ctx, int fd)
@@ -54,9 +60,16 @@ static void fab_child(void *ctx, int fd)
         o.cluster = pf.cluster;
         o.scaleup_simulated = pf.scaleup_simulated;
         o.cross_rail_pxn = pf.cross_rail_pxn;
+        o.nic_planes = pf.nic_planes;
+        o.plane_policy = pf.plane_policy;
         xbt_dynar_t links = xbt_dynar_new(sizeof(sg_link_t), NULL);
         for (int i = 0; i < j->num_routes; i++) {
-            sg_host_t a = pf.host_of_rank[j->route_src[i]], b = pf.host_of_rank[j->route_dst[i]];
+            sg_host_t *hosts = j->route_plane[i] ? pf.plane1_port_of_rank : pf.host_of_rank;
+            if (!hosts) {
+                o.links[i] = -1;
+                continue;
+            }
+            sg_host_t a = hosts[j->route_src[i]], b = hosts[j->route_dst[i]];
             xbt_dynar_reset(links);
             sg_host_get_route(a, b, links);
             o.links[i] = (int)xbt_dynar_length(links);
@@ -77,6 +90,18 @@ static void fab_child(void *ctx, int fd)
             coll_bench_result r;
             o.rc = coll_bench_run(&pf, &s, &r, &o.err);
             o.alltoall_s = r.time_s;
+        }
+        if (!o.rc && j->ring_n > 0) {
+            coll_bench_spec s;
+            coll_bench_init_spec(&s);
+            s.kind = COLL_ALLREDUCE;
+            s.params.algorithm = COLL_RING;
+            s.group_size = j->ring_n;
+            s.tp = j->ring_tp;
+            s.bytes = j->ring_bytes;
+            coll_bench_result r;
+            o.rc = coll_bench_run(&pf, &s, &r, &o.err);
+            o.ring_s = r.time_s;
         }
     }
     test_write_all(fd, &o, sizeof o);
@@ -104,11 +129,60 @@ static void fab_route(fab_job *j, int a, int b)
     j->route_dst[j->num_routes++] = b;
 }
 
+static inline void fab_route_on_plane(fab_job *j, int a, int b, int plane)
+{
+    j->route_plane[j->num_routes] = plane;
+    fab_route(j, a, b);
+}
+
 static void fab_transfer(fab_job *j, int a, int b, double bytes)
 {
     j->src[j->num_transfers] = a;
     j->dst[j->num_transfers] = b;
     j->bytes[j->num_transfers++] = bytes;
+}
+
+/* ---- malformed variants of a shipped platform ------------------------------ */
+
+/* Writes `relative` with the first `from` replaced by `to` to a temporary
+ * file; its path in buf. */
+static inline int write_variant(const char *relative, const char *from, const char *to, char *buf,
+                                size_t size)
+{
+    FILE *f = fopen(test_path(relative), "r");
+    if (!f)
+        return -1;
+    static char text[1 << 20];
+    size_t n = fread(text, 1, sizeof text - 1, f);
+    fclose(f);
+    text[n] = '\0';
+    char *at = strstr(text, from);
+    if (!at)
+        return -1;
+    snprintf(buf, size, "/tmp/npusim_fabric_XXXXXX");
+    int fd = mkstemp(buf);
+    if (fd < 0)
+        return -1;
+    FILE *out = fdopen(fd, "w");
+    fprintf(out, "%.*s%s%s", (int)(at - text), text, to, at + strlen(from));
+    fclose(out);
+    return 0;
+}
+
+static inline void expect_refused(const char *relative, const char *from, const char *to,
+                                  const char *key, const char *text)
+{
+    char path[64];
+    CU_ASSERT_FATAL(write_variant(relative, from, to, path, sizeof path) == 0);
+    fab_job j = {.platform = path};
+    fab_out o;
+    CU_ASSERT_FATAL(fab_run(&j, &o, 1) == 0);
+    unlink(path);
+    CU_ASSERT_EQUAL(o.rc, NP_EXIT_INPUT);
+    if (strcmp(o.err.key, key) != 0 || !strstr(o.err.text, text))
+        fprintf(stderr, "\n  variant '%s': key '%s', text '%s'\n", to, o.err.key, o.err.text);
+    CU_ASSERT_STRING_EQUAL(o.err.key, key);
+    CU_ASSERT_PTR_NOT_NULL(strstr(o.err.text, text));
 }
 
 #endif

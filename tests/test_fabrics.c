@@ -150,47 +150,6 @@ static void test_oversubscription_4_to_1_slows_a_cross_pod_shift_4x(void)
 
 /* ---- malformed fabrics ------------------------------------------------------ */
 
-/* Writes `relative` with the first `from` replaced by `to` to a temporary
- * file; its path in buf. */
-static int write_variant(const char *relative, const char *from, const char *to, char *buf,
-                         size_t size)
-{
-    FILE *f = fopen(test_path(relative), "r");
-    if (!f)
-        return -1;
-    static char text[1 << 20];
-    size_t n = fread(text, 1, sizeof text - 1, f);
-    fclose(f);
-    text[n] = '\0';
-    char *at = strstr(text, from);
-    if (!at)
-        return -1;
-    snprintf(buf, size, "/tmp/npusim_fabric_XXXXXX");
-    int fd = mkstemp(buf);
-    if (fd < 0)
-        return -1;
-    FILE *out = fdopen(fd, "w");
-    fprintf(out, "%.*s%s%s", (int)(at - text), text, to, at + strlen(from));
-    fclose(out);
-    return 0;
-}
-
-static void expect_refused(const char *relative, const char *from, const char *to, const char *key,
-                           const char *text)
-{
-    char path[64];
-    CU_ASSERT_FATAL(write_variant(relative, from, to, path, sizeof path) == 0);
-    fab_job j = {.platform = path};
-    fab_out o;
-    CU_ASSERT_FATAL(fab_run(&j, &o, 1) == 0);
-    unlink(path);
-    CU_ASSERT_EQUAL(o.rc, NP_EXIT_INPUT);
-    if (strcmp(o.err.key, key) != 0 || !strstr(o.err.text, text))
-        fprintf(stderr, "\n  variant '%s': key '%s', text '%s'\n", to, o.err.key, o.err.text);
-    CU_ASSERT_STRING_EQUAL(o.err.key, key);
-    CU_ASSERT_PTR_NOT_NULL(strstr(o.err.text, text));
-}
-
 static void test_malformed_fabrics_are_refused(void)
 {
     const char *df = "platforms/test_dragonfly_64.xml", *su = "platforms/test_scaleup_16.xml";

@@ -258,6 +258,56 @@ static void test_engine_follows_the_placement(void)
     ASSERT_REL((times[0] - t0) / (times[1] - t0), c / cu, 1e-4);
 }
 
+/* A TP group across servers is refused (placement_check_tp): with servers
+ * of 8, TP 2 and DP 8, "dp-tp-cp-pp" puts TP rank r of replica d, stage s
+ * on NPU d + 8(r + 2s): ranks 0 and 8 of a group, two servers.  With DP 4
+ * the same order gives d + 4(r + 2s): 4 apart inside one server of 8. */
+static void test_tp_groups_across_servers_are_refused(void)
+{
+    placement p;
+    np_error err;
+    CU_ASSERT_FATAL(placement_parse("dp-tp-cp-pp", "--placement", &p, &err) == 0);
+    const int wide[PLACE_DIMS] = {2, 1, 8, 2}, narrow[PLACE_DIMS] = {2, 1, 4, 2};
+    np_error_clear(&err);
+    CU_ASSERT_EQUAL(placement_check_tp(&p, wide, 8, "--placement", &err), NP_EXIT_USAGE);
+    CU_ASSERT_STRING_EQUAL(err.key, "--placement");
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.text, "TP rank 0 on NPU 0 in server 0, TP rank 1 on NPU 8 "
+                                            "in server 1"));
+    CU_ASSERT_EQUAL(placement_check_tp(&p, narrow, 8, "--placement", &err), 0);
+    /* Megatron's order keeps a group of tp dividing the server in it; TP 1
+     * has nothing to split; TP 16 on servers of 8 is priced on the
+     * scale-out route whatever the order. */
+    placement q;
+    placement_init(&q);
+    CU_ASSERT_EQUAL(placement_check_tp(&q, wide, 8, "--placement", &err), 0);
+    const int tp1[PLACE_DIMS] = {1, 1, 8, 2}, tp16[PLACE_DIMS] = {16, 1, 2, 1};
+    CU_ASSERT_EQUAL(placement_check_tp(&p, tp1, 8, "--placement", &err), 0);
+    CU_ASSERT_EQUAL(placement_check_tp(&p, tp16, 8, "--placement", &err), 0);
+    /* TP 4 on servers of 6 in Megatron's order: group 1 is NPUs 4..7. */
+    const int odd[PLACE_DIMS] = {4, 1, 3, 1};
+    CU_ASSERT_EQUAL(placement_check_tp(&q, odd, 6, "--placement", &err), NP_EXIT_USAGE);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.text, "replica 1"));
+    /* The engine refuses such a run: test_flat_16_4pn.xml (servers of 4),
+     * TP 2, DP 4, PP 2, "dp-tp-cp-pp": NPUs d + 4(r + 2s). */
+    cm_model cm;
+    plan pl;
+    test_uniform_model(&cm, 2);
+    test_uniform_plan(&pl, 2, 4, 1, SCHED_1F1B);
+    pl.data_parallel = cm.data_parallel = 4;
+    pl.tensor_parallel = cm.tensor_parallel = 2;
+    engine_options o;
+    engine_init_options(&o);
+    o.placement = p;
+    test_sim_result r;
+    CU_ASSERT_FATAL(test_simulate_plan_quiet("platforms/test_flat_16_4pn.xml", &cm, &pl, &o, &r) ==
+                    0);
+    CU_ASSERT_EQUAL(r.rc, NP_EXIT_USAGE);
+    CU_ASSERT_PTR_NOT_NULL(strstr(r.error, "--placement"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(r.error, "across servers"));
+    plan_free(&pl);
+    cm_free(&cm);
+}
+
 void register_scaleup_tests(void)
 {
     TEST_SUITE("scaleup",
@@ -273,5 +323,6 @@ void register_scaleup_tests(void)
                {"default placement is Megatron's order", test_default_placement_is_megatron_order},
                {"other orders are bijections", test_other_orders_are_bijections_in_their_digits},
                {"bad orders are refused", test_bad_orders_are_refused},
-               {"the engine follows the placement", test_engine_follows_the_placement});
+               {"the engine follows the placement", test_engine_follows_the_placement},
+               {"TP groups across servers are refused", test_tp_groups_across_servers_are_refused});
 }

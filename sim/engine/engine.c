@@ -196,6 +196,10 @@ int engine_run(const sim_platform *pf, const wl_workload *w, const cm_model *cm,
                           "after every backward already; --dp-overlap buckets one sync per "
                           "iteration",
                           wl_sharding_name((wl_dp_sharding)cm->sharding));
+    int sizes[PLACE_DIMS] = {e.tp, e.cp, e.dp, e.p};
+    if (!rc) /* TP groups across servers would be priced as inside one (placement.h) */
+        rc =
+            placement_check_tp(&o->placement, sizes, pf->cluster.npus_per_node, "--placement", err);
     if (rc || (rc = coll_check_options(o, err)) || (rc = overlap_check(pl, o, err)))
         return rc;
     e.fold = o->fold_dp > 0 ? o->fold_dp : e.dp;

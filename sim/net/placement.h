@@ -44,4 +44,15 @@ void placement_name(const placement *p, char *buf, int size);
 int placement_rank(const placement *p, const int sizes[PLACE_DIMS], int tp_rank, int cp_rank,
                    int replica, int stage);
 
+/* Whether every TP group sits in one server (servers of npus_per_node
+ * consecutive NPUs): 0, or NP_EXIT_USAGE with the error naming `option`
+ * and the first group found across servers.  The cost model prices TP
+ * collectives on the scale-up fabric when tp ≤ npus_per_node (it does not
+ * know the placement), so an order that spreads such a group over servers
+ * would be priced as if it were inside one; a group wider than a server is
+ * priced on the scale-out route whatever the order, and is accepted.
+ * sizes as for placement_rank. */
+int placement_check_tp(const placement *p, const int sizes[PLACE_DIMS], int npus_per_node,
+                       const char *option, np_error *err);
+
 #endif

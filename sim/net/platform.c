@@ -77,7 +77,8 @@ int platform_load_with(const char *path, const platform_limits *lim, sim_platfor
     if (count == 0 || count > (size_t)1 << 30)
         return np_error_set(err, NP_EXIT_INPUT, path, "", 0,
                             "the platform has %zu hosts: expected 1 to 2^30 NPUs", count);
-    sg_host_t *hosts = sg_host_list(), *ports = NULL;
+    sg_host_t *hosts = sg_host_list();
+    platform_ports ports = {NULL, NULL};
     int num_npus = 0;
     rc = platform_split_ports(path, hosts, (int)count, &num_npus, &ports, err);
     if (!rc && num_npus == 0)
@@ -88,11 +89,9 @@ int platform_load_with(const char *path, const platform_limits *lim, sim_platfor
     free(hosts);
     if (!rc)
         rc = platform_read_cluster(path, out, err);
-    if (!rc) {
-        rc = platform_read_fabric(path, out, ports, &taper, err);
-        ports = NULL; /* owned by out now */
-    }
-    free(ports);
+    if (!rc)
+        rc = platform_read_fabric(path, out, &ports, &taper, err); /* takes what it accepts */
+    platform_ports_free(&ports);
     if (rc)
         platform_free(out);
     else
@@ -113,6 +112,9 @@ void platform_free(sim_platform *p)
     p->host_of_rank = NULL;
     free(p->scaleup_port_of_rank);
     p->scaleup_port_of_rank = NULL;
+    free(p->plane1_port_of_rank);
+    p->plane1_port_of_rank = NULL;
+    p->nic_planes = 1;
     p->scaleup_simulated = 0;
     p->num_npus = 0;
 }

@@ -26,7 +26,18 @@ typedef struct sim_platform {
     int scaleup_simulated; /* scaleup_fabric="simulated": same-server transfers as flows */
     sg_host_t *scaleup_port_of_rank; /* [num_npus] port hosts sup-R, or NULL */
     int cross_rail_pxn; /* cross_rail_pxn=1: cross-rail traffic via the scale-up fabric first */
+    /* Dual-plane NICs (nic_planes=2): NPU R's second port is the host pl1-R
+     * on plane 1, an independent copy of plane 0's fabric (the NPU hosts'). */
+    int nic_planes;                 /* 1 or 2 */
+    int plane_policy;               /* nic_plane_policy: PLANE_SPLIT or PLANE_HASH */
+    sg_host_t *plane1_port_of_rank; /* [num_npus] plane-1 port hosts pl1-R, or NULL */
 } sim_platform;
+
+/* How a transfer between two NPUs of a dual-plane platform uses the planes
+ * (docs/platform-format.md, Dual-plane): split in two halves, one per plane
+ * (NCCL's channels over both ports), or whole on the plane a hash of a
+ * and b picks (one queue pair on one port; transport.c). */
+enum { PLANE_SPLIT = 0, PLANE_HASH = 1 };
 
 /* What a platform may cost to build.  SimGrid builds about a million
  * elements (hosts, switches, links) in 7 s and 1.2 GB on a 2-core machine;

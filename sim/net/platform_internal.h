@@ -10,8 +10,8 @@
  *                     into one np_error
  *   platform_props.c  the hosts and links read as an NPU cluster: every
  *                     property and link figure finite and in its range
- *   platform_fabric.c scale-up port hosts, scaleup_fabric, cross_rail_pxn,
- *                     fabric_taper
+ *   platform_fabric.c port hosts (scale-up, plane 1), scaleup_fabric,
+ *                     cross_rail_pxn, fabric_taper, nic_planes
  */
 #ifndef SIM_PLATFORM_INTERNAL_H
 #define SIM_PLATFORM_INTERNAL_H
@@ -25,16 +25,29 @@ int platform_precheck(const char *path, const platform_limits *lim, double *tape
  * SimGrid does not keep where a property came from. */
 int platform_prop_line(const char *path, const char *name);
 
+/* The port hosts of a platform, indexed by the rank ending their names, or
+ * NULL when it has none of that kind: scale-up ports (npusim_port=
+ * "scaleup", sup-R) and plane-1 NIC ports (npusim_port="plane1", pl1-R). */
+typedef struct platform_ports {
+    sg_host_t *scaleup, *plane1;
+} platform_ports;
+void platform_ports_free(platform_ports *ports);
+
 /* Moves the NPU hosts to the front of hosts[] (*num_npus of them) and the
- * scale-up port hosts (npusim_port="scaleup") into *ports, indexed by the
- * rank ending their names, or NULL when there are none
- * (platform_fabric.c). */
+ * port hosts into *ports (platform_fabric.c). */
 int platform_split_ports(const char *path, sg_host_t *hosts, int count, int *num_npus,
-                         sg_host_t **ports, np_error *err);
-/* scaleup_fabric, cross_rail_pxn and fabric_taper of the numbered NPUs; takes
- * ownership of ports; *taper lowered to fabric_taper when given. */
-int platform_read_fabric(const char *path, sim_platform *p, sg_host_t *ports, double *taper,
+                         platform_ports *ports, np_error *err);
+/* scaleup_fabric, cross_rail_pxn, fabric_taper, nic_planes and
+ * nic_plane_policy of the numbered NPUs, after platform_read_cluster; moves
+ * the ports it accepts from *ports into p; *taper lowered to fabric_taper
+ * when given; a split dual-plane platform's scale-out bandwidth doubled. */
+int platform_read_fabric(const char *path, sim_platform *p, platform_ports *ports, double *taper,
                          np_error *err);
+
+/* Routes from hosts[0] to hosts[k·npus_per_node] for every other server,
+ * and back, exist (hosts: p's NPUs or one of its port kinds), else the
+ * error naming the pair (platform_props.c). */
+int platform_check_routes(const char *path, const sim_platform *p, sg_host_t *hosts, np_error *err);
 
 /* simgrid_load_platform() under the abort trap (platform_trap.c). */
 int platform_load_into_simgrid(const char *path, np_error *err);

@@ -262,7 +262,8 @@ static int platform_check_uniform(const char *path, const sim_platform *p, np_er
  * would crash SimGrid in a route query or stop it mid-run).  Looked up under
  * the abort trap, at about a microsecond each. */
 typedef struct route_probe {
-    sim_platform *p;
+    const sim_platform *p;
+    sg_host_t *hosts;             /* [num_npus]: the NPUs, or one kind of their ports */
     int missing_from, missing_to; /* ranks of the first pair without links, or -1 */
     int probing_from, probing_to; /* the pair being looked up */
 } route_probe;
@@ -279,7 +280,7 @@ static void probe_routes(void *ctx)
             r->probing_from = from; /* survives an abort inside the query */
             r->probing_to = to;
             xbt_dynar_reset(links);
-            sg_host_get_route(p->host_of_rank[from], p->host_of_rank[to], links);
+            sg_host_get_route(r->hosts[from], r->hosts[to], links);
             if (xbt_dynar_is_empty(links)) {
                 r->missing_from = from;
                 r->missing_to = to;
@@ -289,9 +290,9 @@ static void probe_routes(void *ctx)
     xbt_dynar_free(&links);
 }
 
-static int platform_check_routes(const char *path, sim_platform *p, np_error *err)
+int platform_check_routes(const char *path, const sim_platform *p, sg_host_t *hosts, np_error *err)
 {
-    route_probe r = {p, -1, -1, -1, -1};
+    route_probe r = {p, hosts, -1, -1, -1, -1};
     char message[1024] = "";
     if (platform_guarded(probe_routes, &r, message, sizeof message)) {
         r.missing_from = r.probing_from; /* SimGrid failed on this route */
@@ -301,8 +302,8 @@ static int platform_check_routes(const char *path, sim_platform *p, np_error *er
         return np_error_set(err, NP_EXIT_INPUT, path, "", 0,
                             "no network route from '%s' to '%s': every server must reach the "
                             "others",
-                            sg_host_get_name(p->host_of_rank[r.missing_from]),
-                            sg_host_get_name(p->host_of_rank[r.missing_to]));
+                            sg_host_get_name(hosts[r.missing_from]),
+                            sg_host_get_name(hosts[r.missing_to]));
     return 0;
 }
 
@@ -315,7 +316,7 @@ static int platform_read_scaleout(const char *path, sim_platform *p, np_error *e
         c->scaleout_latency_s = c->scaleup_latency_s;
         return 0;
     }
-    int rc = platform_check_routes(path, p, err);
+    int rc = platform_check_routes(path, p, p->host_of_rank, err);
     if (rc)
         return rc;
     sg_host_t a = p->host_of_rank[0], b = p->host_of_rank[c->npus_per_node];

@@ -3,11 +3,13 @@
  *
  * The one place where bytes between NPUs become SimGrid activities, for the
  * engine's stage-to-stage sends and for every collective message alike, so
- * both contend on the same links and are counted the same way (transport.h).
+ * both contend on the same links and are counted the same way (transport.h),
+ * and where a network leg uses one or both planes of a dual-plane NIC.
  */
 #include <simgrid/actor.h>
 #include <simgrid/exec.h>
 #include <simgrid/host.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <xbt/asserts.h>
 
@@ -32,6 +34,60 @@ sg_exec_t transport_flow_start(sg_host_t src, sg_host_t dst, double bytes)
     return flow;
 }
 
+void transport_add_flow(transport *t, transfer *x, sg_host_t src, sg_host_t dst, double bytes)
+{
+    if (!x->flows &&
+        !(x->flows = malloc((size_t)TRANSFER_FLOWS_PER_RANK * t->tp * sizeof *x->flows)))
+        xbt_die("npusim: out of memory posting a transfer");
+    x->flows[x->num_flows++] = transport_flow_start(src, dst, bytes);
+    t->activities++;
+}
+
+/* Dual-plane NICs (nic_planes=2, docs/platform-format.md): NPU R's port k
+ * sits on plane k, port 0 being the NPU host itself and port 1 the host
+ * pl1-R; the planes are joined by no link, so a flow stays on the plane of
+ * its sender's port, and one flow (one RDMA queue pair) gets one port's
+ * bandwidth.  PLANE_SPLIT: two flows of half the bytes, one per plane, as
+ * NCCL spreads a send's or a collective's channels over the NIC's ports, so
+ * an idle transfer takes α + S/(2·B_port); PLANE_HASH: the whole transfer on
+ * the plane transport_plane_hash(a, b) picks, α + S/B_port: one queue pair
+ * on one port, its port chosen by a hash of the two addresses (the ECMP or
+ * bonding hash of a real NIC), so flows that meet on a port share it by
+ * chance, not by design. */
+int transport_plane_hash(int a, int b)
+{
+    /* MurmurHash3's 32-bit finaliser (Appleby, public domain) of a·φ XOR b:
+     * every bit of both ranks reaches the low bit, so the choice has no
+     * structure in the ranks (a plain a XOR b would put every pair of one
+     * rail, ranks 8 apart, on the same plane). */
+    uint32_t h = (uint32_t)a * 0x9E3779B1u ^ (uint32_t)b;
+    h ^= h >> 16;
+    h *= 0x85EBCA6Bu;
+    h ^= h >> 13;
+    h *= 0xC2B2AE35u;
+    h ^= h >> 16;
+    return (int)(h & 1);
+}
+
+void transport_network_leg(transport *t, int a, int b, sg_host_t src, sg_host_t dst, double bytes,
+                           transfer *x)
+{
+    const sim_platform *pf = t->pf;
+    if (pf->nic_planes != 2) {
+        transport_add_flow(t, x, src, dst, bytes);
+        return;
+    }
+    sg_host_t *plane1 = pf->plane1_port_of_rank;
+    if (pf->plane_policy == PLANE_SPLIT) {
+        transport_add_flow(t, x, src, dst, bytes / 2);
+        transport_add_flow(t, x, plane1[a], plane1[b], bytes / 2);
+    } else if (transport_plane_hash(a, b)) {
+        transport_add_flow(t, x, plane1[a], plane1[b], bytes);
+    } else {
+        transport_add_flow(t, x, src, dst, bytes);
+    }
+}
+
 bool transport_same_server(const transport *t, int rank_a, int rank_b)
 {
     int per_node = t->pf->cluster.npus_per_node;
@@ -48,7 +104,14 @@ transfer transport_start(transport *t, const endpoint *from, const endpoint *to,
         /* Same server, or PXN: the scale-up fabric (transport_scaleup.c). */
         if (transport_scaleup_part(t, from->ranks[r], to->ranks[r], bytes, &x))
             continue;
-        if (!x.flows && !(x.flows = malloc((size_t)2 * t->tp * sizeof *x.flows)))
+        if (t->pf->nic_planes == 2) {
+            transport_network_leg(t, from->ranks[r], to->ranks[r], from->hosts[r], to->hosts[r],
+                                  bytes, &x);
+            continue;
+        }
+        /* One plane (every shipped device platform): the flow, inline. */
+        if (!x.flows &&
+            !(x.flows = malloc((size_t)TRANSFER_FLOWS_PER_RANK * t->tp * sizeof *x.flows)))
             xbt_die("npusim: out of memory posting a transfer");
         x.flows[x.num_flows++] = transport_flow_start(from->hosts[r], to->hosts[r], bytes);
         t->activities++;

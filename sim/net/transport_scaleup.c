@@ -11,27 +11,16 @@
  * ports do.  Without the property the closed form is kept: no activity, and
  * no contention inside a server.
  */
-#include <stdlib.h>
-#include <xbt/asserts.h>
-
 #include "transport_scaleup.h"
 
 int transport_rail(const transport *t, int rank) { return rank % t->pf->cluster.npus_per_node; }
-
-static void add_flow(transport *t, transfer *x, sg_host_t src, sg_host_t dst, double bytes)
-{
-    if (!x->flows && !(x->flows = malloc((size_t)2 * t->tp * sizeof *x->flows)))
-        xbt_die("npusim: out of memory posting a transfer");
-    x->flows[x->num_flows++] = transport_flow_start(src, dst, bytes);
-    t->activities++;
-}
 
 /* The scale-up leg from NPU a to NPU b of the same server. */
 static void scaleup_leg(transport *t, int a, int b, double bytes, transfer *x)
 {
     const sim_platform *pf = t->pf;
     if (pf->scaleup_simulated) {
-        add_flow(t, x, pf->scaleup_port_of_rank[a], pf->scaleup_port_of_rank[b], bytes);
+        transport_add_flow(t, x, pf->scaleup_port_of_rank[a], pf->scaleup_port_of_rank[b], bytes);
         return;
     }
     double done = transport_now(t) + cl_p2p_time(&pf->cluster, bytes, 1);
@@ -51,6 +40,6 @@ bool transport_scaleup_part(transport *t, int a, int b, double bytes, transfer *
     int per_node = pf->cluster.npus_per_node;
     int relay = a / per_node * per_node + transport_rail(t, b);
     scaleup_leg(t, a, relay, bytes, x);
-    add_flow(t, x, pf->host_of_rank[relay], pf->host_of_rank[b], bytes);
+    transport_network_leg(t, relay, b, pf->host_of_rank[relay], pf->host_of_rank[b], bytes, x);
     return true;
 }

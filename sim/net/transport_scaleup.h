@@ -11,6 +11,25 @@
 
 #include "transport.h"
 
+/* The most flows one TP rank's part of a transfer starts: a PXN relay's
+ * scale-up leg and its network leg split over two NIC planes. */
+#define TRANSFER_FLOWS_PER_RANK 3
+
+/* Starts a flow of `bytes` from src to dst as part of x (counted). */
+void transport_add_flow(transport *t, transfer *x, sg_host_t src, sg_host_t dst, double bytes);
+
+/* Starts the network leg of x from NPU a (host src) to NPU b (host dst):
+ * one flow, or on a dual-plane platform (nic_planes=2) two halves, one per
+ * plane, or one flow on the plane its nic_plane_policy hashes to
+ * (transport.c). */
+void transport_network_leg(transport *t, int a, int b, sg_host_t src, sg_host_t dst, double bytes,
+                           transfer *x);
+
+/* The plane (0 or 1) of a transfer from NPU a to NPU b under
+ * nic_plane_policy="hash": the low bit of MurmurHash3's 32-bit finaliser of
+ * (a · 0x9E3779B1) XOR b, all in unsigned 32-bit arithmetic (transport.c). */
+int transport_plane_hash(int a, int b);
+
 /* The rail of an NPU: its index inside its server (NIC i of every server is
  * on rail i, docs/platform-format.md). */
 int transport_rail(const transport *t, int rank);
@@ -26,7 +45,7 @@ int transport_rail(const transport *t, int rank);
  *     above) and the network flow from that NPU to b, started together: NCCL
  *     cuts the message into chunks and pipelines them through the relay, so
  *     the two legs overlap and the slower one sets the time.
- * x->flows must have room for 2 flows per TP rank (transport_start). */
+ * The network flow is transport_network_leg's (one or two NIC planes). */
 bool transport_scaleup_part(transport *t, int a, int b, double bytes, transfer *x);
 
 #endif
