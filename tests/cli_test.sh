@@ -236,6 +236,10 @@ rm -f "$TMP/n.csv"
     [ "$(csv_col "$TMP/n.csv" placement)" = dp-tp-cp-pp ] && [ "$(csv_col "$TMP/n.csv" moe_trace)" = "" ] &&
     [ "$(csv_col "$TMP/n.csv" moe_trace_step)" = 0 ] && ok ||
     ko "--placement dp-tp-cp-pp is in the CSV row's placement column"
+expect_error "a placement that splits a TP group over servers is refused" 1 \
+    "placement: dp-tp-cp-pp puts the TP group of stage 0, replica 0, CP rank 0 across servers" \
+    --quiet --placement dp-tp-cp-pp --set tensor_model_parallel_size=2 --set data_parallel_size=8 \
+    --set pipeline_model_parallel_size=1 platforms/test_16npu.xml "$W8"
 "$SIMRUN" --quiet --set planner=AdaPipe --set schedule=GPipe --csv "$TMP/n.csv" "$P8" "$W8" 2>"$TMP/err" &&
     [ "$(csv_col "$TMP/n.csv" planner)" = adapipe ] && [ "$(csv_col "$TMP/n.csv" schedule)" = gpipe ] &&
     ok || ko "the workload's planner and schedule keys in any case"
