@@ -50,15 +50,6 @@ static void build(const char *const *set, int n, const cl_cluster *c, cm_model *
     wl_free(&w);
 }
 
-static const cm_unit *unit(const cm_layer *ly, const char *name)
-{
-    for (int u = 0; u < ly->num_units; u++)
-        if (!strcmp(ly->units[u].name, name))
-            return &ly->units[u];
-    CU_FAIL("no such unit");
-    return &ly->units[0];
-}
-
 /* ---- FlashAttention ------------------------------------------------------- */
 
 /* Korthikanti's per-layer bytes with TP + SP are sbh/t·(34 + 5as/h); the
@@ -83,7 +74,7 @@ static void test_flash_keeps_korthikanti_without_the_score_term(void)
                     ly->activation_bytes[RECOMPUTE_NONE]);
     CU_ASSERT_EQUAL(ly->recompute_s[RECOMPUTE_SELECTIVE], 0.0);
     ASSERT_REL(ly->activation_bytes[RECOMPUTE_FULL], 2.0 * SBH / T, 1e-12);
-    ASSERT_REL(unit(ly, "core_attention")->activation_bytes, STATS, 1e-12);
+    ASSERT_REL(test_unit(ly, "core_attention")->activation_bytes, STATS, 1e-12);
     cm_free(&cm);
 
     const char *const tp[] = {"use_flash_attn=true", "sequence_parallel=false"};
@@ -118,8 +109,8 @@ static void test_flash_kernel_times_replace_the_unfused_core(void)
     cm_model f, u;
     build(flash, 1, &c, &f);
     build(NULL, 0, &c, &u);
-    ASSERT_REL(unit(&f.layers[1], "core_attention")->forward_s, fwd, 1e-12);
-    ASSERT_REL(unit(&u.layers[1], "core_attention")->forward_s, unfused_fwd, 1e-12);
+    ASSERT_REL(test_unit(&f.layers[1], "core_attention")->forward_s, fwd, 1e-12);
+    ASSERT_REL(test_unit(&u.layers[1], "core_attention")->forward_s, unfused_fwd, 1e-12);
     ASSERT_REL(f.layers[1].forward_s - u.layers[1].forward_s, fwd - unfused_fwd, 1e-9);
     ASSERT_REL(f.layers[1].backward_s - u.layers[1].backward_s, bwd - unfused_bwd, 1e-9);
     /* The model FLOPs (MFU) do not count the kernel's recomputation. */
@@ -153,8 +144,8 @@ static void test_dropout_zero_removes_exactly_the_masks(void)
                3.0 * E_SCORES, 1e-12);
     ASSERT_REL(attn0.layers[1].activation_bytes[RECOMPUTE_NONE], SBH / T * (34.0 + 32.0), 1e-12);
     ASSERT_REL(both0.layers[1].activation_bytes[RECOMPUTE_NONE], SBH / T * (32.0 + 32.0), 1e-12);
-    CU_ASSERT_EQUAL(unit(&both0.layers[1], "attn_dropout_mask")->activation_bytes, 0.0);
-    CU_ASSERT_EQUAL(unit(&both0.layers[1], "mlp_dropout_mask")->activation_bytes, 0.0);
+    CU_ASSERT_EQUAL(test_unit(&both0.layers[1], "attn_dropout_mask")->activation_bytes, 0.0);
+    CU_ASSERT_EQUAL(test_unit(&both0.layers[1], "mlp_dropout_mask")->activation_bytes, 0.0);
     double passes = 2.0 * memop(SBH / T * (2.0 * D + 1)) + memop(E_SCORES * (2.0 * D + 1));
     ASSERT_REL(base.layers[1].forward_s - both0.layers[1].forward_s, passes, 1e-9);
     ASSERT_REL(base.layers[1].backward_s - both0.layers[1].backward_s, passes, 1e-9);
@@ -288,7 +279,7 @@ static void test_gemm_table_prices_each_gemm_by_its_shape(void)
     cm_model cm;
     build(nosp, 1, &c, &cm);
     double n = 4608, flops = 2.0 * S * H * n, bytes = (S * H + H * n + S * n) * D;
-    ASSERT_REL(unit(&cm.layers[1], "qkv")->forward_s, roofline(flops, bytes, 0.5), 1e-12);
+    ASSERT_REL(test_unit(&cm.layers[1], "qkv")->forward_s, roofline(flops, bytes, 0.5), 1e-12);
     cm_free(&cm);
 }
 

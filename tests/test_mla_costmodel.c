@@ -33,15 +33,6 @@ static int build(const char *const *set, int n, cm_model *cm, np_error *err)
     return rc;
 }
 
-static const cm_unit *unit(const cm_layer *ly, const char *name)
-{
-    for (int u = 0; u < ly->num_units; u++)
-        if (!strcmp(ly->units[u].name, name))
-            return &ly->units[u];
-    CU_FAIL("no such unit");
-    return &ly->units[0];
-}
-
 /* MLA's attention parameters per layer, the hand count of docs/moe.md:
  * queries 7168·1536 + 1536 + 1536·128·192 = 48,760,320, keys and values
  * 7168·576 + 512 + 512·128·256 = 20,906,496, output 128·128·7168 =
@@ -87,10 +78,10 @@ static void test_mla_kept_bytes(void)
     np_error err;
     CU_ASSERT_EQUAL_FATAL(build(NULL, 0, &cm, &err), 0);
     const cm_layer *ly = &cm.layers[1];
-    ASSERT_REL(unit(ly, "qkv")->activation_bytes,
+    ASSERT_REL(test_unit(ly, "qkv")->activation_bytes,
                S * (2 * RQ + 2 * RKV + DR + A * (2 * (DN + DR) + DV)) * 2, 1e-15);
-    ASSERT_REL(unit(ly, "proj_input")->activation_bytes, S * A * DV * 2, 1e-15);
-    ASSERT_REL(unit(ly, "core_attention")->activation_bytes, A * S * 8, 1e-15);
+    ASSERT_REL(test_unit(ly, "proj_input")->activation_bytes, S * A * DV * 2, 1e-15);
+    ASSERT_REL(test_unit(ly, "core_attention")->activation_bytes, A * S * 8, 1e-15);
     cm_free(&cm);
 }
 
@@ -105,7 +96,7 @@ static void test_mla_flash_kernel_time(void)
     double flops = 2 * S * S * A * (DN + DR + DV);
     double bytes = S * A * (2 * (DN + DR) + 2 * DV) * 2 + A * S * 8;
     double expected = fmax(flops / (PEAK * 0.6), bytes / HBM_BW) + LAUNCH;
-    ASSERT_REL(unit(&cm.layers[1], "core_attention")->forward_s, expected, 1e-12);
+    ASSERT_REL(test_unit(&cm.layers[1], "core_attention")->forward_s, expected, 1e-12);
     cm_free(&cm);
 }
 

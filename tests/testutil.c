@@ -432,3 +432,12 @@ void test_expect_override_error(const char *file, const char *override, const ch
         fprintf(stderr, "\n  %s: key \"%s\", text \"%s\"\n", override, err.key, err.text);
     wl_free(&w);
 }
+
+const cm_unit *test_unit(const cm_layer *ly, const char *name)
+{
+    for (int u = 0; u < ly->num_units; u++)
+        if (!strcmp(ly->units[u].name, name))
+            return &ly->units[u];
+    CU_FAIL("no such unit");
+    return &ly->units[0];
+}

@@ -78,6 +78,10 @@ void test_built_schedule_free(test_built_schedule *b);
 /* How many ops of kind k stage st runs. */
 int test_count_ops(const sched_stage *st, op_kind k);
 
+/* The recomputable unit of layer ly called name (a CUnit failure, and the
+ * first unit, when there is none). */
+const cm_unit *test_unit(const cm_layer *ly, const char *name);
+
 /* ---- seeded synthetic models ---------------------------------------------- */
 
 /* A range [lo, hi) to draw from; lo == hi is the constant lo and draws
