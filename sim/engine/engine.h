@@ -74,6 +74,10 @@ typedef struct engine_options {
      * replayed: their closed form stays in the ops.  0: 2e7 (about as long
      * as simrun's default bound on a run); INFINITY: always replay. */
     double moe_max_flows;
+    /* MoE micro-batch sampling (--moe-sample-mb N, engine_moe_sample.c): the
+     * all-to-alls of micro-batches ≥ N wait the time their EP group measured
+     * on the first N, except in one witness EP group; 0 replays them all. */
+    int moe_sample_mb;
     /* The MoE policy (moe_policy_kind, planner/model/moe_policy.h): 0, none,
      * replays the workload's own capacity and padding. */
     int moe_policy;
