@@ -516,6 +516,7 @@ void engine_moe_collect(const engine *e, engine_result *out)
         copy_bytes = m->copy_bytes[i] > copy_bytes ? m->copy_bytes[i] : copy_bytes;
     out->moe_copy_s = copy_worst;
     out->moe_copy_bytes = copy_bytes;
+    engine_moe_sample_collect(e, out);
     if (m->load_rows) { /* handed over to the result */
         out->moe_load_layers = m->num_moe;
         out->moe_load_experts = m->experts;

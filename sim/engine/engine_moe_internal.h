@@ -60,6 +60,6 @@ int engine_moe_sample_init(engine *e, int mb);
 void engine_moe_sample_free(engine *e);
 bool engine_moe_sample_begin(engine *e, worker *w, int k, int slot, int micro_batch);
 void engine_moe_sample_end(engine *e, worker *w, int k, int slot);
-void engine_moe_sample_counts(const engine *e, double *replayed, double *sampled);
+void engine_moe_sample_collect(const engine *e, engine_result *out);
 
 #endif

@@ -139,9 +139,13 @@ void engine_moe_sample_end(engine *e, worker *w, int k, int slot)
     s->count[at]++;
 }
 
-void engine_moe_sample_counts(const engine *e, double *replayed, double *sampled)
+void engine_moe_sample_collect(const engine *e, engine_result *out)
 {
     const engine_moe_sample *s = e->moe ? e->moe->sample : NULL;
-    *replayed = s ? s->replayed : 0.0;
-    *sampled = s ? s->sampled : 0.0;
+    if (!s)
+        return;
+    out->moe_sample_mb = s->mb;
+    out->moe_witness_stage = s->witness / (e->fold / e->moe->ep);
+    out->moe_replayed_exchanges = s->replayed;
+    out->moe_sampled_exchanges = s->sampled;
 }
