@@ -31,21 +31,18 @@
 enum { RING = 4 }; /* arrivals kept per member: instances in flight, with room */
 
 struct engine_moe_sample {
-    int mb;            /* micro-batches replayed pair by pair */
-    int groups;        /* simulated EP groups: p · fold/ep */
-    int witness;       /* the simulated EP group that replays everything */
-    sg_bar_t *barrier; /* [groups] */
-    double *arrive;    /* [p·fold · RING] */
-    long *instance;    /* [p·fold]: exchanges begun */
-    double *sum;       /* [p·fold · num_moe · SLOTS]: measured end − last arrival */
-    int *count;        /* same shape */
+    int mb;                   /* micro-batches replayed pair by pair */
+    int groups;               /* simulated EP groups: p · fold/ep */
+    int witness;              /* the simulated EP group that replays everything */
+    sg_bar_t *barrier;        /* [groups] */
+    double *arrive;           /* [p·fold · RING] */
+    long *instance;           /* [p·fold]: exchanges begun */
+    double *sum;              /* [p·fold · num_moe · SLOTS]: measured end − last arrival */
+    int *count;               /* same shape */
     double replayed, sampled; /* exchanges, over the simulated workers */
 };
 
-static int sim_index(const engine *e, const worker *w)
-{
-    return w->stage * e->fold + w->replica;
-}
+static int sim_index(const engine *e, const worker *w) { return w->stage * e->fold + w->replica; }
 
 int engine_moe_sample_init(engine *e, int mb)
 {
@@ -114,7 +111,7 @@ bool engine_moe_sample_begin(engine *e, worker *w, int k, int slot, int micro_ba
         return true;
     }
     s->sampled++;
-    sg_barrier_wait(s->barrier[group]); /* the group's last member has arrived */
+    sg_barrier_wait(s->barrier[group]);            /* the group's last member has arrived */
     sg_actor_sleep_for(s->sum[at] / s->count[at]); /* a wait on the fabric, not compute */
     e->net.activities++;
     return false;

@@ -13,7 +13,8 @@ void report_moe_print(FILE *out, const engine_result *r)
     if (r->moe_skipped_flows > 0)
         fprintf(out,
                 "%-10s   moe: all-to-alls in closed form, not replayed: about %.2g flows "
-                "(--allow-large replays them)\n",
+                "(--allow-large replays them; --fold-dp and --moe-sample-mb reduce them, "
+                "docs/moe.md)\n",
                 "", r->moe_skipped_flows);
     if (!r->moe_replayed)
         return;
