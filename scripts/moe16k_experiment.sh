@@ -36,4 +36,5 @@ for step in 1 2; do
     fi
     tail -n +2 "$TMP/step$step.csv" | sed "s/\$/,$step/" >>"$CSV"
 done
-/usr/bin/python3 analysis/plot_moe_policies.py "$CSV" "$OUT/deepseek16k_policies.png"
+/usr/bin/python3 analysis/plot_moe_policies.py "$CSV" "$OUT/deepseek16k_policies.png" \
+    "skewed trace (top-2 share 0.2), --fold-dp 64 --moe-sample-mb 1, mean of steps 1-2"
