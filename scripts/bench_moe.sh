@@ -21,8 +21,8 @@ trap 'rm -rf "$TMP"' EXIT
 . scripts/bench_common.sh
 MOETRACE=$(dirname "$SIMRUN")/moetrace
 
-col() { # the column named $1 of the CSV header, in $row
-    awk -F, -v n="$1" 'NR == 1 { for (i = 1; i <= NF; i++) if ($i == n) c = i } NR == 2 { print $c }' \
+col() { # the column named $1 of the CSV's header, in its last row (simrun appends)
+    awk -F, -v n="$1" 'NR == 1 { for (i = 1; i <= NF; i++) if ($i == n) c = i } END { print $c }' \
         "$TMP/run.csv"
 }
 

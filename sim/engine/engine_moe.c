@@ -461,7 +461,9 @@ double engine_moe_dense_grad_bytes(const engine *e, const worker *w, double byte
 void engine_moe_expert_sync(engine *e, worker *w)
 {
     engine_moe *m = e->moe;
-    if (m && m->copies > 0 && w->simulated) { /* the copies' gradients back to their owners */
+    /* the copies' gradients back to their owners; replicas folded away too,
+     * so that the expert-DP sync starts as late as in the full run */
+    if (m && m->copies > 0) {
         coll_group ep;
         int rank = w->replica % m->ep;
         ep_group(e, w, 1, m->ep, w->replica - rank, COLL_GROUP_EP_V, &ep);
