@@ -76,7 +76,7 @@ within "skewed, --fold-dp 16 --moe-sample-mb 1" "$full" "$(iter $SKEW --fold-dp 
 # replays micro-batch 0 and waits the other 7.
 replayed=$((16 * 4 * (2 * 8 + 3 * 1))) sampled=$((16 * 4 * 3 * 7))
 "$SIMRUN" --fold-dp 16 --moe-sample-mb 1 "$P" "$W" >"$TMP/out" 2>"$TMP/err" &&
-    grep -q "moe: sampled (--moe-sample-mb 1): $replayed all-to-alls replayed pair by pair .*stage 0's first), $sampled waited" "$TMP/out" &&
+    grep -q "moe: sampled (--moe-sample-mb 1): $replayed all-to-alls (counted per worker) replayed pair by pair .*stage 0's first), $sampled waited" "$TMP/out" &&
     ok || ko "the sampled run replays $replayed exchanges and waits $sampled"
 
 # Bad input: K not a multiple of ep, a sample of no micro-batch.

@@ -30,7 +30,8 @@ void report_moe_print(FILE *out, const engine_result *r)
             r->moe_padding_tokens, r->moe_padding_flops);
     if (r->moe_sample_mb > 0)
         fprintf(out,
-                "%-10s   moe: sampled (--moe-sample-mb %d): %.0f all-to-alls replayed pair by pair "
+                "%-10s   moe: sampled (--moe-sample-mb %d): %.0f all-to-alls (counted per worker) "
+                "replayed pair by pair "
                 "(micro-batches below %d, and every one of the witness EP group, stage %d's "
                 "first), %.0f waited their EP group's measured time\n",
                 "", r->moe_sample_mb, r->moe_replayed_exchanges, r->moe_sample_mb,
