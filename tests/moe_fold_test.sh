@@ -86,4 +86,7 @@ replayed=$((16 * 4 * (2 * 8 + 3 * 1))) sampled=$((16 * 4 * 3 * 7))
 "$SIMRUN" --moe-sample-mb 0 "$P" "$W" >"$TMP/out" 2>"$TMP/err"
 [ $? -eq 1 ] && grep -q "moe-sample-mb.*at least 1, got '0'" "$TMP/err" && ok ||
     ko "--moe-sample-mb 0 is refused"
+"$SIMRUN" --moe-sample-mb 1 platforms/test_8npu.xml workloads/small_gpt.json >"$TMP/out" 2>"$TMP/err"
+[ $? -eq 1 ] && grep -q "moe-sample-mb.*does not have" "$TMP/err" && ok ||
+    ko "--moe-sample-mb on a run without the MoE replay is refused"
 harness_done moe_fold

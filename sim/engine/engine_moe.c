@@ -232,6 +232,10 @@ int engine_moe_prepare(engine *e, const wl_workload *w, const cm_model *cm, np_e
     e->moe = NULL;
     e->moe_skipped_flows = 0.0;
     if (!applies(e, w, cm)) {
+        if (e->opt->moe_sample_mb > 0)
+            return np_error_set(err, NP_EXIT_USAGE, "<command line>", "--moe-sample-mb", 0,
+                                "samples the MoE replay, which this run does not have "
+                                "(docs/moe.md, \"When it applies\")");
         if (e->opt->moe_policy != MOE_POLICY_NONE)
             return np_error_set(err, NP_EXIT_USAGE, "<command line>", "--moe-policy", 0,
                                 "policy '%s' needs the MoE replay, which this run does not have "
