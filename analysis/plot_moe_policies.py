@@ -1,6 +1,8 @@
 #!/usr/bin/python3
-"""plot_moe_policies.py CSV PNG -- the MoE policies compared
-(scripts/moe_experiment.sh, results/moe/README.md).
+"""plot_moe_policies.py CSV PNG [TRACE_AND_STEPS] -- the MoE policies compared
+(scripts/moe_experiment.sh, scripts/moe16k_experiment.sh, results/moe/README.md).
+TRACE_AND_STEPS is the title's description of the trace and steps (default
+the 21B experiment's).
 
 Reads simrun's CSV with a trace_step column appended, one row per policy
 and step, and draws three panels, each the mean over the steps with the
@@ -64,8 +66,8 @@ def stats(values):
 
 
 def main():
-    if len(sys.argv) != 3:
-        fail("usage: plot_moe_policies.py CSV PNG")
+    if len(sys.argv) not in (3, 4):
+        fail("usage: plot_moe_policies.py CSV PNG [TRACE_AND_STEPS]")
     workload, platform, data = read(sys.argv[1])
     names = [p for p in POLICIES if p in data]
     fig, ax = plt.subplots(1, 3, figsize=(15, 4.6))
@@ -104,8 +106,8 @@ def main():
         a.set_xticks(list(x))
         a.set_xticklabels(names)
         a.set_xlabel("MoE policy")
-    fig.suptitle("MoE policies: %s on %s, skewed trace (top-2 share 0.7), mean of steps 1-4"
-                 % (workload, platform))
+    what = sys.argv[3] if len(sys.argv) == 4 else "skewed trace (top-2 share 0.7), mean of steps 1-4"
+    fig.suptitle("MoE policies: %s on %s, %s" % (workload, platform, what))
     fig.tight_layout()
     fig.savefig(sys.argv[2], dpi=110)
     print("policy        iter_s   a2a_s  copy_s  padding_PFLOP  dropped_%  peak_GB")

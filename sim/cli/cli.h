@@ -51,6 +51,7 @@ typedef struct cli {
     const char *placement; /* --placement ORDER (placement.h) */
     const char *dp_bucket_bytes;
     const char *moe_trace_path, *moe_trace_step; /* --moe-trace, --moe-trace-step */
+    const char *moe_sample_mb;                   /* --moe-sample-mb (cli_moe.c) */
     int dp_overlap;
     int shifted_recompute;
     int stages, quiet;
@@ -84,6 +85,7 @@ typedef struct job {
     const char *planner; /* the planner's canonical name, or "all" (cli_planner_name()) */
     moe_trace moe_trace; /* --moe-trace (counts NULL without one; cli_moe.c) */
     int moe_trace_step;
+    int moe_sample_mb;                         /* --moe-sample-mb, 0 without */
     char moe_trace_sha256[NP_SHA256_HEX_SIZE]; /* of the --moe-trace file's bytes */
 } job;
 

@@ -75,6 +75,9 @@ static const char usage_text[] =
     "  --moe-trace FILE   MoE routing trace to replay (docs/moe-trace-format.md);\n"
     "                     default: balanced routing\n"
     "  --moe-trace-step N the trace's step to replay (default 0)\n"
+    "  --moe-sample-mb N  replay the MoE all-to-alls of the first N micro-batches pair\n"
+    "                     by pair; later ones take the time their EP group measured,\n"
+    "                     except in one witness EP group (docs/moe.md, At 16K)\n"
     "  --placement ORDER  rank order of the NPUs, fastest-varying first (default\n"
     "                     Megatron's tp-cp-ep-dp-pp; e.g. dp-tp-cp-pp puts replicas on\n"
     "                     neighbouring NPUs; docs/platform-format.md, Placement)\n"
@@ -91,7 +94,8 @@ static const char usage_text[] =
     "                     others join every collective, so its traffic stays on the fabric;\n"
     "                     exact on non-blocking fat trees (refused, with the reason, on\n"
     "                     tapered ones, with --dp-overlap, and where replicas are not\n"
-    "                     symmetric: expert parallelism, asynchronous PipeDream)\n"
+    "                     symmetric: asynchronous PipeDream; with experts, K a multiple\n"
+    "                     of ep)\n"
     "  --stages           also print the per-stage table\n"
     "  --memory           also print each stage's device memory at its peak: weights,\n"
     "                     gradients and optimizer state (sharded as the workload says),\n"
@@ -297,6 +301,8 @@ static const char **value_option(cli *c, const char *a)
         return &c->moe_trace_path;
     if (strcmp(a, "--moe-trace-step") == 0)
         return &c->moe_trace_step;
+    if (strcmp(a, "--moe-sample-mb") == 0)
+        return &c->moe_sample_mb;
     if (strcmp(a, "--moe-policy") == 0) /* MoE: cli_moe_policy.c */
         return &c->moe_policy;
     if (strcmp(a, "--plan-out") == 0)

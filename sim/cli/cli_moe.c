@@ -1,7 +1,8 @@
 /*
  * cli_moe.c -- simrun's MoE options: --moe-trace FILE (a routing trace,
  * docs/moe-trace-format.md, held against the workload) and
- * --moe-trace-step N (the step the engine replays, default 0).  Without
+ * --moe-trace-step N (the step the engine replays, default 0) and
+ * --moe-sample-mb N (micro-batch sampling of the replay, engine_moe_sample.c).  Without
  * --moe-trace the engine replays balanced routing (docs/moe.md).
  */
 #include <math.h>
@@ -29,6 +30,16 @@ int cli_moe_load(const cli *c, job *j, np_error *err)
                                 "expected a non-negative integer, got '%s'", c->moe_trace_step);
         j->moe_trace_step = (int)v;
     }
+    j->moe_sample_mb = 0;
+    if (c->moe_sample_mb) {
+        char *end;
+        long v = strtol(c->moe_sample_mb, &end, 10);
+        if (*c->moe_sample_mb == '\0' || *end != '\0' || v < 1 || v > 1000000)
+            return np_error_set(err, NP_EXIT_USAGE, "<command line>", "--moe-sample-mb", 0,
+                                "expected a number of micro-batches, at least 1, got '%s'",
+                                c->moe_sample_mb);
+        j->moe_sample_mb = (int)v;
+    }
     if (!c->moe_trace_path)
         return 0;
     int rc = moe_trace_read(c->moe_trace_path, &j->moe_trace, err);
@@ -51,4 +62,5 @@ void cli_moe_options(const cli *c, const job *j, engine_options *eo)
     eo->moe_trace = j->moe_trace.counts ? &j->moe_trace : NULL;
     eo->moe_trace_step = j->moe_trace_step;
     eo->moe_policy = j->moe_policy;
+    eo->moe_sample_mb = j->moe_sample_mb;
 }

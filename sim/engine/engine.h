@@ -74,6 +74,10 @@ typedef struct engine_options {
      * replayed: their closed form stays in the ops.  0: 2e7 (about as long
      * as simrun's default bound on a run); INFINITY: always replay. */
     double moe_max_flows;
+    /* MoE micro-batch sampling (--moe-sample-mb N, engine_moe_sample.c): the
+     * all-to-alls of micro-batches ≥ N wait the time their EP group measured
+     * on the first N, except in one witness EP group; 0 replays them all. */
+    int moe_sample_mb;
     /* The MoE policy (moe_policy_kind, planner/model/moe_policy.h): 0, none,
      * replays the workload's own capacity and padding. */
     int moe_policy;
@@ -152,6 +156,12 @@ typedef struct engine_result {
     double moe_copies;      /* expert copies (shadows, replicas) over the MoE layers */
     double moe_copy_s;      /* their broadcasts and gradient reductions, slowest worker */
     double moe_copy_bytes;  /* their memory on the fullest rank (in peak_bytes) */
+    /* --moe-sample-mb N (engine_moe_sample.c): N, and the all-to-alls (per
+     * simulated worker) replayed pair by pair and waited out at the measured
+     * time; the witness EP group is replicas 0 to ep − 1 of stage
+     * moe_witness_stage.  0s without sampling. */
+    int moe_sample_mb, moe_witness_stage;
+    double moe_replayed_exchanges, moe_sampled_exchanges;
     /* With record_spans: the per-expert load timeline.  moe_load_rows[k·
      * moe_load_experts + e] is the assignments routed to expert e in MoE
      * layer k by all sources per micro-batch (the replayed step, before any

@@ -9,10 +9,14 @@
  * contention stay on the fabric (the gradient sync, and sharded data
  * parallelism's gathers and reduce-scatters of every pass); it then runs the
  * optimizer step that follows them.  With context parallelism every CP rank
- * of a simulated replica represents the same CP rank of the folded ones.  engine_check_fold()
- * refuses runs whose replicas are not symmetric.
+ * of a simulated replica represents the same CP rank of the folded ones.  With
+ * expert parallelism K is a multiple of ep, so whole EP groups fold: their
+ * all-to-alls are not simulated, their expert-DP gradient sync is, with its
+ * real flows.  engine_check_fold() refuses runs whose replicas are not
+ * symmetric.
  */
 #include "engine_internal.h"
+#include "engine_moe.h"
 
 int engine_check_fold(const wl_workload *w, const plan *pl, int fold_dp, np_error *err)
 {
@@ -26,11 +30,16 @@ int engine_check_fold(const wl_workload *w, const plan *pl, int fold_dp, np_erro
                             "data-parallel size so that every simulated replica stands for the "
                             "same number of others",
                             dp, fold_dp);
-    if (w->model.num_experts > 0 && w->parallel.expert_model_parallel_size > 1)
+    int ep = w->parallel.expert_model_parallel_size;
+    if (w->model.num_experts > 0 && ep > 1 && fold_dp % ep != 0)
+        /* Whole EP groups fold: replica d and its representative d mod K then
+         * hold the same EP rank, and a simulated EP group exchanges tokens
+         * only with simulated replicas. */
         return np_error_set(err, NP_EXIT_USAGE, src, "--fold-dp", 0,
-                            "cannot fold: expert parallelism (ep = %d) exchanges tokens between "
-                            "data-parallel replicas, so their pipelines are not independent",
-                            w->parallel.expert_model_parallel_size);
+                            "cannot fold %d data-parallel replicas to %d: expert parallelism "
+                            "(ep = %d) exchanges tokens within groups of %d replicas, so K must "
+                            "be a multiple of %d for whole EP groups to fold",
+                            dp, fold_dp, ep, ep, ep);
     if (pl->schedule == SCHED_PIPEDREAM)
         return np_error_set(err, NP_EXIT_USAGE, src, "--fold-dp", 0,
                             "cannot fold: asynchronous PipeDream has no per-iteration "
@@ -79,7 +88,10 @@ void fold_replica_main(int argc, char **argv)
         } else if (op->kind == OP_DP_ALLREDUCE) {
             sg_sem_acquire(w->collective_start);
             double start = engine_now(w->eng);
-            engine_dp_allreduce(w->eng, w, op->bytes);
+            /* as its representative: the dense gradients over the DP group,
+             * the expert gradients over the expert-DP group (engine_moe.c) */
+            engine_dp_allreduce(w->eng, w, engine_moe_dense_grad_bytes(w->eng, w, op->bytes));
+            engine_moe_expert_sync(w->eng, w);
             w->dp_comm_s += engine_now(w->eng) - start;
         } else if (op->kind == OP_PARAM_GATHER || op->kind == OP_GRAD_REDUCE_SCATTER) {
             sg_sem_acquire(w->collective_start);

@@ -64,15 +64,35 @@ static void balanced_route(moe_route *r, const cm_moe_cost *c, int ep, int tp, i
     r->max_expert_rows = r->mean_expert_rows = c->expert_tokens / tp / local;
 }
 
-/* All-to-all flows of a replay: per worker, per MoE layer of its stage and
- * micro-batch, 2 all-to-alls in the forward and 2 in the backward of ep − 1
- * messages of tp flows each. */
+/* All-to-all flows of a replay: per simulated worker (--fold-dp K leaves
+ * dp − K replicas' pipelines out), per MoE layer of its stage and
+ * micro-batch replayed pair by pair, 2 all-to-alls in the forward and 2 in
+ * the backward of ep − 1 messages of tp flows each.  With --moe-sample-mb N
+ * a worker replays N micro-batches, but the witness EP group (the first of
+ * the first stage with MoE layers) all of them (engine_moe_sample.c). */
 static double replay_flows(const engine *e, const cm_model *cm, int ep)
 {
-    double layers = 0.0;
-    for (int l = 0; l < cm->num_layers; l++)
-        layers += cm->layers[l].moe.is_moe;
-    return layers * e->dp * e->pl->num_micro_batches * 4.0 * (ep - 1) * e->tp;
+    int m = e->pl->num_micro_batches, n = e->opt->moe_sample_mb;
+    bool sampled = n > 0 && n < m;
+    double flows = 0.0;
+    for (int l = 0; l < cm->num_layers; l++) {
+        if (!cm->layers[l].moe.is_moe)
+            continue;
+        flows += (double)e->fold * (sampled ? n : m) * 4.0 * (ep - 1) * e->tp;
+    }
+    if (sampled) { /* the witness group's other micro-batches */
+        int first = -1, layers = 0;
+        for (int l = 0; l < cm->num_layers; l++) {
+            if (!cm->layers[l].moe.is_moe)
+                continue;
+            int s = plan_stage_of_layer(e->pl, l, NULL);
+            if (first < 0)
+                first = s;
+            layers += s == first;
+        }
+        flows += (double)layers * ep * (m - n) * 4.0 * (ep - 1) * e->tp;
+    }
+    return flows;
 }
 
 /* A policy replayed without --moe-trace: balanced routing as a one-step
@@ -212,6 +232,10 @@ int engine_moe_prepare(engine *e, const wl_workload *w, const cm_model *cm, np_e
     e->moe = NULL;
     e->moe_skipped_flows = 0.0;
     if (!applies(e, w, cm)) {
+        if (e->opt->moe_sample_mb > 0)
+            return np_error_set(err, NP_EXIT_USAGE, "<command line>", "--moe-sample-mb", 0,
+                                "samples the MoE replay, which this run does not have "
+                                "(docs/moe.md, \"When it applies\")");
         if (e->opt->moe_policy != MOE_POLICY_NONE)
             return np_error_set(err, NP_EXIT_USAGE, "<command line>", "--moe-policy", 0,
                                 "policy '%s' needs the MoE replay, which this run does not have "
@@ -275,7 +299,7 @@ int engine_moe_prepare(engine *e, const wl_workload *w, const cm_model *cm, np_e
             return np_error_set(err, NP_EXIT_INTERNAL, "<engine>", "", 0, "out of memory");
         t = &m->balanced;
     }
-    if (plan_layers(e, w, cm, t))
+    if (plan_layers(e, w, cm, t) || engine_moe_sample_init(e, e->opt->moe_sample_mb))
         return np_error_set(err, NP_EXIT_INTERNAL, "<engine>", "", 0, "out of memory");
     if (e->opt->record_spans &&
         load_timeline(m, w, t, t && t != &m->balanced ? e->opt->moe_trace_step : 0))
@@ -295,6 +319,7 @@ void engine_moe_free(engine *e)
     engine_moe *m = e->moe;
     if (!m)
         return;
+    engine_moe_sample_free(e);
     for (int k = 0; m->plans && k < m->num_moe; k++)
         moe_layer_plan_free(&m->plans[k]);
     free(m->plans);
@@ -340,8 +365,11 @@ static void ep_group(engine *e, worker *w, int stride, int size, int first, int 
 }
 
 /* One all-to-all of MoE layer k: `out` (dispatch direction: source i sends
- * send[i][j] to rank j) or back (rank j returns send[i][j] to i). */
-static void alltoall(engine *e, worker *w, const coll_group *g, int k, bool out)
+ * send[i][j] to rank j) or back (rank j returns send[i][j] to i); pair by
+ * pair, or the time measured on an earlier micro-batch (--moe-sample-mb,
+ * engine_moe_sample.c). */
+static void alltoall(engine *e, worker *w, const coll_group *g, int k, bool out, int slot,
+                     int micro_batch)
 {
     engine_moe *m = e->moe;
     const moe_route *r = &m->plans[k].route;
@@ -349,7 +377,10 @@ static void alltoall(engine *e, worker *w, const coll_group *g, int k, bool out)
     for (int j = 0; j < g->size; j++)
         to[j] = out ? r->send[(size_t)g->me * m->ep + j] : r->send[(size_t)j * m->ep + g->me];
     double start = engine_now(e);
-    coll_run_alltoallv(&e->net, g, to);
+    if (engine_moe_sample_begin(e, w, k, slot, micro_batch)) {
+        coll_run_alltoallv(&e->net, g, to);
+        engine_moe_sample_end(e, w, k, slot);
+    }
     m->a2a_s[w - e->workers] += engine_now(e) - start;
 }
 
@@ -390,12 +421,20 @@ void engine_moe_run_op(worker *w, const sched_op *op)
             record_event(e, w, k);
         if (forward && op->micro_batch == 0) /* the copies' weights, once per iteration */
             engine_moe_copies_on_fabric(e, w, &g, k, true);
+        int slot = forward ? 0 : 2, mb = op->micro_batch;
         if (m->plans[k].pipelined) {
-            engine_moe_pipelined(e, w, &g, k, expert);
+            double start = engine_now(e);
+            if (engine_moe_sample_begin(e, w, k, slot, mb)) {
+                engine_moe_pipelined(e, w, &g, k, expert);
+                engine_moe_sample_end(e, w, k, slot);
+            } else { /* the measured time holds this rank's experts */
+                double a2a = engine_now(e) - start - expert;
+                m->a2a_s[w - e->workers] += a2a > 0 ? a2a : 0.0;
+            }
         } else {
-            alltoall(e, w, &g, k, true); /* dispatch, or combine's gradient */
+            alltoall(e, w, &g, k, true, slot, mb); /* dispatch, or combine's gradient */
             worker_execute(w, expert);
-            alltoall(e, w, &g, k, false); /* combine, or dispatch's gradient */
+            alltoall(e, w, &g, k, false, slot + 1, mb); /* combine, or dispatch's gradient */
         }
         if (forward) {
             const moe_route *r = &m->plans[k].route;
@@ -426,7 +465,9 @@ double engine_moe_dense_grad_bytes(const engine *e, const worker *w, double byte
 void engine_moe_expert_sync(engine *e, worker *w)
 {
     engine_moe *m = e->moe;
-    if (m && m->copies > 0) { /* the copies' gradients back to their owners */
+    /* the copies' gradients back to their owners; replicas folded away too,
+     * so that the expert-DP sync starts as late as in the full run */
+    if (m && m->copies > 0) {
         coll_group ep;
         int rank = w->replica % m->ep;
         ep_group(e, w, 1, m->ep, w->replica - rank, COLL_GROUP_EP_V, &ep);
@@ -452,18 +493,24 @@ void engine_moe_collect(const engine *e, engine_result *out)
         return;
     out->moe_replayed = true;
     double sum = 0.0, worst = 0.0;
-    int n = engine_num_workers(e);
+    int n = engine_num_workers(e), simulated = 0;
     for (int i = 0; i < n; i++) {
+        if (!e->workers[i].simulated) /* folded away: stands for its representative */
+            continue;
+        simulated++;
         sum += m->a2a_s[i];
         if (m->a2a_s[i] > worst)
             worst = m->a2a_s[i];
     }
+    /* the token counts were summed over the simulated replicas: each stands
+     * for dp/K (--fold-dp K) */
+    double scale = e->fold > 0 ? (double)e->dp / e->fold : 1.0;
     out->moe_alltoall_s = worst;
-    out->moe_alltoall_mean_s = n > 0 ? sum / n : 0.0;
-    out->moe_dropped_tokens = m->dropped;
-    out->moe_padding_tokens = m->padding;
-    out->moe_assignments = m->assignments;
-    out->moe_padding_flops = 3.0 * m->padding * m->flops_per_row;
+    out->moe_alltoall_mean_s = simulated > 0 ? sum / simulated : 0.0;
+    out->moe_dropped_tokens = m->dropped * scale;
+    out->moe_padding_tokens = m->padding * scale;
+    out->moe_assignments = m->assignments * scale;
+    out->moe_padding_flops = 3.0 * m->padding * scale * m->flops_per_row;
     out->moe_max_over_mean =
         m->max_over_mean_count > 0 ? m->max_over_mean / m->max_over_mean_count : 0.0;
     out->moe_policy = moe_policy_name(m->policy);
@@ -475,6 +522,7 @@ void engine_moe_collect(const engine *e, engine_result *out)
         copy_bytes = m->copy_bytes[i] > copy_bytes ? m->copy_bytes[i] : copy_bytes;
     out->moe_copy_s = copy_worst;
     out->moe_copy_bytes = copy_bytes;
+    engine_moe_sample_collect(e, out);
     if (m->load_rows) { /* handed over to the result */
         out->moe_load_layers = m->num_moe;
         out->moe_load_experts = m->experts;

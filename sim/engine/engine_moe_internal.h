@@ -11,6 +11,12 @@
 
 enum { COLL_GROUP_EP_V = 3, COLL_GROUP_EDP = 4 };
 
+/* The exchanges of one MoE layer in one micro-batch (engine_moe_sample.c):
+ * forward dispatch and combine, backward combine's and dispatch's
+ * gradients (FasterMoE's pipelined exchange uses the first of its pass). */
+enum { ENGINE_MOE_SLOTS = 4 };
+typedef struct engine_moe_sample engine_moe_sample;
+
 typedef struct engine_moe {
     int ep, edp, num_moe;
     double token_bytes;    /* h·D */
@@ -31,6 +37,7 @@ typedef struct engine_moe {
     double *ratio;              /* [num_moe·ep]: rows of rank j / balanced rows */
     double *stage_expert_grads; /* [p]: expert gradient bytes of a stage */
     const cm_model *cm;
+    engine_moe_sample *sample; /* --moe-sample-mb: NULL replays every micro-batch */
     /* accounting */
     double *a2a_s; /* [workers] */
     double dropped, padding, assignments, max_over_mean;
@@ -44,5 +51,15 @@ void engine_moe_copies_on_fabric(engine *e, worker *w, const coll_group *g, int 
 /* FasterMoE's pipelined dispatch, experts (expert_s on this rank) and
  * combine of MoE layer k. */
 void engine_moe_pipelined(engine *e, worker *w, const coll_group *g, int k, double expert_s);
+
+/* Micro-batch sampling (engine_moe_sample.c).  init: 0, or −1 out of
+ * memory; no sampling when mb ≤ 0 or mb ≥ the micro-batches.  begin: true
+ * when the caller replays the exchange and then calls end; false when it has
+ * waited the measured time instead. */
+int engine_moe_sample_init(engine *e, int mb);
+void engine_moe_sample_free(engine *e);
+bool engine_moe_sample_begin(engine *e, worker *w, int k, int slot, int micro_batch);
+void engine_moe_sample_end(engine *e, worker *w, int k, int slot);
+void engine_moe_sample_collect(const engine *e, engine_result *out);
 
 #endif

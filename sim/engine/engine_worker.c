@@ -239,6 +239,8 @@ int worker_run_compute(worker *w, const sched_op *ops, int first, int count)
     while (n < count && is_compute(ops[n].kind) && !has_cp(w, &ops[n])) {
         if (n > 0 && overlap_starts_block(w, first + n))
             break; /* a parameter gather's launch or wait comes first */
+        if (n > 0 && engine_moe_replays(w, &ops[n]))
+            break; /* an MoE op's all-to-alls: the next block, on its own */
         double d = ops[n].compute_s + ops[n].comm_s;
         int buckets = ov ? ov->buckets_at_op[first + n] : 0;
         if (buckets > 0) {

@@ -13,7 +13,8 @@ void report_moe_print(FILE *out, const engine_result *r)
     if (r->moe_skipped_flows > 0)
         fprintf(out,
                 "%-10s   moe: all-to-alls in closed form, not replayed: about %.2g flows "
-                "(--allow-large replays them)\n",
+                "(--allow-large replays them; --fold-dp and --moe-sample-mb reduce them, "
+                "docs/moe.md)\n",
                 "", r->moe_skipped_flows);
     if (!r->moe_replayed)
         return;
@@ -27,6 +28,14 @@ void report_moe_print(FILE *out, const engine_result *r)
             pipelined ? "exposed part of the pipelined exchange" : "all exposed",
             r->moe_max_over_mean, r->moe_dropped_tokens, r->moe_assignments, 100 * dropped,
             r->moe_padding_tokens, r->moe_padding_flops);
+    if (r->moe_sample_mb > 0)
+        fprintf(out,
+                "%-10s   moe: sampled (--moe-sample-mb %d): %.0f all-to-alls (counted per worker) "
+                "replayed pair by pair "
+                "(micro-batches below %d, and every one of the witness EP group, stage %d's "
+                "first), %.0f waited their EP group's measured time\n",
+                "", r->moe_sample_mb, r->moe_replayed_exchanges, r->moe_sample_mb,
+                r->moe_witness_stage, r->moe_sampled_exchanges);
     if (r->moe_copies > 0)
         fprintf(out,
                 "%-10s   moe: %.0f expert copies (weights + gradients %.2f GB on the fullest rank, "

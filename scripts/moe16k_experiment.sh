@@ -1,0 +1,42 @@
+#!/bin/sh
+# moe16k_experiment.sh -- the MoE policies compared at 16K (docs/moe.md, "At
+# 16K"; results/moe/README.md): the DeepSeek-V3-class model of
+# workloads/deepseek_v3_class.json on platforms/16k_npu.xml (PP 16, DP 1024,
+# EP 64) with a skewed seeded routing trace (top-2 share 0.2, the cap of
+# top-8 routing being 0.25; hot experts drifting with probability 0.05 per
+# popularity rank and step; seed 2026; 2 steps), every policy on step 1
+# (step 0 is EfficientMoE's history only), replayed with --fold-dp 64
+# --moe-sample-mb 1.  About 5 minutes of CPU, most of it FasterMoE's
+# pipelined exchange (a second step doubled it; the 21B experiment's 4 steps
+# would take 20 minutes here).
+#   sh scripts/moe16k_experiment.sh [BUILD_DIR]
+# Writes results/moe/deepseek16k_trace_stats.csv,
+# results/moe/deepseek16k_policies.csv (simrun's columns and a trace_step
+# column) and results/moe/deepseek16k_policies.png.  The trace (6 MB) is
+# generated in a scratch folder and not kept.
+set -eu
+BUILD=${1:-build}
+cd "$(dirname "$0")/.."
+OUT=results/moe
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+mkdir -p "$OUT"
+P=platforms/16k_npu.xml
+W=workloads/deepseek_v3_class.json
+
+"$BUILD/moetrace" -o "$TMP/skew.trace" --workload "$W" --top2-share 0.2 --drift 0.05 --steps 2 \
+    --seed 2026
+"$BUILD/moetrace" --stats "$TMP/skew.trace" >"$OUT/deepseek16k_trace_stats.csv"
+
+CSV=$OUT/deepseek16k_policies.csv
+rm -f "$CSV"
+for step in 1; do
+    "$BUILD/simrun" --quiet --csv "$TMP/step$step.csv" --fold-dp 64 --moe-sample-mb 1 \
+        --moe-trace "$TMP/skew.trace" --moe-trace-step "$step" --moe-policy all $P $W
+    if [ ! -f "$CSV" ]; then
+        head -1 "$TMP/step$step.csv" | sed 's/$/,trace_step/' >"$CSV"
+    fi
+    tail -n +2 "$TMP/step$step.csv" | sed "s/\$/,$step/" >>"$CSV"
+done
+/usr/bin/python3 analysis/plot_moe_policies.py "$CSV" "$OUT/deepseek16k_policies.png" \
+    "skewed trace (top-2 share 0.2), --fold-dp 64 --moe-sample-mb 1, step 1"

@@ -1,0 +1,92 @@
+#!/bin/sh
+# moe_fold_test.sh -- the reductions that bring the 16K MoE replay under a
+# minute (docs/moe.md, "At 16K"), run both ways on a case small enough to
+# replay every EP group's every all-to-all pair by pair.
+#   sh tests/moe_fold_test.sh build
+# The DeepSeek-V3-class model cut to 6 layers (tests/data/deepseek_cut_256.json:
+# PP 2, DP 128, EP 16) on a 256-NPU 910B leaf-spine Clos built like
+# 16k_npu.xml (zones; 32 NPUs per leaf, so an EP group is half a leaf as at
+# 16K).  For balanced routing, and for every --moe-policy on a skewed seeded
+# trace, the iteration time with --fold-dp 16 (one EP group per stage), and
+# with --fold-dp 16 --moe-sample-mb 1, must be within 1% of the full replay.
+# The sampled run's exchange counts are checked against hand-computed ones.
+set -u
+BUILD=${1:-build}
+cd "$(dirname "$0")/.." || exit 2
+. tests/harness.sh
+SIMRUN=$BUILD/simrun
+W=tests/data/deepseek_cut_256.json
+P=$TMP/clos256.xml
+/usr/bin/python3 platforms/gen_platform.py --preset 910b --npus 256 --fabric clos3 \
+    --leaf-hosts 32 --leaves-per-pod 8 -o "$P" >/dev/null 2>"$TMP/err" || { ko "gen_platform"; exit 1; }
+"$BUILD/moetrace" -o "$TMP/skew.trace" --workload "$W" --top2-share 0.2 --drift 0.05 --steps 2 \
+    --seed 2026 >/dev/null 2>"$TMP/err" || { ko "moetrace"; exit 1; }
+
+csv_col() { /usr/bin/python3 -c 'import csv, sys; print(list(csv.DictReader(open(sys.argv[1])))[-1][sys.argv[2]])' "$1" "$2"; }
+
+# iter ARGS...: the iteration times of a run's rows, one per --moe-policy,
+# as "policy=seconds" words, or "" when it failed
+iter() {
+    rm -f "$TMP/r.csv"
+    "$SIMRUN" --quiet --csv "$TMP/r.csv" "$@" "$P" "$W" >"$TMP/out" 2>"$TMP/err" || return 0
+    /usr/bin/python3 -c 'import csv, sys
+print(" ".join("%s=%s" % (r["moe_policy"], r["iteration_s"]) for r in csv.DictReader(open(sys.argv[1]))))' \
+        "$TMP/r.csv"
+}
+
+# within NAME REFERENCE VALUE: every policy's |VALUE − REFERENCE| < 1% of
+# REFERENCE (both "policy=seconds" words, the same policies in order)
+within() {
+    if [ -z "$2" ] || [ -z "$3" ]; then
+        ko "$1: a run failed"
+        return
+    fi
+    if echo "$2 $3" | awk '{ n = NF / 2; bad = 0
+            for (i = 1; i <= n; i++) {
+                split($i, a, "="); split($(i + n), b, "=")
+                d = (b[2] - a[2]) / a[2]; if (d < 0) d = -d
+                printf "    %-13s full %.4f s, reduced %.4f s, %+.3f%%\n", a[1], a[2], b[2], 100 * (b[2] - a[2]) / a[2]
+                if (a[1] != b[1] || !(d < 0.01)) bad = 1
+            }
+            exit bad }'; then
+        ok
+    else
+        ko "$1: a policy 1% or more away from the full replay"
+    fi
+}
+
+full=$(iter)
+echo "  balanced, --fold-dp 16:"
+within "balanced, --fold-dp 16" "$full" "$(iter --fold-dp 16)"
+echo "  balanced, --fold-dp 16 --moe-sample-mb 1:"
+within "balanced, --fold-dp 16 --moe-sample-mb 1" "$full" "$(iter --fold-dp 16 --moe-sample-mb 1)"
+SKEW="--moe-trace $TMP/skew.trace --moe-trace-step 1 --moe-policy all"
+# shellcheck disable=SC2086
+full=$(iter $SKEW)
+echo "  skewed, every policy, --fold-dp 16:"
+# shellcheck disable=SC2086
+within "skewed, --fold-dp 16" "$full" "$(iter $SKEW --fold-dp 16)"
+echo "  skewed, every policy, --fold-dp 16 --moe-sample-mb 1:"
+# shellcheck disable=SC2086
+within "skewed, --fold-dp 16 --moe-sample-mb 1" "$full" "$(iter $SKEW --fold-dp 16 --moe-sample-mb 1)"
+
+# Exchanges per simulated worker (16 per stage), 4 per MoE layer and
+# micro-batch (dispatch and combine, forward and backward): the witness is
+# stage 0's group (2 MoE layers, all 8 micro-batches); stage 1 (3 MoE layers)
+# replays micro-batch 0 and waits the other 7.
+replayed=$((16 * 4 * (2 * 8 + 3 * 1))) sampled=$((16 * 4 * 3 * 7))
+"$SIMRUN" --fold-dp 16 --moe-sample-mb 1 "$P" "$W" >"$TMP/out" 2>"$TMP/err" &&
+    grep -q "moe: sampled (--moe-sample-mb 1): $replayed all-to-alls (counted per worker) replayed pair by pair .*stage 0's first), $sampled waited" "$TMP/out" &&
+    ok || ko "the sampled run replays $replayed exchanges and waits $sampled"
+
+# Bad input: K not a multiple of ep, a sample of no micro-batch.
+"$SIMRUN" --fold-dp 8 "$P" "$W" >"$TMP/out" 2>"$TMP/err"
+[ $? -eq 1 ] && grep -q "fold-dp.*must be a multiple of 16" "$TMP/err" && ok ||
+    ko "--fold-dp 8 with ep 16 is refused, naming the multiple"
+"$SIMRUN" --moe-sample-mb 0 "$P" "$W" >"$TMP/out" 2>"$TMP/err"
+[ $? -eq 1 ] && grep -q "moe-sample-mb.*at least 1, got '0'" "$TMP/err" && ok ||
+    ko "--moe-sample-mb 0 is refused"
+"$SIMRUN" --moe-sample-mb 1 platforms/test_8npu.xml workloads/small_gpt.json >"$TMP/out" 2>"$TMP/err"
+[ $? -eq 1 ] && grep -q "moe-sample-mb.*does not have" "$TMP/err" && ok ||
+    ko "--moe-sample-mb on a run without the MoE replay is refused"
+harness_done moe_fold
