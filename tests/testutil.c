@@ -303,6 +303,7 @@ void test_sim_summarize(const engine_result *res, const plan *pl, test_sim_resul
         out->stage_bubble_ratio[s] = res->stages[s].bubble_ratio;
         out->stage_busy_s[s] = res->stages[s].busy_s;
         out->stage_peak_bytes[s] = res->stages[s].peak_bytes;
+        out->stage_dp_comm_s[s] = res->stages[s].dp_comm_s;
         out->stage_span_s[s] = worker_span_s(res, s * pl->data_parallel);
     }
 }

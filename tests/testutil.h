@@ -149,6 +149,7 @@ typedef struct test_sim_result {
     double stage_bubble_ratio[TEST_MAX_STAGES];
     double stage_busy_s[TEST_MAX_STAGES];
     double stage_peak_bytes[TEST_MAX_STAGES];
+    double stage_dp_comm_s[TEST_MAX_STAGES]; /* exposed data-parallel time (largest replica) */
     /* First F/B/W/recompute start to last end on replica 0 (record_spans). */
     double stage_span_s[TEST_MAX_STAGES];
 } test_sim_result;

@@ -129,6 +129,11 @@ typedef struct cm_model {
     int sharding;         /* a wl_dp_sharding; 0 = no_shard (synthetic models) */
     bool sequence_parallel;
     bool distributed_optimizer;
+    /* ZeRO-2/3's per-pass collectives overlap compute (simrun --dp-overlap,
+     * set by the caller after cm_build(); sim/engine/engine_overlap.c): the
+     * memory model reserves their in-flight buffers, the prediction prices
+     * them on a stream of their own (planner/search/predict.c). */
+    bool zero_overlap;
     double workspace_bytes;        /* reserved per NPU: framework, allocator slack, comm buffers */
     double hbm_bytes;              /* capacity per NPU (copied from the cluster) */
     double hbm_bandwidth_Bps;      /* copied from the cluster, for cm_optimizer_step_s() */

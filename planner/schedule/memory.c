@@ -316,6 +316,33 @@ double mem_stash_copies(schedule_kind sched, int p, int s, int m)
     return sched == SCHED_PIPEDREAM_2BW ? 1.0 : 0.0;
 }
 
+/* ZeRO-2/3 with --dp-overlap (cm->zero_overlap; sim/engine/engine_overlap.c):
+ * beyond the unsharded layer the cost model's workspace holds, one
+ * reduce-scatter in flight keeps a chunk's unsharded gradients until it ends
+ * (the worker waits for it before it hands over the next), and ZeRO-3's
+ * prefetch holds the next pass's gathered parameters while the current pass
+ * computes: the stage's largest chunk of each, reserved for the whole
+ * iteration like the workspace (an upper bound by at most one micro-batch's
+ * activations: the buffers are first needed after the first backward), so
+ * that the engine's tracker, which starts from this workspace, has the same
+ * peak. */
+static double zero_overlap_bytes(const cm_model *cm, const plan *pl, int s)
+{
+    if (!cm->zero_overlap || cm->sharding < WL_SHARD_OPTIM_GRADS || cm->data_parallel < 2)
+        return 0.0;
+    double reduce = 0.0, gather = 0.0;
+    int v = pl->num_chunks > 0 ? pl->num_chunks : 1;
+    for (int j = 0; j < v; j++) {
+        int k = j * pl->num_stages + s;
+        double r = 0.0, g = 0.0;
+        for (int l = pl->chunk_start[k]; l < pl->chunk_start[k + 1]; l++)
+            r += cm->layers[l].zero_reduce_bytes, g += cm->layers[l].zero_gather_bytes;
+        reduce = fmax(reduce, r);
+        gather = fmax(gather, g);
+    }
+    return reduce + gather;
+}
+
 void mem_stage_chunks(const cm_model *cm, const plan *pl, int s, mem_stage *out, mem_chunk *report)
 {
     int p = pl->num_stages, m = pl->num_micro_batches;
@@ -326,7 +353,7 @@ void mem_stage_chunks(const cm_model *cm, const plan *pl, int s, mem_stage *out,
     memset(out, 0, sizeof *out);
     if (report)
         memset(report, 0, (size_t)v * sizeof *report);
-    out->workspace_bytes = cm->workspace_bytes;
+    out->workspace_bytes = cm->workspace_bytes + zero_overlap_bytes(cm, pl, s);
     out->capacity_bytes = cm->hbm_bytes;
     if (!chunks || (report && (!held_bytes || !held_count))) {
         free(chunks);

@@ -136,5 +136,8 @@ int planner_cost_model_for(const wl_workload *w, const cl_cluster *c, const cm_m
     sized.parallel.data_parallel_size = pl->data_parallel;
     sized.parallel.pipeline_model_parallel_size = pl->num_stages;
     *out = own;
-    return cm_build(&sized, c, pl->micro_batch_size, own, err);
+    int rc = cm_build(&sized, c, pl->micro_batch_size, own, err);
+    if (!rc)
+        own->zero_overlap = base->zero_overlap; /* the caller's, not the workload's */
+    return rc;
 }

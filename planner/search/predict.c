@@ -50,13 +50,34 @@ double predict_stage_comm_s(const cm_model *cm, const cl_cluster *c, const plan 
     return 2.0 * predict_boundary_s(cm, c, pl, s, sends) + gathers;
 }
 
+static bool zero_overlapped(const cm_model *cm)
+{
+    return cm->zero_overlap && cm->sharding >= WL_SHARD_OPTIM_GRADS;
+}
+
 double predict_layer_s(const cm_model *cm, const plan *pl, int l, bool skip_recompute)
 {
     const cm_layer *ly = &cm->layers[l];
     plan_layer_cost rc;
     plan_layer_recompute(pl, cm, l, skip_recompute, &rc);
+    double zero_s = zero_overlapped(cm) ? ly->zero_forward_s + ly->zero_backward_s : 0.0;
     return cm_forward_total_s(ly) + ly->backward_s + ly->weight_grad_s + ly->tp_backward_s +
-           cm_backward_extra_s(ly) + rc.recompute_s;
+           cm_backward_extra_s(ly) + rc.recompute_s - zero_s;
+}
+
+double predict_zero_stream_s(const cm_model *cm, int first, int last, int what)
+{
+    if (!zero_overlapped(cm))
+        return 0.0;
+    double sum = 0.0;
+    for (int l = first; l < last; l++) {
+        const cm_layer *ly = &cm->layers[l];
+        double gather_s = ly->zero_forward_s, reduce_s = ly->zero_backward_s - ly->zero_forward_s;
+        sum += what == PREDICT_ZERO_ALL      ? ly->zero_forward_s + ly->zero_backward_s
+               : what == PREDICT_ZERO_GATHER ? gather_s
+                                             : reduce_s;
+    }
+    return sum;
 }
 
 double predict_dp_allreduce_s(const cl_cluster *c, int tp, int dp, double grad_bytes)
@@ -95,8 +116,10 @@ double predict_stage_tail_s(const cm_model *cm, const cl_cluster *c, const plan 
     double grad_bytes = 0.0;
     for (int l = first; l < last; l++)
         grad_bytes += cm->layers[l].grad_bytes;
+    /* overlapped ZeRO-2/3: the last reduce-scatter ends before the step */
     return predict_dp_sync_s(cm, c, pl->tensor_parallel, pl->data_parallel, first, last,
                              grad_bytes) +
+           predict_zero_stream_s(cm, first, last, PREDICT_ZERO_REDUCE) +
            cm_optimizer_step_s(cm, first, last);
 }
 
@@ -118,8 +141,13 @@ double predict_1f1b_iteration_s(const cm_model *cm, const cl_cluster *c, const p
             ends_s += predict_layer_s(cm, pl, l, shifted);
         }
         sum += ends_s;
-        max = fmax(max, stage_s);
+        /* overlapped ZeRO-2/3: a stage's steady state is its compute or its
+         * collectives' stream, whichever is longer */
+        int first = pl->chunk_start[s], last = pl->chunk_start[s + 1];
+        max = fmax(max, fmax(stage_s, predict_zero_stream_s(cm, first, last, PREDICT_ZERO_ALL)));
         tail = fmax(tail, predict_stage_tail_s(cm, c, pl, s));
     }
+    /* ZeRO-3: stage 0's first gather has nothing to hide behind */
+    sum += predict_zero_stream_s(cm, pl->chunk_start[0], pl->chunk_start[1], PREDICT_ZERO_GATHER);
     return predict_critical_path_s(sum, max, pl->num_micro_batches, tail);
 }

@@ -14,7 +14,10 @@
  * tensors are scattered (scatter/gather p2p without SP: the activation from
  * s − 1 and the gradient from s + 1, cm_layer.recv_gather_s; 0 otherwise),
  * AR_s the ring all-reduce of the stage's gradients over the d data-parallel
- * replicas and O_s its optimizer step.  Recompute is what
+ * replicas and O_s its optimizer step.  With ZeRO-2/3's collectives
+ * overlapped (predict_zero_stream_s()) S_s leaves them out, max_s S_s is
+ * over max(S_s, their stream's time), the tail adds the last reduce-scatter
+ * and stage 0's first ZeRO-3 gather is added to the sum.  Recompute is what
  * plan_layer_recompute() charges, per layer or per unit (AdaPipe).
  *
  * The planners differ in one assumption only, where a stage's neighbour sits
@@ -62,6 +65,17 @@ double predict_stage_comm_s(const cm_model *cm, const cl_cluster *c, const plan 
 /* F + B + W + TP collectives of layer l, plus the recompute the plan asks of
  * it unless skip_recompute. */
 double predict_layer_s(const cm_model *cm, const plan *pl, int l, bool skip_recompute);
+
+/* ZeRO-2/3 with their collectives overlapped (cm_model.zero_overlap,
+ * simrun --dp-overlap; sim/engine/engine_overlap.c), the layers [first,
+ * last) per micro-batch: PREDICT_ZERO_ALL the time of their collectives'
+ * stream (ZeRO-3's two gathers and the reduce-scatter), which bounds the
+ * stage's steady state from below as max(S_s, that); PREDICT_ZERO_GATHER one
+ * gather (stage 0's first is exposed); PREDICT_ZERO_REDUCE the
+ * reduce-scatter (the last is exposed, in the tail).  predict_layer_s() then
+ * leaves them out.  0 without the overlap. */
+enum { PREDICT_ZERO_ALL, PREDICT_ZERO_GATHER, PREDICT_ZERO_REDUCE };
+double predict_zero_stream_s(const cm_model *cm, int first, int last, int what);
 
 /* Ring all-reduce of grad_bytes over dp data-parallel replicas,
  * 2(d−1)(α + S/(d·B)), on the scale-up fabric when the replicas of one TP

@@ -240,7 +240,9 @@ static int load_inputs(cli *c, job *j, np_error *err)
         return rc;
     if (!(j->overrides = join_overrides(c)) || !(j->cfg = cli_join(c->cfg, c->num_cfg)))
         return np_error_set(err, NP_EXIT_INTERNAL, "<command line>", "--set", 0, "out of memory");
-    return cm_build(&j->w, &j->pf.cluster, 0, &j->cm, err);
+    rc = cm_build(&j->w, &j->pf.cluster, 0, &j->cm, err);
+    j->cm.zero_overlap = !rc && c->dp_overlap; /* ZeRO-2/3's collectives overlapped */
+    return rc;
 }
 
 static int write_frontier(const cli *c, job *j, np_error *err)

@@ -190,12 +190,6 @@ int engine_run(const sim_platform *pf, const wl_workload *w, const cm_model *cm,
                           "cannot fold on %s: its fat tree is tapered (%.2g:1), so the folded "
                           "replicas' missing pipeline traffic would change the contention",
                           pf->cluster.name, 1 / pf->cluster.fabric_taper);
-    if (!rc && o->dp_overlap && cm->sharding >= WL_SHARD_OPTIM_GRADS)
-        rc = np_error_set(err, NP_EXIT_USAGE, "<command line>", "--dp-overlap", 0,
-                          "data_parallel_sharding_strategy \"%s\" reduce-scatters the gradients "
-                          "after every backward already; --dp-overlap buckets one sync per "
-                          "iteration",
-                          wl_sharding_name((wl_dp_sharding)cm->sharding));
     int sizes[PLACE_DIMS] = {e.tp, e.cp, e.dp, e.p};
     if (!rc) /* TP groups across servers would be priced as inside one (placement.h) */
         rc =
@@ -226,7 +220,7 @@ int engine_run(const sim_platform *pf, const wl_workload *w, const cm_model *cm,
         return rc;
     }
     /* every worker, plus the gradient actors of the simulated ones */
-    int actors = engine_num_workers(&e) + (e.overlap ? e.p * e.fold * e.cp : 0);
+    int actors = engine_num_workers(&e) + overlap_num_actors(&e);
     e.finish = sg_barrier_init((unsigned)actors);
     struct timespec t_start, t_end;
     clock_gettime(CLOCK_MONOTONIC, &t_start);

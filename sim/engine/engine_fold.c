@@ -46,7 +46,10 @@ int engine_check_fold(const wl_workload *w, const plan *pl, int fold_dp, np_erro
                             "data-parallel synchronisation to keep replicas in lockstep");
     wl_dp_sharding s = w->training.data_parallel_sharding_strategy;
     if (s >= WL_SHARD_OPTIM_GRADS && s < WL_SHARD_COUNT)
-        /* Measured: interleaved ZeRO-3 GPT-3 on 1,024 GPUs folded 2.4% fast. */
+        /* Measured (GPT-3 175B, dgx_a100_1024.xml, TP 8 PP 8 DP 16): 1F1B
+         * ZeRO-2 exact, interleaved (v = 2) ZeRO-3 folded 7.4% fast: the
+         * representative's ring edges miss the folded replicas'
+         * stage-to-stage flows on shared links (docs/design.md, Folding). */
         return np_error_set(err, NP_EXIT_USAGE, src, "--fold-dp", 0,
                             "cannot fold: data_parallel_sharding_strategy \"%s\" runs its "
                             "collectives during the pipeline, where the folded replicas' missing "

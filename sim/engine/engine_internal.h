@@ -61,7 +61,10 @@ typedef struct worker {
     sg_sem_t buckets_done;     /* --dp-overlap: every bucket is reduced */
     sg_sem_t params_ready; /* --dp-overlap, distributed optimizer: a parameter bucket is gathered */
     sg_sem_t params_launch; /* --dp-overlap, interleaved: the next chunk's gather may start */
-    bool simulated;         /* false for a replica folded away */
+    sg_sem_t zero_rs_done;  /* --dp-overlap, ZeRO-2/3: a reduce-scatter has ended */
+    sg_sem_t zero_ag_done;  /* --dp-overlap, ZeRO-3: a prefetched parameter gather has ended */
+    int zero_rs_launched, zero_rs_waited; /* reduce-scatters handed over, and seen to end */
+    bool simulated;                       /* false for a replica folded away */
     /* accounting (simulated seconds relative to the run's start) */
     double busy_s, recompute_s, tp_comm_s, p2p_exposed_s, dp_comm_s;
     double pipeline_end_s, end_s;
@@ -88,6 +91,13 @@ typedef struct overlap_plan {
     int *gather_buckets;   /* [num_gather_chunks]: buckets of each */
     double *gather_bytes;  /* [num_gather_chunks]: parameter bytes of each bucket */
     bool *gather_waits;    /* [num_gather_chunks]: starts only when launched */
+    /* ZeRO-2/3 (data_parallel_sharding_strategy optim_grads[_params]): no
+     * buckets; the op list's per-pass reduce-scatters run on the
+     * communication actor, and ZeRO-3's per-pass parameter gathers on a
+     * second one, prefetched (engine_overlap.c).  The gather_* arrays then
+     * hold one entry per gather op, launches_at_op their launch points. */
+    bool zero;
+    int zero_gathers; /* ZeRO-3 gather ops of the stage (0 for ZeRO-2) */
 } overlap_plan;
 
 typedef struct engine {
@@ -177,6 +187,16 @@ bool overlap_starts_block(const worker *w, int i);
 /* Waits for the next gathered parameter bucket; the wait is data-parallel
  * time. */
 void overlap_wait_params(worker *w);
+/* ZeRO-2/3 with --dp-overlap: whether w's sharded collective op (a per-pass
+ * OP_PARAM_GATHER or OP_GRAD_REDUCE_SCATTER) is the overlap's; if so, runs
+ * the worker's side of it (waits for the prefetched gather; waits for the
+ * previous reduce-scatter, then hands this one over) and returns true. */
+bool overlap_zero_op(worker *w, const sched_op *op);
+/* Waits for every reduce-scatter handed over (before the optimizer step and
+ * at the end of the list); the wait is data-parallel time. */
+void overlap_zero_drain(worker *w);
+/* Actors the overlap adds to the run (communication actors). */
+int overlap_num_actors(const engine *e);
 
 /* ---- engine_fold.c ----------------------------------------------------------- */
 

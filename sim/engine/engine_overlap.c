@@ -34,9 +34,37 @@
  * runs in as many equal pieces as it has buckets, each waiting for its
  * bucket, and the backward's buckets are reduce-scattered only.  The
  * iteration then ends with the optimizer step after the last reduce-scatter.
+ *
+ * Sharded data parallelism (ZeRO-2, optim_grads; ZeRO-3/FSDP,
+ * optim_grads_params) has no buckets: its op lists already reduce-scatter a
+ * chunk's gradients after every micro-batch's backward and, under ZeRO-3,
+ * gather its parameters before every forward and backward
+ * (planner/schedule/schedule_parallel.c).  With --dp-overlap those
+ * collectives leave the worker's stream, as FSDP runs them on streams of
+ * their own (PyTorch FSDP2, torch/distributed/fsdp/_fully_shard/
+ * _fsdp_param_group.py: reduce-scatters on a reduce-scatter stream,
+ * all-gathers on an all-gather stream, prefetched):
+ *   - the reduce-scatters run on the communication actor, in the op list's
+ *     order; the worker hands one over and computes on, but first waits for
+ *     the previous one to end (FSDP2's post_backward waits for the previous
+ *     reduce-scatter's event before it issues the next, which frees that
+ *     one's unsharded gradients), and for the last one before the optimizer
+ *     step (FSDP2's final callback does the same).  So at most one
+ *     reduce-scatter is in flight, holding one chunk's unsharded gradients
+ *     beyond the one being computed;
+ *   - ZeRO-3's per-pass gathers run on a second actor, in order; the gather
+ *     an op needs is launched when the compute op before it starts (FSDP's
+ *     forward and backward prefetch of the next module's parameters; the
+ *     first gathers of the list, with no compute op before them, at once),
+ *     and the worker waits for it where the blocking list gathered.  One
+ *     prefetched chunk's parameters are held beyond the one computing.
+ * The memory model reserves both buffers (planner/schedule/memory.c), so the
+ * tracker starts from the same workspace.  ZeRO-2's all-gather of the
+ * updated parameters after the optimizer step stays blocking.
  */
 #include <math.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "engine_internal.h"
@@ -170,6 +198,57 @@ static int gather_stage(const cm_model *cm, const plan *pl, const sched_stage *s
     return 0;
 }
 
+static bool is_compute_kind(int kind)
+{
+    return kind == OP_FORWARD || kind == OP_BACKWARD || kind == OP_WEIGHT_GRAD ||
+           kind == OP_RECOMPUTE || kind == OP_OPTIMIZER;
+}
+
+/* A per-pass gather of ZeRO-3 (the end-of-iteration gather of ZeRO-2 has no
+ * micro-batch). */
+static bool is_pass_gather(const sched_op *op)
+{
+    return op->kind == OP_PARAM_GATHER && op->micro_batch >= 0;
+}
+
+/* ZeRO-2/3 (see the head of this file): no buckets; every per-pass gather
+ * launched when the compute op before it starts. */
+static int zero_stage(const sched_stage *st, overlap_plan *o)
+{
+    int n = st->num_ops > 0 ? st->num_ops : 1, gathers = 0;
+    o->zero = true;
+    for (int i = 0; i < st->num_ops; i++)
+        gathers += is_pass_gather(&st->ops[i]);
+    o->buckets_at_op = calloc((size_t)n, sizeof *o->buckets_at_op);
+    o->bytes_at_op = calloc((size_t)n, sizeof *o->bytes_at_op);
+    o->gathers_at_op = calloc((size_t)n, sizeof *o->gathers_at_op);
+    o->launches_at_op = calloc((size_t)n, sizeof *o->launches_at_op);
+    int g = gathers > 0 ? gathers : 1;
+    o->gather_buckets = calloc((size_t)g, sizeof *o->gather_buckets);
+    o->gather_bytes = calloc((size_t)g, sizeof *o->gather_bytes);
+    o->gather_waits = calloc((size_t)g, sizeof *o->gather_waits);
+    o->bucket_bytes = malloc(sizeof(double));
+    if (!o->buckets_at_op || !o->bytes_at_op || !o->gathers_at_op || !o->launches_at_op ||
+        !o->gather_buckets || !o->gather_bytes || !o->gather_waits || !o->bucket_bytes)
+        return -1;
+    int previous = -1, k = 0;
+    for (int i = 0; i < st->num_ops; i++) {
+        if (is_compute_kind(st->ops[i].kind))
+            previous = i;
+        if (!is_pass_gather(&st->ops[i]))
+            continue;
+        o->gather_buckets[k] = 1;
+        o->gather_bytes[k] = st->ops[i].bytes;
+        o->gather_waits[k] = previous >= 0;
+        if (previous >= 0)
+            o->launches_at_op[previous]++;
+        k++;
+    }
+    o->zero_gathers = gathers;
+    o->num_gather_chunks = gathers;
+    return 0;
+}
+
 void overlap_free(engine *e)
 {
     if (!e->overlap)
@@ -199,6 +278,11 @@ int overlap_build(engine *e, const cm_model *cm, np_error *err)
                               : 4.0 * (e->dp * 1e6 > 40e6 ? e->dp * 1e6 : 40e6);
     e->overlap = calloc((size_t)e->p, sizeof *e->overlap);
     for (int s = 0; e->overlap && s < e->p; s++) {
+        if (cm->sharding >= WL_SHARD_OPTIM_GRADS) {
+            if (zero_stage(&e->sc->stages[s], &e->overlap[s]))
+                break;
+            continue;
+        }
         int rc = overlap_stage(cm, e->pl, &e->sc->stages[s], s, bucket_bytes, &e->overlap[s]);
         if (!rc && e->opt->dp_param_gather_ratio > 0)
             rc = gather_stage(cm, e->pl, &e->sc->stages[s], s, bucket_bytes,
@@ -253,6 +337,8 @@ void overlap_worker_init(worker *w)
     w->buckets_done = sg_sem_init(0);
     w->params_ready = sg_sem_init(0);
     w->params_launch = sg_sem_init(0);
+    w->zero_rs_done = sg_sem_init(0);
+    w->zero_ag_done = sg_sem_init(0);
 }
 
 void overlap_worker_destroy(worker *w)
@@ -263,6 +349,8 @@ void overlap_worker_destroy(worker *w)
     sg_sem_destroy(w->buckets_done);
     sg_sem_destroy(w->params_ready);
     sg_sem_destroy(w->params_launch);
+    sg_sem_destroy(w->zero_rs_done);
+    sg_sem_destroy(w->zero_ag_done);
 }
 
 static const overlap_plan *plan_of(const worker *w)
@@ -275,6 +363,8 @@ int overlap_before_op(worker *w, int i)
     const overlap_plan *ov = plan_of(w);
     if (!ov || !ov->gathers_at_op)
         return 0;
+    if (ov->zero && w->eng->sc->stages[w->stage].ops[i].kind == OP_OPTIMIZER)
+        overlap_zero_drain(w);
     for (int k = 0; k < ov->launches_at_op[i]; k++)
         sg_sem_release(w->params_launch);
     return ov->gathers_at_op[i];
@@ -283,7 +373,58 @@ int overlap_before_op(worker *w, int i)
 bool overlap_starts_block(const worker *w, int i)
 {
     const overlap_plan *ov = plan_of(w);
+    if (ov && ov->zero && w->eng->sc->stages[w->stage].ops[i].kind == OP_OPTIMIZER)
+        return true; /* the reduce-scatters are drained first */
     return ov && ov->gathers_at_op && (ov->gathers_at_op[i] > 0 || ov->launches_at_op[i] > 0);
+}
+
+/* Waits on sem once; the wait is data-parallel time. */
+static void wait_dp(worker *w, sg_sem_t sem)
+{
+    double start = engine_now(w->eng);
+    sg_sem_acquire(sem);
+    w->dp_comm_s += engine_now(w->eng) - start;
+}
+
+bool overlap_zero_op(worker *w, const sched_op *op)
+{
+    const overlap_plan *ov = plan_of(w);
+    if (!ov || !ov->zero)
+        return false;
+    if (is_pass_gather(op)) {
+        wait_dp(w, w->zero_ag_done);
+        return true;
+    }
+    if (op->kind != OP_GRAD_REDUCE_SCATTER) {
+        overlap_zero_drain(w); /* ZeRO-2's gather of the update: after the last */
+        return false;
+    }
+    if (w->zero_rs_launched > w->zero_rs_waited) { /* the previous one frees its buffer */
+        wait_dp(w, w->zero_rs_done);
+        w->zero_rs_waited++;
+    }
+    w->zero_rs_launched++;
+    sg_sem_release(w->bucket_ready);
+    return true;
+}
+
+void overlap_zero_drain(worker *w)
+{
+    const overlap_plan *ov = plan_of(w);
+    if (!ov || !ov->zero)
+        return;
+    for (; w->zero_rs_waited < w->zero_rs_launched; w->zero_rs_waited++)
+        wait_dp(w, w->zero_rs_done);
+}
+
+int overlap_num_actors(const engine *e)
+{
+    if (!e->overlap)
+        return 0;
+    int n = 0;
+    for (int s = 0; s < e->p; s++)
+        n += e->fold * e->cp * (1 + (e->overlap[s].zero_gathers > 0));
+    return n;
 }
 
 void overlap_wait_params(worker *w)
@@ -296,11 +437,54 @@ void overlap_wait_params(worker *w)
 /* --dp-overlap: gathers the parameter buckets (distributed optimizer), then
  * reduces each gradient bucket as soon as the worker's backward has made it
  * ready, while the worker computes on. */
+/* ZeRO-3 with --dp-overlap: the per-pass parameter gathers of a worker, in
+ * its op list's order, each once it is launched. */
+static void zero_gather_main(int argc, char **argv)
+{
+    worker *w = sg_actor_self_get_data();
+    const overlap_plan *ov = &w->eng->overlap[w->stage];
+    for (int n = 0; n < ov->zero_gathers; n++) {
+        if (ov->gather_waits[n])
+            sg_sem_acquire(w->params_launch);
+        engine_dp_collective(w->eng, w, OP_PARAM_GATHER, ov->gather_bytes[n]);
+        sg_sem_release(w->zero_ag_done);
+    }
+    worker_linger(w);
+}
+
+/* ZeRO-2/3 with --dp-overlap: the reduce-scatters of a worker, in its op
+ * list's order, each once the worker hands it over; ZeRO-3's gathers on an
+ * actor of their own. */
+static void zero_comm_main(worker *w)
+{
+    engine *e = w->eng;
+    const sched_stage *st = &e->sc->stages[w->stage];
+    if (e->overlap[w->stage].zero_gathers > 0) {
+        char name[64];
+        snprintf(name, sizeof name, "stage%d-dp%d-cp%d-params", w->stage, w->replica, w->cp_rank);
+        sg_actor_t a = sg_actor_init(name, w->ep.hosts[0]);
+        sg_actor_set_data(a, w);
+        sg_actor_start(a, zero_gather_main, 0, NULL);
+    }
+    for (int i = 0; i < st->num_ops; i++) {
+        if (st->ops[i].kind != OP_GRAD_REDUCE_SCATTER)
+            continue;
+        sg_sem_acquire(w->bucket_ready);
+        engine_dp_collective(e, w, OP_GRAD_REDUCE_SCATTER, st->ops[i].bytes);
+        sg_sem_release(w->zero_rs_done);
+    }
+    worker_linger(w);
+}
+
 void overlap_comm_main(int argc, char **argv)
 {
     worker *w = sg_actor_self_get_data();
     engine *e = w->eng;
     const overlap_plan *ov = &e->overlap[w->stage];
+    if (ov->zero) {
+        zero_comm_main(w);
+        return;
+    }
     bool sharded = e->opt->dp_param_gather_ratio > 0;
     for (int n = 0; sharded && n < ov->num_gather_chunks; n++) {
         if (ov->gather_waits[n])

@@ -308,6 +308,8 @@ static void run_op(worker *w, const sched_op *op)
     }
     case OP_PARAM_GATHER:
     case OP_GRAD_REDUCE_SCATTER: {
+        if (overlap_zero_op(w, op))
+            break; /* --dp-overlap: on the communication actors */
         double start = engine_now(e);
         fold_release_replicas(w);
         engine_dp_collective(e, w, (op_kind)op->kind, op->bytes);
@@ -346,6 +348,7 @@ void worker_main(int argc, char **argv)
         span_record(w, &st->ops[i], start);
         i++;
     }
+    overlap_zero_drain(w); /* a list without an optimizer step */
     w->end_s = engine_now(w->eng);
     worker_linger(w);
 }

@@ -1,0 +1,187 @@
+/*
+ * test_zero_overlap.c -- ZeRO-2/3's per-pass collectives overlapped with
+ * compute (--dp-overlap with data_parallel_sharding_strategy optim_grads or
+ * optim_grads_params; sim/engine/engine_overlap.c) against closed forms, the
+ * memory the overlap holds, and the planners' prediction.
+ *
+ * One stage (p = 1), 1F1B, m micro-batches, 4 data-parallel replicas on the
+ * flat platform (test_flat_4.xml: every route α = 10 µs, B = 1e9 B/s), one
+ * layer with F, B, R bytes of gradients reduce-scattered after every
+ * backward and (ZeRO-3) G bytes of parameters gathered before every forward
+ * and backward.  A ring reduce-scatter or all-gather of x bytes over N = 4
+ * takes (N−1)(α + x/(N·B)) (test_collectives.c); r and g below.  With S =
+ * F + B per micro-batch:
+ *   - blocking (no overlap): T = m(S + r) (+ 2g per micro-batch for ZeRO-3),
+ *     all of the collectives exposed;
+ *   - ZeRO-2 overlapped: the worker hands reduce-scatter k over after B_k
+ *     and, before handing over k + 1, waits for k (at most one in flight), so
+ *     the handovers are max(S, r) apart and the last one is waited for
+ *     before the optimizer step: T = S + (m−1)·max(S, r) + r, exposed DP time
+ *     (m−1)·max(0, r − S) + r;
+ *   - ZeRO-3 overlapped, S ≫ g, r: the first gather has nothing before it,
+ *     every later one is prefetched during the op before it:
+ *     T = g + m·S + r.
+ * ZeRO-2's all-gather of the updated parameters (P·2 bytes) follows the
+ * optimizer step, blocking, in both: a.
+ */
+#include <string.h>
+
+#include "engine.h"
+#include "memory.h"
+#include "predict.h"
+#include "testutil.h"
+
+#define ALPHA_S 10e-6
+#define B_BPS 1e9
+#define N_DP 4
+#define PARAMS 5e6 /* ZeRO-2's end-of-iteration gather: 10 MB of bf16 */
+
+static double ring_half_s(double bytes) { return (N_DP - 1) * (ALPHA_S + bytes / (N_DP * B_BPS)); }
+
+typedef struct zcase {
+    int zero3;
+    double forward_s, backward_s, reduce_bytes, gather_bytes;
+    int m;
+} zcase;
+
+static void zero_model(const zcase *z, bool overlap, cm_model *cm, plan *pl)
+{
+    test_uniform_model(cm, 1);
+    cm->sharding = z->zero3 ? WL_SHARD_OPTIM_GRADS_PARAMS : WL_SHARD_OPTIM_GRADS;
+    cm->data_parallel = N_DP;
+    cm->zero_overlap = overlap;
+    cm->weight_bytes_per_param = 2;
+    cm_layer *ly = &cm->layers[0];
+    ly->forward_s = z->forward_s;
+    ly->backward_s = z->backward_s;
+    ly->output_bytes = 0;
+    ly->params = PARAMS;
+    ly->zero_reduce_bytes = z->reduce_bytes;
+    ly->zero_gather_bytes = z->zero3 ? z->gather_bytes : 0;
+    /* the closed forms cm_sharding_layer() gives them on this fabric */
+    double g = z->zero3 ? ring_half_s(z->gather_bytes) : 0;
+    ly->zero_forward_s = g;
+    ly->zero_backward_s = g + ring_half_s(z->reduce_bytes);
+    test_uniform_plan(pl, 1, z->m, 1, SCHED_1F1B);
+    pl->data_parallel = N_DP;
+}
+
+static void run_case(const zcase *z, bool overlap, test_sim_result *r)
+{
+    cm_model cm;
+    plan pl;
+    zero_model(z, overlap, &cm, &pl);
+    engine_options o;
+    engine_init_options(&o);
+    o.dp_overlap = overlap;
+    CU_ASSERT_EQUAL(test_simulate_plan("platforms/test_flat_4.xml", &cm, &pl, &o, r), 0);
+    CU_ASSERT_EQUAL(r->rc, 0);
+    plan_free(&pl);
+    cm_free(&cm);
+}
+
+/* The planners' prediction of the same case, on a cluster view of the flat
+ * platform (every pair of NPUs on the scale-out figures). */
+static double predicted_s(const zcase *z, bool overlap)
+{
+    cm_model cm;
+    plan pl;
+    zero_model(z, overlap, &cm, &pl);
+    cl_cluster c;
+    memset(&c, 0, sizeof c);
+    c.num_npus = N_DP;
+    c.npus_per_node = 1;
+    c.scaleout_latency_s = ALPHA_S;
+    c.scaleout_bandwidth_Bps = B_BPS;
+    c.scaleup_latency_s = ALPHA_S;
+    c.scaleup_bandwidth_Bps = B_BPS;
+    double t = predict_1f1b_iteration_s(&cm, &c, &pl, PREDICT_SENDS_RANK_ORDER);
+    plan_free(&pl);
+    cm_free(&cm);
+    return t;
+}
+
+static const double end_gather_s = 3 * (ALPHA_S + 2 * PARAMS / (N_DP * B_BPS));
+
+/* ZeRO-2, compute (300 ms a micro-batch) longer than a reduce-scatter of
+ * 40 MB (r = 30.03 ms): only the last one is exposed. */
+static void test_zero2_hides_all_but_the_last_reduce_scatter(void)
+{
+    const zcase z = {0, 100e-3, 200e-3, 40e6, 0, 3};
+    double S = 0.3, r = ring_half_s(40e6);
+    test_sim_result blocking, overlapped;
+    run_case(&z, false, &blocking);
+    run_case(&z, true, &overlapped);
+    ASSERT_REL(blocking.iteration_s, z.m * (S + r) + end_gather_s, 1e-9);
+    ASSERT_REL(blocking.stage_dp_comm_s[0], z.m * r + end_gather_s, 1e-9);
+    ASSERT_REL(overlapped.iteration_s, z.m * S + r + end_gather_s, 1e-9);
+    ASSERT_REL(overlapped.stage_dp_comm_s[0], r + end_gather_s, 1e-9);
+    ASSERT_REL(predicted_s(&z, true), overlapped.iteration_s, 1e-9);
+    ASSERT_REL(predicted_s(&z, false), blocking.iteration_s, 1e-9);
+}
+
+/* ZeRO-2, compute (3 ms) shorter than r: the reduce-scatters run back to
+ * back, the worker waits r − S before every handover after the first. */
+static void test_zero2_reduce_scatters_serialise_when_compute_is_short(void)
+{
+    const zcase z = {0, 1e-3, 2e-3, 40e6, 0, 4};
+    double S = 3e-3, r = ring_half_s(40e6);
+    test_sim_result overlapped;
+    run_case(&z, true, &overlapped);
+    ASSERT_REL(overlapped.iteration_s, S + (z.m - 1) * r + r + end_gather_s, 1e-9);
+    ASSERT_REL(overlapped.stage_dp_comm_s[0], (z.m - 1) * (r - S) + r + end_gather_s, 1e-9);
+    ASSERT_REL(predicted_s(&z, true), overlapped.iteration_s, 1e-9);
+}
+
+/* ZeRO-3, compute long: the first gather is exposed, every later one is
+ * prefetched during the op before it, and the last reduce-scatter is
+ * exposed; no end-of-iteration sync. */
+static void test_zero3_prefetches_every_gather_but_the_first(void)
+{
+    const zcase z = {1, 100e-3, 200e-3, 40e6, 20e6, 3};
+    double S = 0.3, r = ring_half_s(40e6), g = ring_half_s(20e6);
+    test_sim_result blocking, overlapped;
+    run_case(&z, false, &blocking);
+    run_case(&z, true, &overlapped);
+    ASSERT_REL(blocking.iteration_s, z.m * (S + 2 * g + r), 1e-9);
+    ASSERT_REL(overlapped.iteration_s, g + z.m * S + r, 1e-9);
+    ASSERT_REL(overlapped.stage_dp_comm_s[0], g + r, 1e-9);
+    ASSERT_REL(predicted_s(&z, true), overlapped.iteration_s, 1e-9);
+}
+
+/* What the overlap holds in flight is reserved by the memory model and the
+ * tracker alike: one chunk's unsharded gradients (R bytes) for the
+ * reduce-scatter in flight, ZeRO-3 one chunk's gathered parameters (G)
+ * prefetched. */
+static void test_the_overlap_reserves_its_buffers_in_both_models(void)
+{
+    for (int zero3 = 0; zero3 <= 1; zero3++) {
+        const zcase z = {zero3, 100e-3, 200e-3, 40e6, 20e6, 3};
+        test_sim_result blocking, overlapped;
+        run_case(&z, false, &blocking);
+        run_case(&z, true, &overlapped);
+        double extra = 40e6 + (zero3 ? 20e6 : 0);
+        ASSERT_REL(overlapped.stage_peak_bytes[0] - blocking.stage_peak_bytes[0], extra, 1e-12);
+        cm_model cm;
+        plan pl;
+        zero_model(&z, true, &cm, &pl);
+        mem_stage st;
+        mem_stage_bytes(&cm, &pl, 0, &st);
+        ASSERT_REL(st.total_bytes, overlapped.stage_peak_bytes[0], 1e-12);
+        plan_free(&pl);
+        cm_free(&cm);
+    }
+}
+
+void register_zero_overlap_tests(void)
+{
+    TEST_SUITE("zero_overlap",
+               {"ZeRO-2 hides all but the last reduce-scatter",
+                test_zero2_hides_all_but_the_last_reduce_scatter},
+               {"ZeRO-2 reduce-scatters serialise when compute is short",
+                test_zero2_reduce_scatters_serialise_when_compute_is_short},
+               {"ZeRO-3 prefetches every gather but the first",
+                test_zero3_prefetches_every_gather_but_the_first},
+               {"the overlap reserves its buffers in both models",
+                test_the_overlap_reserves_its_buffers_in_both_models});
+}
