@@ -34,9 +34,10 @@ bench "dgx_a100_128.xml gpt3_175b_128.json" 0.5 512 platforms/dgx_a100_128.xml w
 for s in gpipe zb-h1 zb-h2 pipedream-2bw; do
     bench "16k_npu.xml llama.json --schedule $s" - - --schedule $s $P16 workloads/llama.json
 done
-# Interleaved needs the layers divisible by p·v: 128 layers, v = 2.
-bench "16k_npu.xml llama.json interleaved v=2 L=128" - - --schedule interleaved \
-    --set num_layers=128 --set virtual_pipeline_model_parallel_size=2 $P16 workloads/llama.json
+# Interleaved, v = 2: 126 layers plus the embedding and the loss counted as
+# layers (llama.json's split keys) are 128 = 16 stages x 2 chunks x 4.
+bench "16k_npu.xml llama.json interleaved v=2" - - --schedule interleaved \
+    --set virtual_pipeline_model_parallel_size=2 $P16 workloads/llama.json
 # Asynchronous PipeDream's 15 stashed weight versions do not fit Llama-405B's
 # first stage in 64 GB; Llama-2 70B (TP8 PP8 DP256) shows the schedule.
 bench "16k_npu.xml llama2_70b.json --schedule pipedream" - - --schedule pipedream \
