@@ -143,6 +143,9 @@ void worker_main(int argc, char **argv);
  * onwards, as one sleep (or one per gradient bucket handed over); returns
  * how many ops it ran. */
 int worker_run_compute(worker *w, const sched_op *ops, int first, int count);
+/* Whether an op of this kind computes on the NPU (F, B, W, recompute,
+ * optimizer step) rather than moving bytes. */
+bool worker_op_computes(int kind);
 /* Counts the actor as finished and waits for every other one (SimGrid cancels
  * the activities of an actor that ends). */
 void worker_linger(worker *w);

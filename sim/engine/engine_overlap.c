@@ -198,12 +198,6 @@ static int gather_stage(const cm_model *cm, const plan *pl, const sched_stage *s
     return 0;
 }
 
-static bool is_compute_kind(int kind)
-{
-    return kind == OP_FORWARD || kind == OP_BACKWARD || kind == OP_WEIGHT_GRAD ||
-           kind == OP_RECOMPUTE || kind == OP_OPTIMIZER;
-}
-
 /* A per-pass gather of ZeRO-3 (the end-of-iteration gather of ZeRO-2 has no
  * micro-batch). */
 static bool is_pass_gather(const sched_op *op)
@@ -233,7 +227,7 @@ static int zero_stage(const sched_stage *st, overlap_plan *o)
         return -1;
     int previous = -1, k = 0;
     for (int i = 0; i < st->num_ops; i++) {
-        if (is_compute_kind(st->ops[i].kind))
+        if (worker_op_computes(st->ops[i].kind))
             previous = i;
         if (!is_pass_gather(&st->ops[i]))
             continue;

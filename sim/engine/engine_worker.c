@@ -113,7 +113,7 @@ static void mem_release(worker *w, const sched_op *op)
         w->mem_bytes += op->mem_delta_bytes;
 }
 
-static bool is_compute(int kind)
+bool worker_op_computes(int kind)
 {
     return kind == OP_FORWARD || kind == OP_BACKWARD || kind == OP_WEIGHT_GRAD ||
            kind == OP_RECOMPUTE || kind == OP_OPTIMIZER;
@@ -236,7 +236,7 @@ int worker_run_compute(worker *w, const sched_op *ops, int first, int count)
     int n = 0;
     double pending_s = 0;
     double start_s = engine_now(w->eng);
-    while (n < count && is_compute(ops[n].kind) && !has_cp(w, &ops[n])) {
+    while (n < count && worker_op_computes(ops[n].kind) && !has_cp(w, &ops[n])) {
         if (n > 0 && overlap_starts_block(w, first + n))
             break; /* a parameter gather's launch or wait comes first */
         if (n > 0 && engine_moe_replays(w, &ops[n]))
@@ -339,7 +339,7 @@ void worker_main(int argc, char **argv)
     w->mem_bytes = w->peak_bytes = st->static_bytes + st->workspace_bytes;
     w->mem_bytes = w->peak_bytes += engine_moe_copy_bytes(w->eng, w); /* MoE hook: copies */
     for (int i = 0; i < st->num_ops;) {
-        if (is_compute(st->ops[i].kind)) {
+        if (worker_op_computes(st->ops[i].kind)) {
             i += worker_run_compute(w, &st->ops[i], i, st->num_ops - i);
             continue;
         }

@@ -104,17 +104,8 @@ transfer transport_start(transport *t, const endpoint *from, const endpoint *to,
         /* Same server, or PXN: the scale-up fabric (transport_scaleup.c). */
         if (transport_scaleup_part(t, from->ranks[r], to->ranks[r], bytes, &x))
             continue;
-        if (t->pf->nic_planes == 2) {
-            transport_network_leg(t, from->ranks[r], to->ranks[r], from->hosts[r], to->hosts[r],
-                                  bytes, &x);
-            continue;
-        }
-        /* One plane (every shipped device platform): the flow, inline. */
-        if (!x.flows &&
-            !(x.flows = malloc((size_t)TRANSFER_FLOWS_PER_RANK * t->tp * sizeof *x.flows)))
-            xbt_die("npusim: out of memory posting a transfer");
-        x.flows[x.num_flows++] = transport_flow_start(from->hosts[r], to->hosts[r], bytes);
-        t->activities++;
+        transport_network_leg(t, from->ranks[r], to->ranks[r], from->hosts[r], to->hosts[r], bytes,
+                              &x);
     }
     return x;
 }
