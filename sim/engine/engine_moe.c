@@ -81,15 +81,9 @@ static double replay_flows(const engine *e, const cm_model *cm, int ep)
         flows += (double)e->fold * (sampled ? n : m) * 4.0 * (ep - 1) * e->tp;
     }
     if (sampled) { /* the witness group's other micro-batches */
-        int first = -1, layers = 0;
-        for (int l = 0; l < cm->num_layers; l++) {
-            if (!cm->layers[l].moe.is_moe)
-                continue;
-            int s = plan_stage_of_layer(e->pl, l, NULL);
-            if (first < 0)
-                first = s;
-            layers += s == first;
-        }
+        int first = engine_moe_first_stage(e, cm), layers = 0;
+        for (int l = 0; l < cm->num_layers; l++)
+            layers += cm->layers[l].moe.is_moe && plan_stage_of_layer(e->pl, l, NULL) == first;
         flows += (double)layers * ep * (m - n) * 4.0 * (ep - 1) * e->tp;
     }
     return flows;

@@ -57,6 +57,9 @@ void engine_moe_pipelined(engine *e, worker *w, const coll_group *g, int k, doub
  * when the caller replays the exchange and then calls end; false when it has
  * waited the measured time instead. */
 int engine_moe_sample_init(engine *e, int mb);
+/* The first stage that holds an MoE layer of cm (the witness EP groups'
+ * stage), 0 when none does. */
+int engine_moe_first_stage(const engine *e, const cm_model *cm);
 void engine_moe_sample_free(engine *e);
 bool engine_moe_sample_begin(engine *e, worker *w, int k, int slot, int micro_batch);
 void engine_moe_sample_end(engine *e, worker *w, int k, int slot);

@@ -57,12 +57,7 @@ int engine_moe_sample_init(engine *e, int mb)
     int n = e->p * e->fold;
     s->mb = mb;
     s->groups = n / m->ep;
-    s->witness = 0;
-    for (int l = 0; l < m->cm->num_layers; l++)
-        if (m->moe_of_layer[l] >= 0) {
-            s->witness = plan_stage_of_layer(e->pl, l, NULL) * (e->fold / m->ep);
-            break;
-        }
+    s->witness = engine_moe_first_stage(e, m->cm) * (e->fold / m->ep);
     s->barrier = calloc((size_t)s->groups, sizeof *s->barrier);
     s->arrive = calloc((size_t)n * RING, sizeof *s->arrive);
     s->instance = calloc((size_t)n, sizeof *s->instance);
@@ -72,6 +67,14 @@ int engine_moe_sample_init(engine *e, int mb)
         return -1;
     for (int g = 0; g < s->groups; g++)
         s->barrier[g] = sg_barrier_init((unsigned)m->ep);
+    return 0;
+}
+
+int engine_moe_first_stage(const engine *e, const cm_model *cm)
+{
+    for (int l = 0; l < cm->num_layers; l++)
+        if (cm->layers[l].moe.is_moe)
+            return plan_stage_of_layer(e->pl, l, NULL);
     return 0;
 }
 
