@@ -361,4 +361,11 @@ rm -f "$TMP/moe.csv"
     [ "$(awk -F, 'NR==1{for(i=1;i<=NF;i++) if($i=="moe_policy") c=i} NR>1{print $c}' "$TMP/moe.csv" |
         tr '\n' ' ')" = "none switch fastermoe efficientmoe " ] &&
     ok || ko "--moe-policy all: a row per policy, its moe_policy column"
+# combined 1F1B (docs/moe.md, "Overlapping the all-to-alls"): the workload's checks
+expect_error "overlap on a dense model" 2 "model.overlap_moe_expert_parallel_comm" \
+    --set overlap_moe_expert_parallel_comm=true "$P8" "$W8"
+expect_error "overlap without expert parallelism" 2 "expert_model_parallel_size > 1" \
+    --set overlap_moe_expert_parallel_comm=true --set expert_model_parallel_size=1 "$PM" "$WM"
+expect_error "overlap with the allgather dispatcher" 2 "alltoall" \
+    --set overlap_moe_expert_parallel_comm=true --set moe_token_dispatcher_type=allgather "$PM" "$WM"
 harness_done cli

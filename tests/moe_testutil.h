@@ -32,7 +32,7 @@ typedef struct moe_run_head {
 
 /* One engine run. */
 typedef struct moe_run_case {
-    const char *sets[4]; /* workload overrides, "key=value" */
+    const char *sets[8]; /* workload overrides, "key=value" */
     int num_sets;
     bool hot_trace;   /* replay moe_test_hot_trace, else balanced (no trace) */
     int policy;       /* engine_options.moe_policy (0: none) */
@@ -49,5 +49,8 @@ typedef struct moe_run_case {
  * fatally, that the run succeeded (printing its error otherwise) and that
  * the MoE layers were replayed. */
 void moe_test_simulate(const moe_run_case *c, void *out);
+/* Runs c likewise but asserts only that the child reported: out's head
+ * holds the run's exit code and error (a refusal under test). */
+void moe_test_try(const moe_run_case *c, void *out);
 
 #endif

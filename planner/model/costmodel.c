@@ -215,6 +215,7 @@ int cm_build(const wl_workload *w, const cl_cluster *c, int micro_batch_size, cm
     out->data_parallel = x.dp;
     out->sequence_parallel = x.sp;
     out->distributed_optimizer = w->training.use_distributed_optimizer;
+    out->moe_overlap = w->model.overlap_moe_expert_parallel_comm;
     out->workspace_bytes = workspace_bytes();
     out->hbm_bytes = c->hbm_bytes;
     out->hbm_bandwidth_Bps = c->hbm_bandwidth_Bps;

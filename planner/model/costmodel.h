@@ -129,6 +129,11 @@ typedef struct cm_model {
     int sharding;         /* a wl_dp_sharding; 0 = no_shard (synthetic models) */
     bool sequence_parallel;
     bool distributed_optimizer;
+    /* model.overlap_moe_expert_parallel_comm (combined 1F1B): interleaved
+     * 1F1B warms up with one forward more, as Megatron-Core's does, so that
+     * every steady-state forward pairs with a backward of another
+     * micro-batch (sim/engine/engine_moe_overlap.c) */
+    bool moe_overlap;
     /* ZeRO-2/3's per-pass collectives overlap compute (simrun --dp-overlap,
      * set by the caller after cm_build(); sim/engine/engine_overlap.c): the
      * memory model reserves their in-flight buffers, the prediction prices

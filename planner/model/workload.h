@@ -117,6 +117,10 @@ typedef struct wl_model {
     bool moe_pad_expert_input_to_capacity;
     int moe_token_dispatcher_type;      /* a wl_moe_dispatcher */
     int moe_router_load_balancing_type; /* a wl_moe_balancing */
+    /* Megatron-Core's combined 1F1B (--overlap-moe-expert-parallel-comm):
+     * one micro-batch's all-to-alls overlap another's compute in the steady
+     * state (sim/engine/engine_moe_overlap.c, docs/moe.md) */
+    bool overlap_moe_expert_parallel_comm;
     /* Multi-head latent attention (DeepSeek-V2/V3, Megatron's
      * MLATransformerConfig): counted in the parameters only (moe.h) */
     bool multi_latent_attention;

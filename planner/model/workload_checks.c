@@ -165,6 +165,10 @@ static int check_experts(const load_ctx *c, const wl_workload *w)
     if (rc)
         return rc;
     if (m->num_experts == 0) {
+        if (m->overlap_moe_expert_parallel_comm)
+            return wl_fail(c, "model.overlap_moe_expert_parallel_comm",
+                           "overlaps the experts' all-to-alls, and model.num_experts is 0 (a "
+                           "dense model): expected false");
         if (ep != 1)
             return wl_fail(c, ep_key,
                            "expected 1 for a dense model (model.num_experts is 0), got %d", ep);

@@ -182,6 +182,8 @@ static const key_spec model_keys[] = {
          wl_moe_dispatcher_names, WL_MOE_DISPATCHER_COUNT),
     ENUM("moe_router_load_balancing_type", OPTIONAL, W_OFF(model.moe_router_load_balancing_type),
          wl_moe_balancing_names, WL_MOE_BALANCING_COUNT),
+    SCALAR("overlap_moe_expert_parallel_comm", KEY_BOOL, OPTIONAL,
+           W_OFF(model.overlap_moe_expert_parallel_comm)),
     /* multi-head latent attention: workload_moe.c checks them, moe_params.c counts them */
     SCALAR("multi_latent_attention", KEY_BOOL, OPTIONAL, W_OFF(model.multi_latent_attention)),
     RANGED("q_lora_rank", KEY_NONNEGATIVE_INT, OPTIONAL, W_OFF(model.q_lora_rank), 1048576, ""),

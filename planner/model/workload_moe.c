@@ -336,5 +336,13 @@ int wl_moe_check(const load_ctx *c, const wl_workload *w)
                        "token dropping works with the \"alltoall\" token dispatcher only "
                        "(Megatron-LM); model.moe_token_dispatcher_type is \"%s\"",
                        wl_moe_dispatcher_names[m->moe_token_dispatcher_type]);
+    /* Megatron-Core's checks for combined 1F1B (TransformerConfig) */
+    if (m->overlap_moe_expert_parallel_comm &&
+        (ep < 2 || m->moe_token_dispatcher_type != WL_MOE_ALLTOALL))
+        return wl_fail(c, "model.overlap_moe_expert_parallel_comm",
+                       "overlaps expert-parallel all-to-alls: expected "
+                       "parallel.expert_model_parallel_size > 1 (got %d) and "
+                       "model.moe_token_dispatcher_type \"alltoall\" (got \"%s\")",
+                       ep, wl_moe_dispatcher_names[m->moe_token_dispatcher_type]);
     return 0;
 }

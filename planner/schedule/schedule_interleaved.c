@@ -36,5 +36,7 @@
 int sched_gen_interleaved(sched_stage *st, const plan *pl, const cm_model *cm, int s)
 {
     int warmup = sched_interleaved_warmup(pl->num_stages, s, pl->num_chunks);
+    if (cm->moe_overlap) /* Megatron-Core's combined 1F1B: one more (engine_moe_overlap.c) */
+        warmup++;
     return sched_emit_1f1b_order(st, pl, cm, s, warmup);
 }

@@ -142,14 +142,18 @@ typedef struct engine_result {
     double wall_s;   /* host seconds spent in the simulation */
     long activities; /* SimGrid executions and flows started */
     /* MoE replay (engine_moe.c), when moe_replayed: the all-to-all time of
-     * the slowest worker and the mean over workers (all of it exposed: the
-     * all-to-alls block); token-expert assignments of the iteration's
+     * the slowest worker and the mean over workers; token-expert assignments of the iteration's
      * forwards, all NPUs: routed, dropped, padding; the padding's FLOPs
      * (forward and backward); the hottest expert's rows over the mean,
      * averaged over the MoE layers. */
     bool moe_replayed;
     double moe_skipped_flows; /* > 0: not replayed, this many flows estimated */
     double moe_alltoall_s, moe_alltoall_mean_s;
+    /* the most any worker waited on its all-to-alls beyond the compute that
+     * overlapped them (all of it without model.overlap_moe_expert_parallel_comm,
+     * but for FasterMoE's pipelined experts); whether they overlapped */
+    double moe_alltoall_exposed_s;
+    bool moe_overlap;
     double moe_assignments, moe_dropped_tokens, moe_padding_tokens, moe_padding_flops;
     double moe_max_over_mean;
     const char *moe_policy; /* its name (static) */

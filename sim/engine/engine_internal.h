@@ -149,6 +149,14 @@ bool worker_op_computes(int kind);
 /* Counts the actor as finished and waits for every other one (SimGrid cancels
  * the activities of an actor that ends). */
 void worker_linger(worker *w);
+/* Runs a communication or collective op (a send, a receive, a data-parallel
+ * sync) and records its span. */
+void worker_run_op(worker *w, const sched_op *op);
+/* Accounts ops a and b that ran merged from start_s to end_s (combined
+ * 1F1B, engine_moe_overlap.c): both transients held at once, the span split
+ * in proportion to their work, the whole interval busy. */
+void worker_account_merged(worker *w, const sched_op *a, const sched_op *b, double start_s,
+                           double end_s);
 /* Hands transfer t to channel ch (the receiver waits on it); and takes the
  * oldest transfer of w's channel ch once it is posted, waiting for it to
  * arrive. */

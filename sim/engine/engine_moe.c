@@ -225,7 +225,13 @@ int engine_moe_prepare(engine *e, const wl_workload *w, const cm_model *cm, np_e
 {
     e->moe = NULL;
     e->moe_skipped_flows = 0.0;
+    bool overlap = w->model.overlap_moe_expert_parallel_comm;
     if (!applies(e, w, cm)) {
+        if (overlap)
+            return np_error_set(err, NP_EXIT_USAGE, w->path,
+                                "model.overlap_moe_expert_parallel_comm", 0,
+                                "overlaps the MoE replay's all-to-alls, which this run does not "
+                                "have (docs/moe.md, \"When it applies\"): expected false");
         if (e->opt->moe_sample_mb > 0)
             return np_error_set(err, NP_EXIT_USAGE, "<command line>", "--moe-sample-mb", 0,
                                 "samples the MoE replay, which this run does not have "
@@ -241,6 +247,12 @@ int engine_moe_prepare(engine *e, const wl_workload *w, const cm_model *cm, np_e
     double bound = e->opt->moe_max_flows > 0 ? e->opt->moe_max_flows : 2e7;
     if (flows > bound) {
         e->moe_skipped_flows = flows;
+        if (overlap)
+            return np_error_set(err, NP_EXIT_USAGE, "<command line>", "--allow-large", 0,
+                                "model.overlap_moe_expert_parallel_comm needs the MoE replay: "
+                                "about %.2g flows are over the bound (--allow-large replays "
+                                "them, --fold-dp and --moe-sample-mb make fewer)",
+                                flows);
         if (e->opt->moe_policy != MOE_POLICY_NONE)
             return np_error_set(err, NP_EXIT_USAGE, "<command line>", "--moe-policy", 0,
                                 "policy '%s' needs the MoE replay: about %.2g flows are over the "
@@ -254,6 +266,9 @@ int engine_moe_prepare(engine *e, const wl_workload *w, const cm_model *cm, np_e
         return np_error_set(err, NP_EXIT_USAGE, "<command line>", "--moe-trace-step", 0,
                             "expected a step of the trace, 0 to %d, got %d", t->steps - 1,
                             e->opt->moe_trace_step);
+    int rc = overlap ? engine_moe_overlap_check(e, w, cm, err) : 0;
+    if (rc)
+        return rc;
     engine_moe *m = calloc(1, sizeof *m);
     if (!m)
         return np_error_set(err, NP_EXIT_INTERNAL, "<engine>", "", 0, "out of memory");
@@ -262,6 +277,7 @@ int engine_moe_prepare(engine *e, const wl_workload *w, const cm_model *cm, np_e
     m->edp = e->dp / ep;
     m->cm = cm;
     m->policy = (moe_policy_kind)e->opt->moe_policy;
+    m->overlap = overlap;
     m->num_moe = wl_moe_num_layers(&w->model);
     m->token_bytes = (double)w->model.hidden_size * wl_dtype_bytes(w->training.params_dtype);
     m->flops_per_row = 2.0 * (w->model.swiglu ? 3.0 : 2.0) * (double)w->model.hidden_size *
@@ -283,10 +299,11 @@ int engine_moe_prepare(engine *e, const wl_workload *w, const cm_model *cm, np_e
     m->ratio = calloc((size_t)m->num_moe * ep, sizeof *m->ratio);
     m->stage_expert_grads = calloc((size_t)e->p, sizeof *m->stage_expert_grads);
     m->a2a_s = calloc((size_t)engine_num_workers(e), sizeof *m->a2a_s);
+    m->a2a_exposed_s = calloc((size_t)engine_num_workers(e), sizeof *m->a2a_exposed_s);
     m->copy_s = calloc((size_t)engine_num_workers(e), sizeof *m->copy_s);
     m->copy_bytes = calloc((size_t)e->p * ep, sizeof *m->copy_bytes);
     if (!m->moe_of_layer || !m->plans || !m->ratio || !m->stage_expert_grads || !m->a2a_s ||
-        !m->copy_s || !m->copy_bytes)
+        !m->a2a_exposed_s || !m->copy_s || !m->copy_bytes)
         return np_error_set(err, NP_EXIT_INTERNAL, "<engine>", "", 0, "out of memory");
     if (!t && m->policy != MOE_POLICY_NONE) {
         if (balanced_trace(&m->balanced, w, ep))
@@ -326,6 +343,7 @@ void engine_moe_free(engine *e)
     free(m->ratio);
     free(m->stage_expert_grads);
     free(m->a2a_s);
+    free(m->a2a_exposed_s);
     free(m);
     e->moe = NULL;
 }
@@ -358,12 +376,18 @@ static void ep_group(engine *e, worker *w, int stride, int size, int first, int 
     g->id = id;
 }
 
+void engine_moe_ep_group(engine *e, worker *w, coll_group *g)
+{
+    int rank = w->replica % e->moe->ep;
+    ep_group(e, w, 1, e->moe->ep, w->replica - rank, COLL_GROUP_EP_V, g);
+}
+
 /* One all-to-all of MoE layer k: `out` (dispatch direction: source i sends
  * send[i][j] to rank j) or back (rank j returns send[i][j] to i); pair by
  * pair, or the time measured on an earlier micro-batch (--moe-sample-mb,
- * engine_moe_sample.c). */
-static void alltoall(engine *e, worker *w, const coll_group *g, int k, bool out, int slot,
-                     int micro_batch)
+ * engine_moe_sample.c).  Returns the time it took. */
+double engine_moe_alltoall(engine *e, worker *w, const coll_group *g, int k, bool out, int slot,
+                           int micro_batch)
 {
     engine_moe *m = e->moe;
     const moe_route *r = &m->plans[k].route;
@@ -375,13 +399,23 @@ static void alltoall(engine *e, worker *w, const coll_group *g, int k, bool out,
         coll_run_alltoallv(&e->net, g, to);
         engine_moe_sample_end(e, w, k, slot);
     }
-    m->a2a_s[w - e->workers] += engine_now(e) - start;
+    double took = engine_now(e) - start;
+    m->a2a_s[w - e->workers] += took;
+    return took;
 }
 
-void engine_moe_run_op(worker *w, const sched_op *op)
+/* An all-to-all nothing overlaps: all of it is exposed. */
+static void alltoall(engine *e, worker *w, const coll_group *g, int k, bool out, int slot,
+                     int micro_batch)
 {
-    engine *e = w->eng;
-    engine_moe *m = e->moe;
+    e->moe->a2a_exposed_s[w - e->workers] +=
+        engine_moe_alltoall(e, w, g, k, out, slot, micro_batch);
+}
+
+int engine_moe_parts(const worker *w, const sched_op *op, engine_moe_part *parts)
+{
+    const engine *e = w->eng;
+    const engine_moe *m = e->moe;
     const cm_model *cm = m->cm;
     int chunk = op->chunk * e->p + w->stage;
     int first = e->pl->chunk_start[chunk], last = e->pl->chunk_start[chunk + 1];
@@ -389,54 +423,82 @@ void engine_moe_run_op(worker *w, const sched_op *op)
     bool with_w = !forward && e->pl->schedule != SCHED_ZB_H1 && e->pl->schedule != SCHED_ZB_H2;
     int rank = w->replica % m->ep, nm = 0;
     double other = op->compute_s + op->comm_s;
-    for (int l = first; l < last; l++) {
+    for (int i = 0; i < last - first; i++) {
+        int l = forward ? first + i : last - 1 - i;
         const cm_moe_cost *c = &cm->layers[l].moe;
         if (!c->is_moe)
             continue;
-        nm++;
-        other -= 2.0 * c->a2a_s +
-                 (forward ? c->expert_forward_s
-                          : c->expert_backward_s + (with_w ? c->expert_weight_grad_s : 0.0));
-    }
-    other = other > 0 ? other / nm : 0.0;
-    coll_group g;
-    ep_group(e, w, 1, m->ep, w->replica - rank, COLL_GROUP_EP_V, &g);
-    for (int i = 0; i < last - first; i++) {
-        int l = forward ? first + i : last - 1 - i;
+        double balanced = forward ? c->expert_forward_s
+                                  : c->expert_backward_s + (with_w ? c->expert_weight_grad_s : 0.0);
+        other -= 2.0 * c->a2a_s + balanced;
         int k = m->moe_of_layer[l];
-        if (k < 0)
-            continue;
-        const cm_moe_cost *c = &cm->layers[l].moe;
-        double expert = forward ? c->expert_forward_s
-                                : c->expert_backward_s + (with_w ? c->expert_weight_grad_s : 0.0);
-        expert *= m->ratio[(size_t)k * m->ep + rank];
-        worker_execute(w, other);
-        if (forward && w->replica == 0 && m->load_rows)
-            record_event(e, w, k);
-        if (forward && op->micro_batch == 0) /* the copies' weights, once per iteration */
-            engine_moe_copies_on_fabric(e, w, &g, k, true);
-        int slot = forward ? 0 : 2, mb = op->micro_batch;
-        if (m->plans[k].pipelined) {
-            double start = engine_now(e);
-            if (engine_moe_sample_begin(e, w, k, slot, mb)) {
-                engine_moe_pipelined(e, w, &g, k, expert);
-                engine_moe_sample_end(e, w, k, slot);
-            } else { /* the measured time holds this rank's experts */
-                double a2a = engine_now(e) - start - expert;
-                m->a2a_s[w - e->workers] += a2a > 0 ? a2a : 0.0;
-            }
-        } else {
-            alltoall(e, w, &g, k, true, slot, mb); /* dispatch, or combine's gradient */
-            worker_execute(w, expert);
-            alltoall(e, w, &g, k, false, slot + 1, mb); /* combine, or dispatch's gradient */
-        }
-        if (forward) {
-            const moe_route *r = &m->plans[k].route;
-            m->dropped += r->dropped[rank] * e->tp;
-            m->padding += r->padding[rank] * e->tp;
-            m->assignments += (r->rows[rank] - r->padding[rank] + r->dropped[rank]) * e->tp;
-        }
+        parts[nm++] = (engine_moe_part){k, balanced * m->ratio[(size_t)k * m->ep + rank], 0.0};
     }
+    other = other > 0 && nm > 0 ? other / nm : 0.0;
+    for (int i = 0; i < nm; i++)
+        parts[i].other_s = other;
+    return nm;
+}
+
+void engine_moe_forward_begin(engine *e, worker *w, const coll_group *g, int k, int micro_batch)
+{
+    engine_moe *m = e->moe;
+    if (w->replica == 0 && m->load_rows)
+        record_event(e, w, k);
+    if (micro_batch == 0) /* the copies' weights, once per iteration */
+        engine_moe_copies_on_fabric(e, w, g, k, true);
+    const moe_route *r = &m->plans[k].route;
+    int rank = w->replica % m->ep;
+    m->dropped += r->dropped[rank] * e->tp;
+    m->padding += r->padding[rank] * e->tp;
+    m->assignments += (r->rows[rank] - r->padding[rank] + r->dropped[rank]) * e->tp;
+}
+
+int engine_moe_op_layers(const worker *w, const sched_op *op)
+{
+    const engine *e = w->eng;
+    int chunk = op->chunk * e->p + w->stage, n = 0;
+    for (int l = e->pl->chunk_start[chunk]; l < e->pl->chunk_start[chunk + 1]; l++)
+        n += e->moe->moe_of_layer[l] >= 0;
+    return n;
+}
+
+void engine_moe_run_layer(worker *w, const coll_group *g, const engine_moe_part *part, bool forward,
+                          int micro_batch)
+{
+    engine *e = w->eng;
+    engine_moe *m = e->moe;
+    int k = part->k, slot = forward ? 0 : 2;
+    worker_execute(w, part->other_s);
+    if (forward)
+        engine_moe_forward_begin(e, w, g, k, micro_batch);
+    if (!m->plans[k].pipelined) {
+        alltoall(e, w, g, k, true, slot, micro_batch); /* dispatch, or combine's gradient */
+        worker_execute(w, part->expert_s);
+        alltoall(e, w, g, k, false, slot + 1, micro_batch); /* combine, or dispatch's gradient */
+        return;
+    }
+    double start = engine_now(e);
+    if (engine_moe_sample_begin(e, w, k, slot, micro_batch)) {
+        engine_moe_pipelined(e, w, g, k, part->expert_s);
+        engine_moe_sample_end(e, w, k, slot);
+    } else { /* the measured time holds this rank's experts */
+        double a2a = engine_now(e) - start - part->expert_s;
+        m->a2a_s[w - e->workers] += a2a > 0 ? a2a : 0.0;
+    }
+    double exposed = engine_now(e) - start - part->expert_s;
+    m->a2a_exposed_s[w - e->workers] += exposed > 0 ? exposed : 0.0;
+}
+
+void engine_moe_run_op(worker *w, const sched_op *op)
+{
+    engine *e = w->eng;
+    engine_moe_part parts[engine_moe_op_layers(w, op) + 1];
+    int nm = engine_moe_parts(w, op, parts);
+    coll_group g;
+    engine_moe_ep_group(e, w, &g);
+    for (int i = 0; i < nm; i++)
+        engine_moe_run_layer(w, &g, &parts[i], op->kind == OP_FORWARD, op->micro_batch);
     free((void *)g.members);
 }
 
@@ -486,7 +548,7 @@ void engine_moe_collect(const engine *e, engine_result *out)
     if (!m)
         return;
     out->moe_replayed = true;
-    double sum = 0.0, worst = 0.0;
+    double sum = 0.0, worst = 0.0, exposed = 0.0;
     int n = engine_num_workers(e), simulated = 0;
     for (int i = 0; i < n; i++) {
         if (!e->workers[i].simulated) /* folded away: stands for its representative */
@@ -495,7 +557,11 @@ void engine_moe_collect(const engine *e, engine_result *out)
         sum += m->a2a_s[i];
         if (m->a2a_s[i] > worst)
             worst = m->a2a_s[i];
+        if (m->a2a_exposed_s[i] > exposed)
+            exposed = m->a2a_exposed_s[i];
     }
+    out->moe_alltoall_exposed_s = exposed;
+    out->moe_overlap = m->overlap;
     /* the token counts were summed over the simulated replicas: each stands
      * for dp/K (--fold-dp K) */
     double scale = e->fold > 0 ? (double)e->dp / e->fold : 1.0;

@@ -16,6 +16,12 @@ void engine_moe_free(engine *e);
 bool engine_moe_replays(const worker *w, const sched_op *op);
 /* Runs such an op: its other work, all-to-alls and experts per MoE layer. */
 void engine_moe_run_op(worker *w, const sched_op *op);
+/* Combined 1F1B (model.overlap_moe_expert_parallel_comm,
+ * engine_moe_overlap.c): when op i of st, a forward (or, without pipeline
+ * stages, a backward), pairs with a backward (a forward) of another
+ * micro-batch after it, runs both merged with the ops between them and
+ * returns how many ops it ran; else 0. */
+int engine_moe_overlap_step(worker *w, const sched_stage *st, int i);
 /* The data-parallel sync's bytes without the stage's expert gradients
  * (bytes itself when nothing is replayed), and the expert gradients' own
  * sync over the expert-data-parallel group. */

@@ -39,7 +39,9 @@ typedef struct engine_moe {
     const cm_model *cm;
     engine_moe_sample *sample; /* --moe-sample-mb: NULL replays every micro-batch */
     /* accounting */
-    double *a2a_s; /* [workers] */
+    double *a2a_s;         /* [workers] */
+    double *a2a_exposed_s; /* [workers]: the part no compute overlapped */
+    bool overlap;          /* model.overlap_moe_expert_parallel_comm (engine_moe_overlap.c) */
     double dropped, padding, assignments, max_over_mean;
     int max_over_mean_count;
 } engine_moe;
@@ -51,6 +53,44 @@ void engine_moe_copies_on_fabric(engine *e, worker *w, const coll_group *g, int 
 /* FasterMoE's pipelined dispatch, experts (expert_s on this rank) and
  * combine of MoE layer k. */
 void engine_moe_pipelined(engine *e, worker *w, const coll_group *g, int k, double expert_s);
+
+/* One MoE layer of an F or B op, in the order the op runs them (forward:
+ * ascending, backward: descending): its MoE index k, this rank's experts
+ * (balanced time × rows / balanced rows) and its share of the op's other
+ * work (attention, dense and shared MLPs, TP collectives: the op's time
+ * less the closed-form all-to-alls and balanced experts, split evenly over
+ * the op's MoE layers). */
+typedef struct engine_moe_part {
+    int k;
+    double expert_s, other_s;
+} engine_moe_part;
+
+/* MoE layers of op's chunk on w's stage; parts[] holds as many. */
+int engine_moe_op_layers(const worker *w, const sched_op *op);
+/* Fills parts[] for op; returns their number. */
+int engine_moe_parts(const worker *w, const sched_op *op, engine_moe_part *parts);
+/* w's EP group (members: the workers' endpoints; free g->members). */
+void engine_moe_ep_group(engine *e, worker *w, coll_group *g);
+/* One all-to-all of MoE layer k (dispatch direction when out, else back),
+ * slot as engine_moe_sample_begin's; counted in a2a_s, not as exposed;
+ * returns the time it took. */
+double engine_moe_alltoall(engine *e, worker *w, const coll_group *g, int k, bool out, int slot,
+                           int micro_batch);
+/* What the forward of MoE layer k does before its dispatch: the load
+ * timeline's event, the copies' broadcast (micro-batch 0), and the token
+ * tallies (dropped, padding, assignments). */
+void engine_moe_forward_begin(engine *e, worker *w, const coll_group *g, int k, int micro_batch);
+
+/* Runs one MoE layer of a forward (or backward) op on its own: its other
+ * work, then dispatch, experts, combine (or their gradients in that order),
+ * or FasterMoE's pipelined exchange; the all-to-alls are all exposed. */
+void engine_moe_run_layer(worker *w, const coll_group *g, const engine_moe_part *part,
+                          bool forward, int micro_batch);
+
+/* 0, or NP_EXIT_USAGE naming model.overlap_moe_expert_parallel_comm when
+ * combined 1F1B cannot apply to the run (engine_moe_overlap.c). */
+int engine_moe_overlap_check(const engine *e, const wl_workload *w, const cm_model *cm,
+                             np_error *err);
 
 /* Micro-batch sampling (engine_moe_sample.c).  init: 0, or −1 out of
  * memory; no sampling when mb ≤ 0 or mb ≥ the micro-batches.  begin: true

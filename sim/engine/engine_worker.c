@@ -152,6 +152,22 @@ void worker_execute(worker *w, double duration_s)
     w->eng->net.activities++;
 }
 
+void worker_account_merged(worker *w, const sched_op *a, const sched_op *b, double start_s,
+                           double end_s)
+{
+    mem_acquire(w, a); /* both ops' transients are held at once */
+    mem_acquire(w, b);
+    mem_release(w, b);
+    mem_release(w, a);
+    double da = a->compute_s + a->comm_s, db = b->compute_s + b->comm_s;
+    double mid_s = da + db > 0 ? start_s + (end_s - start_s) * da / (da + db) : start_s;
+    span_record_at(w, a, start_s, mid_s);
+    span_record_at(w, b, mid_s, end_s);
+    w->busy_s += end_s - start_s;
+    w->tp_comm_s += a->comm_s + b->comm_s;
+    w->pipeline_end_s = end_s;
+}
+
 /* Runs a gradient op whose buckets become ready during it (--dp-overlap):
  * the op runs in as many equal pieces, each ending with one bucket handed to
  * the communication actor. */
@@ -332,6 +348,13 @@ void worker_linger(worker *w)
     sg_barrier_wait(w->eng->finish);
 }
 
+void worker_run_op(worker *w, const sched_op *op)
+{
+    double start = engine_now(w->eng);
+    run_op(w, op);
+    span_record(w, op, start);
+}
+
 void worker_main(int argc, char **argv)
 {
     worker *w = sg_actor_self_get_data();
@@ -339,13 +362,17 @@ void worker_main(int argc, char **argv)
     w->mem_bytes = w->peak_bytes = st->static_bytes + st->workspace_bytes;
     w->mem_bytes = w->peak_bytes += engine_moe_copy_bytes(w->eng, w); /* MoE hook: copies */
     for (int i = 0; i < st->num_ops;) {
+        int merged; /* MoE hook: combined 1F1B (engine_moe_overlap.c) */
+        if (w->eng->moe && (st->ops[i].kind == OP_FORWARD || st->ops[i].kind == OP_BACKWARD) &&
+            (merged = engine_moe_overlap_step(w, st, i)) > 0) {
+            i += merged;
+            continue;
+        }
         if (worker_op_computes(st->ops[i].kind)) {
             i += worker_run_compute(w, &st->ops[i], i, st->num_ops - i);
             continue;
         }
-        double start = engine_now(w->eng);
-        run_op(w, &st->ops[i]);
-        span_record(w, &st->ops[i], start);
+        worker_run_op(w, &st->ops[i]);
         i++;
     }
     overlap_zero_drain(w); /* a list without an optimizer step */

@@ -21,11 +21,14 @@ void report_moe_print(FILE *out, const engine_result *r)
     double dropped = r->moe_assignments > 0 ? r->moe_dropped_tokens / r->moe_assignments : 0.0;
     bool pipelined = r->moe_policy && strcmp(r->moe_policy, "fastermoe") == 0;
     fprintf(out,
-            "%-10s   moe[%s]: all-to-all %.3f s (slowest worker; mean %.3f s, %s), "
+            "%-10s   moe[%s]: all-to-all %.3f s (slowest worker; mean %.3f s), exposed %.3f s%s, "
             "max/mean expert load %.2f, dropped %.0f of %.0f assignments (%.1f%%), padding "
             "%.0f rows (%.3g FLOPs)\n",
             "", r->moe_policy ? r->moe_policy : "none", r->moe_alltoall_s, r->moe_alltoall_mean_s,
-            pipelined ? "exposed part of the pipelined exchange" : "all exposed",
+            r->moe_alltoall_exposed_s,
+            r->moe_overlap ? " (combined 1F1B)"
+            : pipelined    ? " (pipelined with the experts)"
+                           : "",
             r->moe_max_over_mean, r->moe_dropped_tokens, r->moe_assignments, 100 * dropped,
             r->moe_padding_tokens, r->moe_padding_flops);
     if (r->moe_sample_mb > 0)
