@@ -7,7 +7,10 @@
 # to 4 (step 0 is the predictor's history only).
 #   sh scripts/moe_experiment.sh [BUILD_DIR]
 # Writes results/moe/trace_stats.csv, results/moe/policies.csv (simrun's
-# columns and a trace_step column) and results/moe/policies.png.
+# columns and a trace_step column) and results/moe/policies.png; then the
+# same steps again with combined 1F1B (model.overlap_moe_expert_parallel_comm,
+# docs/moe.md) for every policy but FasterMoE, which it does not combine
+# with: results/moe/overlap.csv.
 set -eu
 BUILD=${1:-build}
 cd "$(dirname "$0")/.."
@@ -31,3 +34,18 @@ for step in 1 2 3 4; do
     tail -n +2 "$TMP/step$step.csv" | sed "s/\$/,$step/" >>"$OUT/policies.csv"
 done
 /usr/bin/python3 analysis/plot_moe_policies.py "$OUT/policies.csv" "$OUT/policies.png"
+
+rm -f "$OUT/overlap.csv"
+for policy in none switch efficientmoe; do
+    for step in 1 2 3 4; do
+        rm -f "$TMP/ov.csv"
+        "$BUILD/simrun" --quiet --csv "$TMP/ov.csv" --moe-trace "$TMP/skew.trace" \
+            --moe-trace-step "$step" --moe-policy "$policy" \
+            --set overlap_moe_expert_parallel_comm=true platforms/moe_32npu.xml \
+            workloads/moe_21b_32npu.json
+        if [ ! -f "$OUT/overlap.csv" ]; then
+            head -1 "$TMP/ov.csv" | sed 's/$/,trace_step/' >"$OUT/overlap.csv"
+        fi
+        tail -n +2 "$TMP/ov.csv" | sed "s/\$/,$step/" >>"$OUT/overlap.csv"
+    done
+done

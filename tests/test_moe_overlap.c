@@ -128,10 +128,6 @@ static void test_refused_where_it_is_not_modelled(void)
     const char *gpipe[] = {"training.global_batch_size=64",
                            "model.overlap_moe_expert_parallel_comm=true", "schedule=gpipe"};
     expect_refusal(gpipe, 3, 0, "gpipe");
-    const char *full[] = {"training.global_batch_size=64",
-                          "model.overlap_moe_expert_parallel_comm=true",
-                          "training.recompute_granularity=full"};
-    expect_refusal(full, 3, 0, "in full");
     const char *stages[] = {
         "training.global_batch_size=64", "model.overlap_moe_expert_parallel_comm=true",
         "parallel.pipeline_model_parallel_size=2", "parallel.data_parallel_size=16",

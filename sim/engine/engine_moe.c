@@ -266,7 +266,7 @@ int engine_moe_prepare(engine *e, const wl_workload *w, const cm_model *cm, np_e
         return np_error_set(err, NP_EXIT_USAGE, "<command line>", "--moe-trace-step", 0,
                             "expected a step of the trace, 0 to %d, got %d", t->steps - 1,
                             e->opt->moe_trace_step);
-    int rc = overlap ? engine_moe_overlap_check(e, w, cm, err) : 0;
+    int rc = overlap ? engine_moe_overlap_check(e, w, err) : 0;
     if (rc)
         return rc;
     engine_moe *m = calloc(1, sizeof *m);

@@ -89,8 +89,7 @@ void engine_moe_run_layer(worker *w, const coll_group *g, const engine_moe_part 
 
 /* 0, or NP_EXIT_USAGE naming model.overlap_moe_expert_parallel_comm when
  * combined 1F1B cannot apply to the run (engine_moe_overlap.c). */
-int engine_moe_overlap_check(const engine *e, const wl_workload *w, const cm_model *cm,
-                             np_error *err);
+int engine_moe_overlap_check(const engine *e, const wl_workload *w, np_error *err);
 
 /* Micro-batch sampling (engine_moe_sample.c).  init: 0, or −1 out of
  * memory; no sampling when mb ≤ 0 or mb ≥ the micro-batches.  begin: true

@@ -24,7 +24,8 @@
  * the part of the all-to-all beyond the compute is its exposed time.  The
  * compute is an execution on the worker's NPU started before the all-to-all
  * and waited after it (nothing else computes on that NPU).  An op with more
- * MoE layers than its partner runs the rest on their own.  Not modelled:
+ * MoE layers than its partner runs the rest on their own; a full recompute
+ * runs before the merged op, its all-to-alls in closed form.  Not modelled:
  * the NPU cores an all-to-all takes from the compute beside it (DeepSeek
  * dedicates 20 of the H800's 132 SMs to communication), and Megatron's
  * --delay-wgrad-compute.
@@ -41,12 +42,10 @@
 #include "engine_moe.h"
 #include "engine_moe_internal.h"
 
-/* Combined 1F1B's rules (engine_moe_overlap.c): a schedule with a steady
- * 1F1B phase, no full recompute of an MoE layer (its closed-form all-to-alls
- * would stay serial; Megatron advises against the pair), and not FasterMoE
- * (its pipelined exchange overlaps the experts already). */
-int engine_moe_overlap_check(const engine *e, const wl_workload *w, const cm_model *cm,
-                             np_error *err)
+/* Combined 1F1B's rules: a schedule with a steady 1F1B phase (interleaved
+ * when there are stages), and not FasterMoE (its pipelined exchange
+ * overlaps the experts already). */
+int engine_moe_overlap_check(const engine *e, const wl_workload *w, np_error *err)
 {
     const char *key = "model.overlap_moe_expert_parallel_comm";
     if (e->pl->schedule != SCHED_1F1B && e->pl->schedule != SCHED_INTERLEAVED)
@@ -69,13 +68,6 @@ int engine_moe_overlap_check(const engine *e, const wl_workload *w, const cm_mod
                             "is not modelled with FasterMoE's pipelined exchange "
                             "(--moe-policy fastermoe), which overlaps the experts itself: "
                             "expected false");
-    for (int l = 0; l < cm->num_layers; l++)
-        if (cm->layers[l].moe.is_moe && e->pl->recompute[l] == RECOMPUTE_FULL)
-            return np_error_set(err, NP_EXIT_USAGE, w->path, key, 0,
-                                "the plan recomputes MoE layer %d in full, whose all-to-alls "
-                                "would stay serial (Megatron advises selective recompute with "
-                                "it): expected false, or a lighter recompute",
-                                l);
     return 0;
 }
 
