@@ -61,6 +61,21 @@ double mem_inflight(schedule_kind sched, int p, int s, int m, int v, int chunk);
  * PipeDream-2BW one; every other schedule none. */
 double mem_stash_copies(schedule_kind sched, int p, int s, int m);
 
+/* The buffers ZeRO-2/3's overlapped collectives hold on stage s besides the
+ * cost model's workspace (cm->zero_overlap, simrun --dp-overlap, with
+ * data_parallel_sharding_strategy optim_grads or optim_grads_params and
+ * DP ≥ 2): the unsharded gradients of the stage's largest chunk for the
+ * reduce-scatter in flight, plus under ZeRO-3 the gathered parameters of
+ * its largest chunk for the prefetch; 0 without the overlap.  Part of
+ * mem_stage.workspace_bytes, and the engine's tracker starts from it. */
+double mem_zero_overlap_bytes(const cm_model *cm, const plan *pl, int s);
+
+/* Layer l's share of that reserve when its stage is one chunk (every
+ * schedule but the interleaved one): a one-chunk stage of layers [i, j)
+ * reserves exactly the sum of its layers' shares, so planners that size
+ * stages by prefix sums add it to the static bytes.  0 without the overlap. */
+double mem_zero_overlap_layer_bytes(const cm_model *cm, int l);
+
 /* Memory of stage s under the plan. */
 void mem_stage_bytes(const cm_model *cm, const plan *pl, int s, mem_stage *out);
 

@@ -40,10 +40,11 @@ typedef struct ap_model {
     /* links[x·max_len + n][k]: where point k of H_x[n] comes from: v ≥ 0,
      * point v of H_x[n−1] plus F[x]; v < 0, point −v−1 of H_{x+1}[n]. */
     int **links;
-    double *work_s, *static_bytes, *weight_bytes, *other_kept; /* [L+1] prefix sums */
-    int *unit_layers;                                          /* [L+1] prefix counts */
-    double *cut_s;                                             /* [L+1] 2·c_j */
-    double *inflight, *stash;                                  /* [p] */
+    /* [L+1] prefix sums; static_bytes: state + the ZeRO overlap's reserve */
+    double *work_s, *static_bytes, *weight_bytes, *other_kept;
+    int *unit_layers;         /* [L+1] prefix counts */
+    double *cut_s;            /* [L+1] 2·c_j */
+    double *inflight, *stash; /* [p] */
 } ap_model;
 
 /* Every candidate stage: (s, i, len) at index (s·L + i)·max_len + len−1. */

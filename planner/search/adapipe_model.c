@@ -108,7 +108,10 @@ int ap_model_init(ap_model *d, const cm_model *cm, const cl_cluster *c, schedule
             return -(l + 2);
         d->work_s[l + 1] =
             d->work_s[l] + cm_forward_total_s(ly) + cm_backward_total_s(ly, RECOMPUTE_NONE);
-        d->static_bytes[l + 1] = d->static_bytes[l] + ly->state_bytes;
+        /* with ZeRO-2/3's overlap, the layer's share of the buffers it holds
+         * (memory.c reserves them per stage, a sum over a one-chunk stage) */
+        d->static_bytes[l + 1] =
+            d->static_bytes[l] + ly->state_bytes + mem_zero_overlap_layer_bytes(cm, l);
         d->weight_bytes[l + 1] = d->weight_bytes[l] + ly->params * cm->weight_bytes_per_param;
         d->other_kept[l + 1] =
             d->other_kept[l] + (units ? 0.0 : ly->activation_bytes[RECOMPUTE_NONE]);

@@ -48,6 +48,19 @@ static bool option_dominated(const bmp_problem *pb, int l, int r)
     return false;
 }
 
+/* A lower bound of every stage's ZeRO overlap reserve when v > 1: a stage's
+ * largest chunk holds at least one layer, so its reserve is at least the
+ * smallest layer's share. */
+static double overlap_floor_bytes(const bmp_problem *pb)
+{
+    if (pb->v == 1)
+        return 0.0; /* in the static terms, exactly */
+    double least = INFINITY;
+    for (int l = 0; l < pb->num_layers; l++)
+        least = fmin(least, mem_zero_overlap_layer_bytes(pb->cm, l));
+    return isfinite(least) ? least : 0.0;
+}
+
 int bmp_problem_init(bmp_problem *pb, const cm_model *cm, const cl_cluster *c, int p, int v, int m,
                      schedule_kind sched)
 {
@@ -67,7 +80,7 @@ int bmp_problem_init(bmp_problem *pb, const cm_model *cm, const cl_cluster *c, i
     if (bmp_memory_rows_init(pb, sched))
         return -1;
     for (int s = 0; s < p; s++) {
-        pb->budget_bytes[s] = cm->hbm_bytes - cm->workspace_bytes;
+        pb->budget_bytes[s] = cm->hbm_bytes - cm->workspace_bytes - overlap_floor_bytes(pb);
         pb->stash_copies[s] = mem_stash_copies(sched, p, s, m);
     }
     for (int l = 0; l < L; l++) {
@@ -86,11 +99,18 @@ int bmp_problem_init(bmp_problem *pb, const cm_model *cm, const cl_cluster *c, i
     return 0;
 }
 
-/* Bytes layer l costs on stage s as a static term (state + stashed copies). */
+/* Bytes layer l costs on stage s as a static term: state, stashed copies
+ * and, with one chunk per stage, its share of the buffers ZeRO-2/3's
+ * overlap holds (memory.c reserves the stage's sum then).  With v > 1 that
+ * reserve is the largest chunk's, not a sum: the budget starts below the
+ * capacity by a lower bound of it (overlap_floor_bytes()) and the repair
+ * rounds cut the rest. */
 double bmp_static_bytes(const bmp_problem *pb, int l, int s)
 {
     const cm_layer *ly = &pb->cm->layers[l];
-    return ly->state_bytes + pb->stash_copies[s] * ly->params * pb->cm->weight_bytes_per_param;
+    double reserve = pb->v == 1 ? mem_zero_overlap_layer_bytes(pb->cm, l) : 0.0;
+    return ly->state_bytes + pb->stash_copies[s] * ly->params * pb->cm->weight_bytes_per_param +
+           reserve;
 }
 
 /* Per-option coefficients of layer l of stage s in a memory row where its
@@ -111,6 +131,7 @@ static bool layers_identical(const bmp_problem *pb, int l, int o)
            memcmp(&pb->transient_bytes[l * R], &pb->transient_bytes[o * R], n) == 0 &&
            memcmp(&pb->allowed[l * R], &pb->allowed[o * R], R * sizeof(bool)) == 0 &&
            a->state_bytes == b->state_bytes && a->params == b->params &&
+           mem_zero_overlap_layer_bytes(pb->cm, l) == mem_zero_overlap_layer_bytes(pb->cm, o) &&
            pb->send_s[l] == pb->send_s[o];
 }
 

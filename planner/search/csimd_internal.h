@@ -34,7 +34,7 @@ typedef struct csimd_ctx {
     int p, m, num_layers, samples, dp;
     recompute_kind recompute;
     bool *same_node;          /* [p - 1]: boundary k stays in a server */
-    double *state_prefix;     /* [L + 1] static bytes */
+    double *state_prefix;     /* [L + 1] static bytes + the ZeRO overlap's reserve */
     double *kept_prefix;      /* [L + 1] activation bytes kept per sample */
     double *transient;        /* [L] recompute working set per sample */
     double *grad_prefix;      /* [L + 1] gradient bytes */

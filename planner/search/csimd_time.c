@@ -37,6 +37,7 @@
 #include <stdlib.h>
 
 #include "csimd_internal.h"
+#include "memory.h"
 #include "predict.h"
 
 /* GPipe iteration time of p stages and m micro-batches: forward_s[k*m + j],
@@ -100,7 +101,8 @@ static void context_fill_layers(csimd_ctx *x)
     double per_sample = 1.0 / cm->micro_batch_size;
     for (int l = 0; l < x->num_layers; l++) {
         const cm_layer *ly = &cm->layers[l];
-        x->state_prefix[l + 1] = x->state_prefix[l] + ly->state_bytes;
+        x->state_prefix[l + 1] =
+            x->state_prefix[l] + ly->state_bytes + mem_zero_overlap_layer_bytes(x->cm, l);
         x->kept_prefix[l + 1] = x->kept_prefix[l] + ly->activation_bytes[x->recompute] * per_sample;
         x->grad_prefix[l + 1] = x->grad_prefix[l] + ly->grad_bytes;
         double all = ly->activation_bytes[RECOMPUTE_NONE];

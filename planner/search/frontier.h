@@ -110,6 +110,7 @@ typedef struct frontier {
     int configs_evaluated;   /* (tp, pp, dp, micro-batch) tuples priced */
     double capacity_bytes;   /* device HBM the entries were checked against */
     double wall_s;
+    bool zero_overlap; /* memory with ZeRO-2/3's overlap reserve (mem_zero_overlap_bytes()) */
 } frontier;
 
 void frontier_free(frontier *f);
@@ -119,6 +120,12 @@ void frontier_free(frontier *f);
  * (tp, pp, dp, micro-batch) tuple is valid for num_devices. */
 int frontier_compute(const wl_workload *w, const cl_cluster *c, int num_devices, frontier *out,
                      np_error *err);
+
+/* The same, with zero_overlap the run's ZeRO-2/3 overlap (cm_model's
+ * zero_overlap, simrun --dp-overlap): every tuple's memory then includes the
+ * buffers the overlapped collectives hold, as mem_check_fits() counts them. */
+int frontier_compute_with(const wl_workload *w, const cl_cluster *c, int num_devices,
+                          bool zero_overlap, frontier *out, np_error *err);
 
 /* Frontiers for N = 1, 2, 4, ... below c->num_npus and N = c->num_npus,
  * kept from the smallest N that has a fitting entry on; appended to out

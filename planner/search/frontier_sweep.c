@@ -102,8 +102,15 @@ static double now_s(void)
 int frontier_compute(const wl_workload *w, const cl_cluster *c, int num_devices, frontier *out,
                      np_error *err)
 {
+    return frontier_compute_with(w, c, num_devices, false, out, err);
+}
+
+int frontier_compute_with(const wl_workload *w, const cl_cluster *c, int num_devices,
+                          bool zero_overlap, frontier *out, np_error *err)
+{
     memset(out, 0, sizeof *out);
     out->capacity_bytes = c->hbm_bytes;
+    out->zero_overlap = zero_overlap;
     double t0 = now_s();
     if (num_devices <= 0)
         return np_error_set(err, NP_EXIT_INPUT, w->path, "parallel", 0,

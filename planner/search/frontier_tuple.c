@@ -160,6 +160,8 @@ static int stage_solve(tuple_eval *te, int s)
     double static_bytes = 0.0;
     for (int l = se->first; l < se->last; l++)
         static_bytes += cm->layers[l].state_bytes;
+    /* with ZeRO-2/3's overlap, the buffers it holds (memory.c) */
+    static_bytes += mem_zero_overlap_bytes(cm, &te->pl, s);
     double inflight = mem_inflight(SCHED_1F1B, te->p, s, te->m, 1, 0);
     double comm_s = predict_stage_comm_s(cm, te->c, &te->pl, s, PREDICT_SENDS_RANK_ORDER);
     int rc = 0;
@@ -325,6 +327,7 @@ int ft_tuple_evaluate(const wl_workload *w, const cl_cluster *c, const tuple *t,
     int rc = cm_build(&wc, c, t->b, &cm, NULL);
     if (rc)
         return rc == NP_EXIT_INPUT ? 0 : np_error_set(err, rc, FT_SOURCE, "", 0, "out of memory");
+    cm.zero_overlap = f->zero_overlap;
     tuple_eval te = {.cm = &cm, .c = c, .p = t->pp, .m = t->m};
     rc = ft_uniform_plan(&cm, c, &wc, &te.pl, NULL);
     if (rc) {

@@ -147,7 +147,8 @@ int frontier_entry_plan(const wl_workload *w, const cl_cluster *c, const frontie
 int planner_frontier(const cm_model *cm, const cl_cluster *c, const wl_workload *w,
                      const planner_options *o, plan *out, np_error *err)
 {
-    (void)cm; /* built for the workload's sizes; every tuple gets its own */
+    /* cm is built for the workload's sizes; every tuple gets its own, with
+     * cm's ZeRO overlap (the caller's --dp-overlap) */
     int refused = planner_refuse_context_parallel("ft", w, err);
     if (refused)
         return refused;
@@ -159,7 +160,7 @@ int planner_frontier(const cm_model *cm, const cl_cluster *c, const wl_workload 
     int devices = par->tensor_model_parallel_size * par->pipeline_model_parallel_size *
                   par->data_parallel_size;
     frontier f;
-    int rc = frontier_compute(w, c, devices, &f, err);
+    int rc = frontier_compute_with(w, c, devices, cm->zero_overlap, &f, err);
     if (rc)
         return rc;
     int best = frontier_fastest_fitting(&f, devices);

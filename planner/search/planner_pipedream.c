@@ -80,7 +80,7 @@ typedef struct pd_model {
     schedule_kind sched;
     double *work_s;       /* [L+1] Σ (f + b) under the recompute option */
     double *grad_bytes;   /* [L+1] */
-    double *static_bytes; /* [L+1] weights + grads + optimizer state */
+    double *static_bytes; /* [L+1] weights + grads + optimizer state + ZeRO overlap reserve */
     double *weight_bytes; /* [L+1] one weight copy (stashing) */
     double *kept_bytes;   /* [L+1] activations kept per micro-batch */
     double *transient;    /* [L] recompute working set of each layer */
@@ -137,7 +137,8 @@ static int pd_model_init(pd_model *d, const cm_model *cm, const cl_cluster *c, s
         recompute_kind rl = pd_option(ly, r);
         d->work_s[l + 1] = d->work_s[l] + cm_forward_total_s(ly) + cm_backward_total_s(ly, rl);
         d->grad_bytes[l + 1] = d->grad_bytes[l] + ly->grad_bytes;
-        d->static_bytes[l + 1] = d->static_bytes[l] + ly->state_bytes;
+        d->static_bytes[l + 1] =
+            d->static_bytes[l] + ly->state_bytes + mem_zero_overlap_layer_bytes(cm, l);
         d->weight_bytes[l + 1] = d->weight_bytes[l] + ly->params * cm->weight_bytes_per_param;
         d->kept_bytes[l + 1] = d->kept_bytes[l] + ly->activation_bytes[rl];
         d->transient[l] = ly->activation_bytes[RECOMPUTE_NONE] - ly->activation_bytes[rl];
