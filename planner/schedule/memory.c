@@ -393,10 +393,17 @@ void mem_stage_chunks(const cm_model *cm, const plan *pl, int s, mem_stage *out,
     out->stash_bytes = mem_stash_copies(pl->schedule, p, s, m) * weights;
     out->static_bytes += out->stash_bytes;
     replay r = {cm, pl, s, chunks, 0.0, 0.0, 0.0, 0, 0, held_bytes, held_count, report, v};
+    /* combined 1F1B (cm->moe_overlap): one forward more before the first
+     * backward (interleaved's extra warm-up; without stages B(k) merged with
+     * F(k+1)); the engine also holds the two merged ops' transients at once,
+     * which this replay does not */
+    int extra = cm->moe_overlap ? 1 : 0;
     if (pl->schedule == SCHED_INTERLEAVED && v > 1)
-        replay_order(&r, p, v, interleaved_warmup(p, s, m, v), m * v, false);
+        replay_order(&r, p, v, min_int(interleaved_warmup(p, s, m, v) + extra, m * v), m * v,
+                     false);
     else
-        replay_order(&r, p, 1, flat_warmup(pl->schedule, p, s, m), m, pl->schedule == SCHED_GPIPE);
+        replay_order(&r, p, 1, min_int(flat_warmup(pl->schedule, p, s, m) + extra, m), m,
+                     pl->schedule == SCHED_GPIPE);
     free(chunks);
     free(held_bytes);
     free(held_count);
