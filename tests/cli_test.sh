@@ -234,7 +234,7 @@ rm -f "$TMP/n.csv"
     ok || ko "--planner BMPipe --schedule 1F1B --dp-algorithm Ring run as bmpipe, 1f1b, ring"
 "$SIMRUN" --quiet --placement dp-tp-cp-pp --csv "$TMP/n.csv" "$P8" "$W8" 2>"$TMP/err" &&
     [ "$(csv_col "$TMP/n.csv" placement)" = dp-tp-cp-pp ] && [ "$(csv_col "$TMP/n.csv" moe_trace)" = "" ] &&
-    [ "$(csv_col "$TMP/n.csv" moe_trace_step)" = 0 ] && ok ||
+    [ "$(csv_col "$TMP/n.csv" moe_trace_step)" = 0 ] && [ "$(csv_col "$TMP/n.csv" moe_sample_mb)" = 0 ] && ok ||
     ko "--placement dp-tp-cp-pp is in the CSV row's placement column"
 expect_error "a placement that splits a TP group over servers is refused" 1 \
     "placement: dp-tp-cp-pp puts the TP group of stage 0, replica 0, CP rank 0 across servers" \
@@ -368,4 +368,15 @@ expect_error "overlap without expert parallelism" 2 "expert_model_parallel_size 
     --set overlap_moe_expert_parallel_comm=true --set expert_model_parallel_size=1 "$PM" "$WM"
 expect_error "overlap with the allgather dispatcher" 2 "alltoall" \
     --set overlap_moe_expert_parallel_comm=true --set moe_token_dispatcher_type=allgather "$PM" "$WM"
+# --moe-sample-mb N is in the row's moe_sample_mb column (issue 9), 0 without: global batch 64 is
+# 2 micro-batches (DP 32, micro-batch 1), so N = 1 samples the second one (the table says so)
+rm -f "$TMP/sample.csv"
+"$SIMRUN" --moe-sample-mb 1 --csv "$TMP/sample.csv" --set global_batch_size=64 "$PM" "$WM" \
+    >"$TMP/out" 2>"$TMP/err" && grep -q "moe: sampled (--moe-sample-mb 1)" "$TMP/out" &&
+    [ "$(csv_col "$TMP/sample.csv" num_micro_batches)" = 2 ] &&
+    [ "$(csv_col "$TMP/sample.csv" moe_sample_mb)" = 1 ] &&
+    "$SIMRUN" --quiet --csv "$TMP/sample.csv" --set global_batch_size=64 "$PM" "$WM" 2>>"$TMP/err" &&
+    [ "$(csv_col "$TMP/sample.csv" moe_sample_mb)" = 0 ] &&
+    [ "$(awk -F, 'NR==1{print $NF}' "$TMP/sample.csv")" = moe_sample_mb ] &&
+    ok || ko "--moe-sample-mb 1 writes 1 in the moe_sample_mb column (the last), a run without 0"
 harness_done cli

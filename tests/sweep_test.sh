@@ -67,7 +67,7 @@ EOF
 
 # --- the contract with simrun ------------------------------------------------
 "$SIMRUN" --csv-header >"$TMP/header" 2>"$TMP/err" && [ "$(wc -l <"$TMP/header")" -eq 1 ] &&
-    head -1 "$TMP/header" | grep -q '^platform,workload,planner,.*,overrides,run_id,.*,status,exit_code,error,mem_stage,.*,mem_simulated_bytes,moe_alltoall_s,.*,moe_padding_flops,placement,moe_trace,moe_trace_sha256,moe_trace_step,moe_policy,moe_copies,moe_copy_s,moe_copy_bytes$' &&
+    head -1 "$TMP/header" | grep -q '^platform,workload,planner,.*,overrides,run_id,.*,status,exit_code,error,mem_stage,.*,mem_simulated_bytes,moe_alltoall_s,.*,moe_padding_flops,placement,moe_trace,moe_trace_sha256,moe_trace_step,moe_policy,moe_copies,moe_copy_s,moe_copy_bytes,moe_sample_mb$' &&
     ok || ko "simrun --csv-header prints the header line"
 
 "$SIMRUN" --version >"$TMP/out" 2>"$TMP/err" && grep -q '^simrun [^ ]' "$TMP/out" && ok || ko "simrun --version"
@@ -210,6 +210,26 @@ ids "$TMP/merged.csv"
 if [ "$(wc -l <"$TMP/merged.csv.ids")" -eq 13 ] && [ "$(grep -c ' ok$' "$TMP/merged.csv.ids")" -eq 13 ] &&
     grep -q "13 rows (4 duplicate rows dropped)" "$TMP/err"; then ok
 else ko "--merge keeps one row per run id, an ok row over a failed one"; fi
+
+# --- --moe-sample-mb as an axis lands in moe_sample_mb (issue 9) -------------------------------
+# the 21B MoE on 32 NPUs (tests/cli_test.sh's MoE runs), global batch 64 (2 micro-batches): no
+# option writes 0, 1 writes 1; a point that fails (global batch 3 on DP 32) still says 2
+cat >"$TMP/moe.json" <<EOF
+{
+  "csv": "$TMP/moe.csv",
+  "platforms": ["platforms/moe_32npu.xml"],
+  "workloads": ["workloads/moe_21b_32npu.json"],
+  "vary": {"--moe-sample-mb": [false, 1], "training.global_batch_size": [64]},
+  "points": [{"--moe-sample-mb": 2, "training.global_batch_size": 3}]
+}
+EOF
+"$SWEEP" -j2 "$TMP/moe.json" 2>"$TMP/err"
+code=$?
+got=$(rows "$TMP/moe.csv" >/dev/null 2>"$TMP/err.rows" && $PY -c 'import csv, sys
+print(" ".join(sorted("%s:%s:%s" % (r["moe_sample_mb"], r["status"], r["global_batch_size"])
+                      for r in csv.DictReader(open(sys.argv[1])))))' "$TMP/moe.csv")
+[ $code -eq 3 ] && [ "$got" = "0:ok:64 1:ok:64 2:failed:" ] && ok ||
+    ko "--moe-sample-mb as a sweep axis is the moe_sample_mb column, failed points' too (exit $code, got '$got')"
 
 # --- refused input --------------------------------------------------------------------------
 printf '{"platforms": ["platforms/test_8npu.xml"], "workloads": ["workloads/small_gpt.json"], "varry": {}}\n' >"$TMP/bad.json"

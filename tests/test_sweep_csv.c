@@ -231,6 +231,8 @@ static void test_failure_row(void)
     CU_ASSERT_STRING_EQUAL(sweep_column_default("placement"), order);
     CU_ASSERT_EQUAL(eo.moe_trace_step, 0);
     CU_ASSERT_STRING_EQUAL(sweep_column_default("moe_trace_step"), "0");
+    CU_ASSERT_EQUAL(eo.moe_sample_mb, 0);
+    CU_ASSERT_STRING_EQUAL(sweep_column_default("moe_sample_mb"), "0");
     CU_ASSERT_PTR_NULL(sweep_column_default("iteration_s"));
 }
 

@@ -34,7 +34,9 @@ const char report_csv_header[] =
     /* appended with --placement and --moe-trace: identity, as columns 32-43 */
     "placement,moe_trace,moe_trace_sha256,moe_trace_step,"
     /* appended by the MoE policies (--moe-policy) */
-    "moe_policy,moe_copies,moe_copy_s,moe_copy_bytes";
+    "moe_policy,moe_copies,moe_copy_s,moe_copy_bytes,"
+    /* appended with --moe-sample-mb (issue 9): identity, as columns 32-43 */
+    "moe_sample_mb";
 
 /* Whether layer l's recompute option is a decision the label reports: every
  * decoder and listed layer, and an embedding or LM head only when the plan
@@ -229,7 +231,8 @@ static char *csv_format_row(const report_row *row, size_t *len)
     fputc(',', f);
     np_csv_field(f, row->moe_trace_sha256);
     fprintf(f, ",%d", row->moe_trace_step);
-    report_moe_policy_csv_fields(f, r); /* MoE policies: the last columns */
+    report_moe_policy_csv_fields(f, r);   /* MoE policies */
+    fprintf(f, ",%d", eo->moe_sample_mb); /* the option as given, 0 without */
     fputc('\n', f);
     int failed = ferror(f);
     if (fclose(f) != 0 || failed) {

@@ -8,14 +8,14 @@
 
 #include "engine.h"
 
-/* The CSV columns are the last block of report_csv_header (report.c). */
+/* The CSV columns are blocks of report_csv_header (report.c). */
 /* One line under the table row when the run replayed MoE layers. */
 void report_moe_print(FILE *out, const engine_result *r);
 /* The fields, each with its leading comma (empty without a replay). */
 void report_moe_csv_fields(FILE *f, const engine_result *r);
 /* The MoE policy's fields (moe_policy, moe_copies, moe_copy_s,
- * moe_copy_bytes), the last block of the row, each with its leading comma
- * (empty without a replay). */
+ * moe_copy_bytes), before moe_sample_mb, each with its leading comma (empty
+ * without a replay). */
 void report_moe_policy_csv_fields(FILE *f, const engine_result *r);
 
 #endif

@@ -36,6 +36,7 @@ static const struct {
     {"--ep-alltoall-algorithm", SWEEP_OPT_VALUE},
     {"--dp-bucket-bytes", SWEEP_OPT_VALUE},
     {"--fold-dp", SWEEP_OPT_VALUE},
+    {"--moe-sample-mb", SWEEP_OPT_VALUE},
     {"--set", SWEEP_OPT_VALUE}, /* in "options" only: vary workload keys instead */
     {"--dp-overlap", SWEEP_OPT_FLAG},
     {"--shifted-recompute", SWEEP_OPT_FLAG},
@@ -135,8 +136,8 @@ static int check_point_value(const char *path, const char *where, const char *ke
                     "not a simrun option a point can set; expected one of --planner, --schedule, "
                     "--plan, --plan-out, --frontier, --trace, --trace-replicas, --dp-algorithm, "
                     "--dp-inter-algorithm, --dp-radix, --ep-alltoall-algorithm, "
-                    "--dp-bucket-bytes, --fold-dp, --dp-overlap, --shifted-recompute, "
-                    "--stages, --cfg, or a workload key");
+                    "--dp-bucket-bytes, --fold-dp, --moe-sample-mb, --dp-overlap, "
+                    "--shifted-recompute, --stages, --cfg, or a workload key");
     if (kind == SWEEP_OPT_FLAG && !json_is_boolean(v))
         return fail_type(err, path, where, "true or false (a flag)", v);
     if (kind != SWEEP_OPT_FLAG && !(json_is_string(v) || json_is_number(v) || json_is_false(v)))

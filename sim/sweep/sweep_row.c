@@ -33,6 +33,7 @@ static const struct {
     {"placement", "tp-cp-dp-pp"},
     {"moe_trace_step", "0"},
     {"moe_policy", "none"},
+    {"moe_sample_mb", "0"},
 };
 #define NUM_DEFAULTS (int)(sizeof defaults / sizeof defaults[0])
 
@@ -55,6 +56,7 @@ static const struct {
     {"--moe-trace", "moe_trace"},
     {"--moe-trace-step", "moe_trace_step"},
     {"--moe-policy", "moe_policy"},
+    {"--moe-sample-mb", "moe_sample_mb"},
 };
 #define NUM_OPTION_COLUMNS (int)(sizeof option_columns / sizeof option_columns[0])
 
