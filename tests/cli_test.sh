@@ -377,6 +377,18 @@ rm -f "$TMP/sample.csv"
     [ "$(csv_col "$TMP/sample.csv" moe_sample_mb)" = 1 ] &&
     "$SIMRUN" --quiet --csv "$TMP/sample.csv" --set global_batch_size=64 "$PM" "$WM" 2>>"$TMP/err" &&
     [ "$(csv_col "$TMP/sample.csv" moe_sample_mb)" = 0 ] &&
-    [ "$(awk -F, 'NR==1{print $NF}' "$TMP/sample.csv")" = moe_sample_mb ] &&
-    ok || ko "--moe-sample-mb 1 writes 1 in the moe_sample_mb column (the last), a run without 0"
+    ok || ko "--moe-sample-mb 1 writes 1 in the moe_sample_mb column, a run without 0"
+# moe_alltoall_exposed_s: all of the all-to-all time without the overlap; with it, at PP 1 and
+# m = 2, only F0 and B1 run alone, half the exchanges (docs/moe.md, "Overlapping the all-to-alls")
+rm -f "$TMP/exposed.csv"
+"$SIMRUN" --quiet --csv "$TMP/exposed.csv" --set global_batch_size=64 "$PM" "$WM" 2>"$TMP/err" &&
+    [ "$(csv_col "$TMP/exposed.csv" moe_alltoall_exposed_s)" = "$(csv_col "$TMP/exposed.csv" moe_alltoall_s)" ] &&
+    "$SIMRUN" --quiet --csv "$TMP/exposed.csv" --set global_batch_size=64 \
+        --set overlap_moe_expert_parallel_comm=true "$PM" "$WM" 2>>"$TMP/err" &&
+    /usr/bin/python3 -c 'import csv, sys
+r = list(csv.DictReader(open(sys.argv[1])))[-1]
+a, e = float(r["moe_alltoall_s"]), float(r["moe_alltoall_exposed_s"])
+sys.exit(0 if abs(e - a / 2) < 1e-3 * a and "overlap_moe_expert_parallel_comm=true" in r["overrides"] else 1)' \
+        "$TMP/exposed.csv" &&
+    ok || ko "moe_alltoall_exposed_s: all of moe_alltoall_s without the overlap, half with it at m = 2"
 harness_done cli

@@ -36,7 +36,9 @@ const char report_csv_header[] =
     /* appended by the MoE policies (--moe-policy) */
     "moe_policy,moe_copies,moe_copy_s,moe_copy_bytes,"
     /* appended with --moe-sample-mb (issue 9): identity, as columns 32-43 */
-    "moe_sample_mb";
+    "moe_sample_mb,"
+    /* appended with combined 1F1B (report_moe.c) */
+    "moe_alltoall_exposed_s";
 
 /* Whether layer l's recompute option is a decision the label reports: every
  * decoder and listed layer, and an embedding or LM head only when the plan
@@ -233,6 +235,7 @@ static char *csv_format_row(const report_row *row, size_t *len)
     fprintf(f, ",%d", row->moe_trace_step);
     report_moe_policy_csv_fields(f, r);   /* MoE policies */
     fprintf(f, ",%d", eo->moe_sample_mb); /* the option as given, 0 without */
+    report_moe_exposed_csv_field(f, r);
     fputc('\n', f);
     int failed = ferror(f);
     if (fclose(f) != 0 || failed) {

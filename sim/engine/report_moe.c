@@ -66,3 +66,11 @@ void report_moe_policy_csv_fields(FILE *f, const engine_result *r)
     fprintf(f, ",%s,%.0f,%.9g,%.9g", r->moe_policy ? r->moe_policy : "none", r->moe_copies,
             r->moe_copy_s, r->moe_copy_bytes);
 }
+
+void report_moe_exposed_csv_field(FILE *f, const engine_result *r)
+{
+    if (r->moe_replayed)
+        fprintf(f, ",%.9g", r->moe_alltoall_exposed_s);
+    else
+        fputc(',', f);
+}

@@ -18,4 +18,8 @@ void report_moe_csv_fields(FILE *f, const engine_result *r);
  * without a replay). */
 void report_moe_policy_csv_fields(FILE *f, const engine_result *r);
 
+/* The exposed all-to-all time (column moe_alltoall_exposed_s), empty
+ * without the replay. */
+void report_moe_exposed_csv_field(FILE *f, const engine_result *r);
+
 #endif
