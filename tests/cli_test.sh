@@ -391,4 +391,9 @@ a, e = float(r["moe_alltoall_s"]), float(r["moe_alltoall_exposed_s"])
 sys.exit(0 if abs(e - a / 2) < 1e-3 * a and "overlap_moe_expert_parallel_comm=true" in r["overrides"] else 1)' \
         "$TMP/exposed.csv" &&
     ok || ko "moe_alltoall_exposed_s: all of moe_alltoall_s without the overlap, half with it at m = 2"
+# Megatron-Core's custom pipeline layout (docs/workload-format.md): with the other split keys refused
+expect_error "layout with the uneven-stage keys" 2 "cannot be combined with parallel.decoder_first" \
+    --set 'pipeline_model_parallel_layout="Et*2|(tt|)*29,t|L"' --schedule interleaved \
+    --set virtual_pipeline_model_parallel_size=2 --set global_batch_size=16384 \
+    platforms/16k_npu.xml workloads/deepseek_v3_class.json
 harness_done cli

@@ -106,6 +106,24 @@ static void test_interleaved_unequal_chunks_run_through(void)
     CU_ASSERT(o.exposed_s < s.exposed_s);
 }
 
+/* PP 8, v = 3 (one layer per chunk), m = 8: stages 0 to 3 warm up with
+ * 2(p − s − 1) + (v − 1)·p + 1 = 31 − 2s ≥ m·v = 24 forwards, all of them:
+ * their last forward sits next to their first backward, and merging those
+ * made every stage wait for both neighbours (a deadlock before the rule
+ * that a stage without a steady state pairs nothing). */
+static void test_warm_up_only_stages_pair_nothing(void)
+{
+    moe_run_case c = {
+        .sets = {"training.global_batch_size=32", "parallel.pipeline_model_parallel_size=8",
+                 "parallel.data_parallel_size=4", "parallel.expert_model_parallel_size=4",
+                 "schedule=interleaved", "parallel.virtual_pipeline_model_parallel_size=3"},
+        .num_sets = 6};
+    overlap_outcome s, o;
+    simulate_both(&c, &s, &o);
+    CU_ASSERT_DOUBLE_EQUAL(o.alltoall_s, s.alltoall_s, 1e-2 * s.alltoall_s);
+    CU_ASSERT(o.iteration_s > 0);
+}
+
 static void expect_refusal(const char *const *sets, int num_sets, int policy, const char *why)
 {
     moe_run_case c = {.num_sets = num_sets,
@@ -147,5 +165,6 @@ void register_moe_overlap_tests(void)
         {"interleaved exposes the warm-up and cool-down",
          test_interleaved_exposes_the_warm_up_and_cool_down},
         {"interleaved unequal chunks run through", test_interleaved_unequal_chunks_run_through},
+        {"warm-up-only stages pair nothing", test_warm_up_only_stages_pair_nothing},
         {"refused where it is not modelled", test_refused_where_it_is_not_modelled});
 }

@@ -36,6 +36,8 @@ static int split_fail(wl_split_error *e, const char *key, const char *fmt, ...)
 const char *wl_split_key(const wl_workload *w)
 {
     const wl_parallel *p = &w->parallel;
+    if (p->pipeline_model_parallel_layout[0])
+        return WL_KEY_LAYOUT;
     if (p->decoder_first_pipeline_num_layers > 0)
         return WL_KEY_FIRST_STAGE;
     if (p->decoder_last_pipeline_num_layers > 0)
@@ -148,6 +150,24 @@ int wl_pipeline_split(const wl_workload *w, int p, int v, int *counts, wl_split_
         v = 1;
     const wl_parallel *par = &w->parallel;
     int chunks = p * v;
+    if (par->pipeline_model_parallel_layout[0]) {
+        const char *other = par->decoder_first_pipeline_num_layers > 0  ? WL_KEY_FIRST_STAGE
+                            : par->decoder_last_pipeline_num_layers > 0 ? WL_KEY_LAST_STAGE
+                            : par->account_for_embedding_in_pipeline_split
+                                ? WL_KEY_ACCOUNT_EMBEDDING
+                            : par->account_for_loss_in_pipeline_split ? WL_KEY_ACCOUNT_LOSS
+                                                                      : NULL;
+        if (other)
+            return split_fail(e, WL_KEY_LAYOUT,
+                              "lists every stage's layers and cannot be combined with %s "
+                              "(Megatron-LM refuses the pair)",
+                              other);
+        if (w->model.num_layer_specs > 0)
+            return split_fail(e, WL_KEY_LAYOUT,
+                              "model.layers lists its layers: a layout places decoder layers");
+        return wl_layout_counts(par->pipeline_model_parallel_layout, p, v, w->model.num_layers,
+                                counts, e);
+    }
     if (par->decoder_first_pipeline_num_layers > 0 || par->decoder_last_pipeline_num_layers > 0) {
         int first = 0, last = 0, middle = 0;
         if (split_first_last(w, p, v, &first, &last, &middle, e))

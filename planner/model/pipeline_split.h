@@ -17,6 +17,9 @@
  *     one layer, (num_layers + e + l) / p per stage (a multiple required), /v
  *     per chunk; the first model chunk (chunk 0 of stage 0) builds one decoder
  *     layer fewer, the last model chunk (chunk v−1 of stage p−1) too.
+ *   - pipeline_model_parallel_layout (Megatron-Core's custom layout,
+ *     pipeline_layout.c): every chunk's layers listed; it excludes the
+ *     other four keys;
  *   - the two forms exclude each other (Megatron refuses the combination);
  *     a layer-listed model (model.layers) has no embedding or loss to count.
  * A stage of the middle left without layers is refused: a plan's chunks are
@@ -34,6 +37,7 @@
 #define WL_KEY_LAST_STAGE "parallel.decoder_last_pipeline_num_layers"
 #define WL_KEY_ACCOUNT_EMBEDDING "parallel.account_for_embedding_in_pipeline_split"
 #define WL_KEY_ACCOUNT_LOSS "parallel.account_for_loss_in_pipeline_split"
+#define WL_KEY_LAYOUT "parallel.pipeline_model_parallel_layout"
 
 /* Why a split cannot hold: the dotted key to blame and the sentence. */
 typedef struct wl_split_error {
@@ -41,9 +45,15 @@ typedef struct wl_split_error {
     char text[320];
 } wl_split_error;
 
-/* True when one of the four keys fixes the split. */
+/* Decoder layers of every model chunk from a Megatron layout string
+ * (pipeline_layout.c says the grammar and what is refused) into counts[p·v]
+ * (may be NULL); they sum to num_layers.  0, or -1 with *e filled. */
+int wl_layout_counts(const char *layout, int p, int v, int num_layers, int *counts,
+                     wl_split_error *e);
+
+/* True when one of the five keys fixes the split. */
 bool wl_split_is_set(const wl_workload *w);
-/* The first of the four keys that is set (NULL when none): what a planner
+/* The first of the five keys that is set (NULL when none): what a planner
  * that chooses its own cut points names when it refuses them. */
 const char *wl_split_key(const wl_workload *w);
 

@@ -170,6 +170,9 @@ typedef struct wl_parallel {
      * (Megatron's --account-for-*-in-pipeline-split; pipeline_split.h). */
     bool account_for_embedding_in_pipeline_split;
     bool account_for_loss_in_pipeline_split;
+    /* Megatron-Core's custom layout ("Et*3|(tt|)*29,m|L"; pipeline_layout.c),
+     * "" when not set */
+    char pipeline_model_parallel_layout[1024];
 } wl_parallel;
 
 typedef struct wl_workload {

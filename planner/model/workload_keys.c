@@ -241,6 +241,9 @@ static const key_spec parallel_keys[] = {
            W_OFF(parallel.account_for_embedding_in_pipeline_split)),
     SCALAR("account_for_loss_in_pipeline_split", KEY_BOOL, OPTIONAL,
            W_OFF(parallel.account_for_loss_in_pipeline_split)),
+    STRING("pipeline_model_parallel_layout", KEY_STRING, OPTIONAL,
+           W_OFF(parallel.pipeline_model_parallel_layout),
+           W_SIZE(parallel.pipeline_model_parallel_layout)),
     END,
 };
 

@@ -310,7 +310,8 @@ int engine_moe_prepare(engine *e, const wl_workload *w, const cm_model *cm, np_e
             return np_error_set(err, NP_EXIT_INTERNAL, "<engine>", "", 0, "out of memory");
         t = &m->balanced;
     }
-    if (plan_layers(e, w, cm, t) || engine_moe_sample_init(e, e->opt->moe_sample_mb))
+    if (plan_layers(e, w, cm, t) || engine_moe_sample_init(e, e->opt->moe_sample_mb) ||
+        (overlap && engine_moe_overlap_init(e)))
         return np_error_set(err, NP_EXIT_INTERNAL, "<engine>", "", 0, "out of memory");
     if (e->opt->record_spans &&
         load_timeline(m, w, t, t && t != &m->balanced ? e->opt->moe_trace_step : 0))
@@ -344,6 +345,7 @@ void engine_moe_free(engine *e)
     free(m->stage_expert_grads);
     free(m->a2a_s);
     free(m->a2a_exposed_s);
+    free(m->steady);
     free(m);
     e->moe = NULL;
 }

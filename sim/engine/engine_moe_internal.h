@@ -42,6 +42,7 @@ typedef struct engine_moe {
     double *a2a_s;         /* [workers] */
     double *a2a_exposed_s; /* [workers]: the part no compute overlapped */
     bool overlap;          /* model.overlap_moe_expert_parallel_comm (engine_moe_overlap.c) */
+    bool *steady;          /* [p] with overlap: the stage has a steady 1F1B phase */
     double dropped, padding, assignments, max_over_mean;
     int max_over_mean_count;
 } engine_moe;
@@ -90,6 +91,8 @@ void engine_moe_run_layer(worker *w, const coll_group *g, const engine_moe_part 
 /* 0, or NP_EXIT_USAGE naming model.overlap_moe_expert_parallel_comm when
  * combined 1F1B cannot apply to the run (engine_moe_overlap.c). */
 int engine_moe_overlap_check(const engine *e, const wl_workload *w, np_error *err);
+/* Fills m->steady from the op lists; 0, or -1 out of memory. */
+int engine_moe_overlap_init(engine *e);
 
 /* Micro-batch sampling (engine_moe_sample.c).  init: 0, or −1 out of
  * memory; no sampling when mb ≤ 0 or mb ≥ the micro-batches.  begin: true

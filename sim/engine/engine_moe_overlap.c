@@ -71,18 +71,44 @@ int engine_moe_overlap_check(const engine *e, const wl_workload *w, np_error *er
     return 0;
 }
 
+int engine_moe_overlap_init(engine *e)
+{
+    engine_moe *m = e->moe;
+    m->steady = calloc((size_t)e->p, sizeof *m->steady);
+    if (!m->steady)
+        return -1;
+    for (int s = 0; s < e->p; s++) {
+        const sched_stage *st = &e->sc->stages[s];
+        int forwards = 0, before_backward = -1;
+        for (int i = 0; i < st->num_ops; i++) {
+            if (st->ops[i].kind == OP_BACKWARD && before_backward < 0)
+                before_backward = forwards;
+            forwards += st->ops[i].kind == OP_FORWARD;
+        }
+        m->steady[s] = before_backward >= 0 && before_backward < forwards;
+    }
+    return 0;
+}
+
 /* Whether ops[i] pairs with the next compute op ops[*j]: a replayed forward
  * and a replayed backward of another micro-batch, with only sends and
  * receives between them.  The forward comes first; the backward may come
  * first only without pipeline stages (Megatron's combined 1F1B without
  * pipelining pairs F(k+1) with B(k)): with stages, the last one's B(k)
  * merged with F(k+1) would wait for F(k+1)'s input, which the stage before
- * sends after its own merged op, which waits for B(k)'s gradient. */
+ * sends after its own merged op, which waits for B(k)'s gradient.  And only
+ * in a steady state: a stage whose warm-up holds every forward (m·v at most
+ * its warm-up count) has its last forward next to its first backward, and
+ * merging them would make every stage wait for both neighbours (found with
+ * a dependency model of the merged lists: no deadlock for p 2 to 16, v 2 to
+ * 4, m from p to 8p once warm-up-only stages pair nothing). */
 static bool find_pair(const worker *w, const sched_stage *st, int i, int *j)
 {
     const sched_op *a = &st->ops[i];
     bool forward_first = a->kind == OP_FORWARD;
     if (!forward_first && (a->kind != OP_BACKWARD || w->eng->p > 1))
+        return false;
+    if (forward_first && !w->eng->moe->steady[w->stage])
         return false;
     if (!engine_moe_replays(w, a))
         return false;
