@@ -40,3 +40,20 @@ for step in 1; do
 done
 /usr/bin/python3 analysis/plot_moe_policies.py "$CSV" "$OUT/deepseek16k_policies.png" \
     "skewed trace (top-2 share 0.2), --fold-dp 64 --moe-sample-mb 1, step 1"
+
+# Combined 1F1B at 16K (docs/moe.md, "Overlapping the all-to-alls"): interleaved
+# 1F1B with Megatron-Core's layout of the 61 layers over PP 16 x VPP 2 (the
+# workload's uneven first and last stages replaced), balanced routing, with and
+# without the overlap, at 16 and 32 micro-batches (global batch 16384, 32768:
+# interleaving needs a multiple of PP); about 45 s.  results/moe/deepseek16k_overlap.csv
+OV=$OUT/deepseek16k_overlap.csv
+rm -f "$OV"
+for gbs in 16384 32768; do
+    for overlap in false true; do
+        "$BUILD/simrun" --quiet --csv "$OV" --fold-dp 64 --moe-sample-mb 1 --schedule interleaved \
+            --set decoder_first_pipeline_num_layers=0 --set decoder_last_pipeline_num_layers=0 \
+            --set 'pipeline_model_parallel_layout="Et*2|(tt|)*29,t|L"' \
+            --set virtual_pipeline_model_parallel_size=2 --set global_batch_size=$gbs \
+            --set overlap_moe_expert_parallel_comm=$overlap $P $W
+    done
+done
