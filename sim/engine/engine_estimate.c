@@ -113,40 +113,76 @@ static double doubled_capacity(double n, double first)
     return cap;
 }
 
-static int server_of(const cl_cluster *c, long rank)
+/* What the transport posts for one rank's part of a transfer
+ * (transport_start, transport_scaleup_part, transport_network_leg), read
+ * from the platform: a network leg is one flow, or two on a dual-plane
+ * platform whose policy splits every leg over both planes (a hashed leg is
+ * one flow on one plane); a same-server part is a flow between scale-up
+ * ports when the scale-up fabric is simulated, else part of the one sleep
+ * that waits for the closed-form time; with PXN a cross-rail part is a
+ * scale-up leg to the relay on the destination's rail and a network leg. */
+typedef struct est_fabric {
+    int per_node;       /* npus_per_node, at least 1 */
+    int legs;           /* flows per network leg: 1 or 2 (dual-plane, split) */
+    bool scaleup_flows; /* scaleup_fabric="simulated" */
+    bool pxn;           /* cross_rail_pxn=1 */
+    placement order;    /* engine_options.placement */
+} est_fabric;
+
+static est_fabric fabric_of(const cl_cluster *c, const sim_platform *pf, const engine_options *o)
 {
-    return (int)(rank / (c->npus_per_node > 0 ? c->npus_per_node : 1));
+    est_fabric f = {.per_node = c->npus_per_node > 0 ? c->npus_per_node : 1, .legs = 1};
+    if (pf) {
+        f.legs = pf->nic_planes == 2 && pf->plane_policy == PLANE_SPLIT ? 2 : 1;
+        f.scaleup_flows = pf->scaleup_simulated;
+        f.pxn = pf->cross_rail_pxn;
+    }
+    f.order = o->placement;
+    return f;
 }
 
-/* A transfer from worker (sa, d) to worker (sb, e): one flow per TP rank
- * whose peer is in another server, and whether some rank's peer shares its
- * server (a scale-up part, waited for by one sleep: transport_start,
- * transport_wait). */
-static void transfer_parts(const cl_cluster *c, const plan *pl, int sa, int d, int sb, int e,
+/* The NPU of TP rank r of worker (stage s, replica d) (placement.h; the
+ * estimate has no context-parallel rank: c = 0 of 1). */
+static long rank_of(const est_fabric *f, const plan *pl, int r, int d, int s)
+{
+    int sizes[PLACE_DIMS] = {pl->tensor_parallel, 1, pl->data_parallel, pl->num_stages};
+    return placement_rank(&f->order, sizes, r, 0, d, s);
+}
+
+/* A transfer from worker (sa, d) to worker (sb, e): its flows, and whether
+ * some part waits for the closed-form scale-up time (one sleep at the
+ * receiver for all of them: transport_wait). */
+static void transfer_parts(const est_fabric *f, const plan *pl, int sa, int d, int sb, int e,
                            int *flows, bool *same)
 {
-    int tp = pl->tensor_parallel, dp = pl->data_parallel;
+    int tp = pl->tensor_parallel;
     *flows = 0;
     *same = false;
     if (tp > MAX_EXACT_TP) {
-        *flows = tp; /* no server holds such a TP group: every rank's peer is elsewhere */
+        *flows = tp * f->legs; /* no server holds such a TP group: every peer is elsewhere */
         return;
     }
     for (int r = 0; r < tp; r++) {
-        long a = r + (long)tp * (d + (long)dp * sa), b = r + (long)tp * (e + (long)dp * sb);
-        if (server_of(c, a) == server_of(c, b))
-            *same = true;
-        else
-            ++*flows;
+        long a = rank_of(f, pl, r, d, sa), b = rank_of(f, pl, r, e, sb);
+        bool scaleup = a / f->per_node == b / f->per_node;
+        bool relay = !scaleup && f->pxn && a % f->per_node != b % f->per_node;
+        if (scaleup || relay) {
+            if (f->scaleup_flows)
+                ++*flows;
+            else
+                *same = true;
+        }
+        if (!scaleup)
+            *flows += f->legs;
     }
 }
 
 /* Its activities: the flows and the sleep. */
-static double transfer_cost(const cl_cluster *c, const plan *pl, int sa, int d, int sb, int e)
+static double transfer_cost(const est_fabric *f, const plan *pl, int sa, int d, int sb, int e)
 {
     int flows;
     bool same;
-    transfer_parts(c, pl, sa, d, sb, e, &flows, &same);
+    transfer_parts(f, pl, sa, d, sb, e, &flows, &same);
     return flows + same;
 }
 
@@ -339,7 +375,7 @@ typedef struct butterfly_shape {
     int stages;
 } butterfly_shape;
 
-static double member_cost(const cl_cluster *c, const plan *pl, const engine_options *o,
+static double member_cost(const est_fabric *f, const plan *pl, const engine_options *o,
                           coll_algorithm a, coll_kind kind, const butterfly_shape *bf, int s, int d)
 {
     int n = pl->data_parallel;
@@ -347,7 +383,7 @@ static double member_cost(const cl_cluster *c, const plan *pl, const engine_opti
     switch (a) {
     case COLL_RING_FLOW: {
         double steps = halves * (n - 1);
-        return transfer_cost(c, pl, s, d, s, (d + 1) % n) + (steps > 1 ? 1 : 0);
+        return transfer_cost(f, pl, s, d, s, (d + 1) % n) + (steps > 1 ? 1 : 0);
     }
     case COLL_HALVING_DOUBLING:
     case COLL_BUTTERFLY: {
@@ -359,10 +395,10 @@ static double member_cost(const cl_cluster *c, const plan *pl, const engine_opti
             for (int x = 0; x < partners; x++) {
                 if (x == digit)
                     continue;
-                int f;
+                int x_flows;
                 bool scaleup;
-                transfer_parts(c, pl, s, d, s, d + (x - digit) * stride, &f, &scaleup);
-                flows += f;
+                transfer_parts(f, pl, s, d, s, d + (x - digit) * stride, &x_flows, &scaleup);
+                flows += x_flows;
                 same += scaleup;
             }
             flows *= (double)(r - 1) / (partners - (digit < partners)); /* sampled */
@@ -375,16 +411,18 @@ static double member_cost(const cl_cluster *c, const plan *pl, const engine_opti
          * reduce-scatter and all-gather on a step ring (scale-up), the same
          * position of every server all-reduces across. */
         int tp = pl->tensor_parallel > 0 ? pl->tensor_parallel : 1;
-        int local = c->npus_per_node >= tp ? c->npus_per_node / tp : 1;
+        int local = f->per_node >= tp ? f->per_node / tp : 1;
         coll_algorithm inter = o->dp_inter_algorithm;
         if (inter == COLL_HIERARCHICAL || !coll_algorithm_supports(inter, COLL_ALLREDUCE))
             inter = COLL_RING_FLOW; /* as coll_hierarchical_allreduce() does */
         if (local < 1 || n % local) /* servers not alike: the inter algorithm on all */
-            return member_cost(c, pl, o, inter, kind, bf, s, d);
+            return member_cost(f, pl, o, inter, kind, bf, s, d);
         int servers = n / local;
-        double cost = local > 1 ? 2.0 * (local - 1) : 0;
+        /* a scale-up step: one wait, or a flow per TP rank when simulated */
+        double step = f->scaleup_flows ? tp : 1;
+        double cost = local > 1 ? 2.0 * (local - 1) * step : 0;
         if (servers > 1) {
-            double edge = transfer_cost(c, pl, s, d, s, (d + local) % n);
+            double edge = transfer_cost(f, pl, s, d, s, (d + local) % n);
             if (inter == COLL_RING_FLOW)
                 cost += edge + 1;
             else if (inter == COLL_RING)
@@ -396,12 +434,12 @@ static double member_cost(const cl_cluster *c, const plan *pl, const engine_opti
     }
     case COLL_RING:
     default:
-        return halves * (n - 1) * transfer_cost(c, pl, s, d, s, (d + 1) % n);
+        return halves * (n - 1) * transfer_cost(f, pl, s, d, s, (d + 1) % n);
     }
 }
 
 /* Activities of one gradient collective of stage s, over all its members. */
-static double stage_collective(const cl_cluster *c, const plan *pl, const engine_options *o,
+static double stage_collective(const est_fabric *f, const plan *pl, const engine_options *o,
                                coll_algorithm a, coll_kind kind, int s)
 {
     int n = pl->data_parallel, sampled = n < MAX_EXACT_REPLICAS ? n : MAX_EXACT_REPLICAS;
@@ -417,12 +455,13 @@ static double stage_collective(const cl_cluster *c, const plan *pl, const engine
                                       bf.radices, 64);
     double cost = 0;
     for (int d = 0; d < sampled; d++)
-        cost += member_cost(c, pl, o, a, kind, &bf, s, d);
+        cost += member_cost(f, pl, o, a, kind, &bf, s, d);
     return cost * n / sampled;
 }
 
-void engine_estimate_run(const cl_cluster *c, const cm_model *cm, const plan *pl,
-                         const engine_options *o, engine_estimate *out)
+/* The estimate on fabric f (engine_estimate_run, engine_estimate_platform). */
+static void estimate(const est_fabric *f, const cm_model *cm, const plan *pl,
+                     const engine_options *o, engine_estimate *out)
 {
     memset(out, 0, sizeof *out);
     int p = pl->num_stages, v = pl->num_chunks > 0 ? pl->num_chunks : 1;
@@ -483,11 +522,11 @@ void engine_estimate_run(const cl_cluster *c, const cm_model *cm, const plan *pl
                 coll_algorithm rs =
                     coll_algorithm_supports(a, COLL_REDUCE_SCATTER) ? a : o->dp_inter_algorithm;
                 out->collective_activities +=
-                    calls * (stage_collective(c, pl, o, rs, COLL_REDUCE_SCATTER, s) +
-                             stage_collective(c, pl, o, rs, COLL_ALLGATHER, s));
+                    calls * (stage_collective(f, pl, o, rs, COLL_REDUCE_SCATTER, s) +
+                             stage_collective(f, pl, o, rs, COLL_ALLGATHER, s));
             } else {
                 out->collective_activities +=
-                    calls * stage_collective(c, pl, o, a, COLL_ALLREDUCE, s);
+                    calls * stage_collective(f, pl, o, a, COLL_ALLREDUCE, s);
             }
         }
         if (overlap)
@@ -501,7 +540,7 @@ void engine_estimate_run(const cl_cluster *c, const cm_model *cm, const plan *pl
             int sampled = fold < MAX_EXACT_REPLICAS ? (int)fold : MAX_EXACT_REPLICAS;
             double both_ways = 0;
             for (int d = 0; d < sampled; d++)
-                both_ways += transfer_cost(c, pl, a, d, b, d) + transfer_cost(c, pl, b, d, a, d);
+                both_ways += transfer_cost(f, pl, a, d, b, d) + transfer_cost(f, pl, b, d, a, d);
             out->p2p_activities += m * both_ways * fold / sampled;
         }
         out->sends = 2 * m * (p * v - 1);
@@ -511,6 +550,20 @@ void engine_estimate_run(const cl_cluster *c, const cm_model *cm, const plan *pl
     out->engine_bytes += actors * (STACK_BYTES + ACTOR_BYTES) + (double)p * dp * sizeof(worker) +
                          (double)p * dp * tp * (sizeof(int) + sizeof(sg_host_t));
     out->bytes = out->op_list_bytes + out->engine_bytes;
+}
+
+void engine_estimate_run(const cl_cluster *c, const cm_model *cm, const plan *pl,
+                         const engine_options *o, engine_estimate *out)
+{
+    est_fabric f = fabric_of(c, NULL, o);
+    estimate(&f, cm, pl, o, out);
+}
+
+void engine_estimate_platform(const sim_platform *pf, const cm_model *cm, const plan *pl,
+                              const engine_options *o, engine_estimate *out)
+{
+    est_fabric f = fabric_of(&pf->cluster, pf, o);
+    estimate(&f, cm, pl, o, out);
 }
 
 /* ---- the bound ------------------------------------------------------------- */
