@@ -20,9 +20,14 @@
  *              tests/test_estimate.c);
  *              plus the optimizer of every replica folded away, plus the
  *              pieces --dp-overlap cuts a gradient op into.
- *   transfers  each send is one flow per TP rank whose peer is in another
- *              server, and one sleep when a rank's peer shares its server
- *              (the scale-up part); the receive starts nothing.
+ *   transfers  each send is, per TP rank (ranks in --placement's order), a
+ *              network leg when its peer is in another server: one flow, or
+ *              two on a dual-plane NIC that splits (nic_plane_policy split;
+ *              hash: one), with PXN a scale-up part first when the peer is
+ *              on another rail; a scale-up part when the peer shares its
+ *              server: a flow on a simulated scale-up fabric, else the
+ *              send's one sleep for the closed-form time (transport.c,
+ *              transport_scaleup.c); the receive starts nothing.
  *   syncs      every replica (folded or not) runs the gradient collectives of
  *              its stage: ring-flow costs per member one message (flows as
  *              above, a sleep at the receiver for a scale-up part) and one
