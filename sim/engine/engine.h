@@ -218,8 +218,10 @@ void engine_estimate_run(const cl_cluster *c, const cm_model *cm, const plan *pl
 void engine_estimate_platform(const sim_platform *pf, const cm_model *cm, const plan *pl,
                               const engine_options *o, engine_estimate *out);
 
-/* The bound on a run's size: above max_activities or max_bytes a caller
- * refuses to build the op lists.  INFINITY lifts a bound. */
+/* ---- engine_bound.c: the bound on a run's size ---------------------------- */
+
+/* Above max_activities or max_bytes a caller refuses to build the op lists.
+ * INFINITY lifts a bound. */
 typedef struct engine_limits {
     double max_activities;
     double max_bytes;
