@@ -96,7 +96,8 @@ typedef struct overlap_plan {
      * buckets; the op list's per-pass reduce-scatters run on the
      * communication actor, and ZeRO-3's per-pass parameter gathers on a
      * second one, prefetched (engine_overlap.c).  The gather_* arrays then
-     * hold one entry per gather op, launches_at_op their launch points. */
+     * hold one entry per gather op, launches_at_op their launch points;
+     * under ZeRO-2 (no per-pass gathers) the update's buckets, as above. */
     bool zero;
     int zero_gathers; /* ZeRO-3 gather ops of the stage (0 for ZeRO-2) */
 } overlap_plan;
