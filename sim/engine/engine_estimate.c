@@ -86,7 +86,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "engine_internal.h"
+#include "engine_estimate_internal.h"
 #include "step_order.h"
 
 #define STACK_BYTES (64.0 * 1024) /* contexts/stack-size:64 (engine.c) */
@@ -94,12 +94,6 @@
 #define FIRST_OP_CAPACITY 64      /* sched_push() */
 #define FIRST_SPAN_CAPACITY 64    /* span_record_at() */
 #define FIRST_CHANNEL_CAPACITY 8  /* channel_push() */
-/* A plan read from a file is estimated before anything checks it against the
- * platform: beyond these sizes the per-rank sums below are sampled, so that
- * an absurd TP or DP cannot make the estimate itself slow. */
-#define MAX_EXACT_TP 4096
-#define MAX_EXACT_REPLICAS 4096
-#define MAX_EXACT_PARTNERS 64
 
 /* The capacity a list grown by doubling from `first` reaches for n items. */
 static double doubled_capacity(double n, double first)
@@ -110,79 +104,6 @@ static double doubled_capacity(double n, double first)
     while (cap < n)
         cap *= 2;
     return cap;
-}
-
-/* What the transport posts for one rank's part of a transfer
- * (transport_start, transport_scaleup_part, transport_network_leg), read
- * from the platform: a network leg is one flow, or two on a dual-plane
- * platform whose policy splits every leg over both planes (a hashed leg is
- * one flow on one plane); a same-server part is a flow between scale-up
- * ports when the scale-up fabric is simulated, else part of the one sleep
- * that waits for the closed-form time; with PXN a cross-rail part is a
- * scale-up leg to the relay on the destination's rail and a network leg. */
-typedef struct est_fabric {
-    int per_node;       /* npus_per_node, at least 1 */
-    int legs;           /* flows per network leg: 1 or 2 (dual-plane, split) */
-    bool scaleup_flows; /* scaleup_fabric="simulated" */
-    bool pxn;           /* cross_rail_pxn=1 */
-    placement order;    /* engine_options.placement */
-} est_fabric;
-
-static est_fabric fabric_of(const cl_cluster *c, const sim_platform *pf, const engine_options *o)
-{
-    est_fabric f = {.per_node = c->npus_per_node > 0 ? c->npus_per_node : 1, .legs = 1};
-    if (pf) {
-        f.legs = pf->nic_planes == 2 && pf->plane_policy == PLANE_SPLIT ? 2 : 1;
-        f.scaleup_flows = pf->scaleup_simulated;
-        f.pxn = pf->cross_rail_pxn;
-    }
-    f.order = o->placement;
-    return f;
-}
-
-/* The NPU of TP rank r of worker (stage s, replica d) (placement.h; the
- * estimate has no context-parallel rank: c = 0 of 1). */
-static long rank_of(const est_fabric *f, const plan *pl, int r, int d, int s)
-{
-    int sizes[PLACE_DIMS] = {pl->tensor_parallel, 1, pl->data_parallel, pl->num_stages};
-    return placement_rank(&f->order, sizes, r, 0, d, s);
-}
-
-/* A transfer from worker (sa, d) to worker (sb, e): its flows, and whether
- * some part waits for the closed-form scale-up time (one sleep at the
- * receiver for all of them: transport_wait). */
-static void transfer_parts(const est_fabric *f, const plan *pl, int sa, int d, int sb, int e,
-                           int *flows, bool *same)
-{
-    int tp = pl->tensor_parallel;
-    *flows = 0;
-    *same = false;
-    if (tp > MAX_EXACT_TP) {
-        *flows = tp * f->legs; /* no server holds such a TP group: every peer is elsewhere */
-        return;
-    }
-    for (int r = 0; r < tp; r++) {
-        long a = rank_of(f, pl, r, d, sa), b = rank_of(f, pl, r, e, sb);
-        bool scaleup = a / f->per_node == b / f->per_node;
-        bool relay = !scaleup && f->pxn && a % f->per_node != b % f->per_node;
-        if (scaleup || relay) {
-            if (f->scaleup_flows)
-                ++*flows;
-            else
-                *same = true;
-        }
-        if (!scaleup)
-            *flows += f->legs;
-    }
-}
-
-/* Its activities: the flows and the sleep. */
-static double transfer_cost(const est_fabric *f, const plan *pl, int sa, int d, int sb, int e)
-{
-    int flows;
-    bool same;
-    transfer_parts(f, pl, sa, d, sb, e, &flows, &same);
-    return flows + same;
 }
 
 /* Whether chunk j of stage s recomputes any layer (then every B of it is
@@ -347,117 +268,6 @@ static double stage_merges(const plan *pl, int s, bool has_optimizer)
     return 0;
 }
 
-/* The radices a butterfly of n members uses (collective_butterfly.c). */
-static int butterfly_radices(int n, int radix, int *radices, int max)
-{
-    int count = 0;
-    while (n > 1 && count < max) {
-        int r = radix <= n ? radix : n;
-        while (n % r)
-            r--;
-        if (r == 1) {
-            r = radix + 1;
-            while (n % r)
-                r++;
-        }
-        radices[count++] = r;
-        n /= r;
-    }
-    return count;
-}
-
-/* One member's part of a collective among the replicas of stage s (replica
- * d is member d): its messages' flows, a sleep per step that waits for a
- * scale-up message, and ring-flow's latency sleep. */
-typedef struct butterfly_shape {
-    int radices[64];
-    int stages;
-} butterfly_shape;
-
-static double member_cost(const est_fabric *f, const plan *pl, const engine_options *o,
-                          coll_algorithm a, coll_kind kind, const butterfly_shape *bf, int s, int d)
-{
-    int n = pl->data_parallel;
-    double halves = kind == COLL_ALLREDUCE ? 2 : 1;
-    switch (a) {
-    case COLL_RING_FLOW: {
-        double steps = halves * (n - 1);
-        return transfer_cost(f, pl, s, d, s, (d + 1) % n) + (steps > 1 ? 1 : 0);
-    }
-    case COLL_HALVING_DOUBLING:
-    case COLL_BUTTERFLY: {
-        double cost = 0;
-        for (int j = 0, stride = 1; j < bf->stages; stride *= bf->radices[j], j++) {
-            int r = bf->radices[j], digit = (d / stride) % r;
-            double flows = 0, same = 0;
-            int partners = r < MAX_EXACT_PARTNERS ? r : MAX_EXACT_PARTNERS;
-            for (int x = 0; x < partners; x++) {
-                if (x == digit)
-                    continue;
-                int x_flows;
-                bool scaleup;
-                transfer_parts(f, pl, s, d, s, d + (x - digit) * stride, &x_flows, &scaleup);
-                flows += x_flows;
-                same += scaleup;
-            }
-            flows *= (double)(r - 1) / (partners - (digit < partners)); /* sampled */
-            cost += flows + (same > 0); /* scale-up messages of a step: one wait */
-        }
-        return halves * cost;
-    }
-    case COLL_HIERARCHICAL: {
-        /* Replicas of a stage are consecutive ranks: `local` per server
-         * reduce-scatter and all-gather on a step ring (scale-up), the same
-         * position of every server all-reduces across. */
-        int tp = pl->tensor_parallel > 0 ? pl->tensor_parallel : 1;
-        int local = f->per_node >= tp ? f->per_node / tp : 1;
-        coll_algorithm inter = o->dp_inter_algorithm;
-        if (inter == COLL_HIERARCHICAL || !coll_algorithm_supports(inter, COLL_ALLREDUCE))
-            inter = COLL_RING_FLOW; /* as coll_hierarchical_allreduce() does */
-        if (local < 1 || n % local) /* servers not alike: the inter algorithm on all */
-            return member_cost(f, pl, o, inter, kind, bf, s, d);
-        int servers = n / local;
-        /* a scale-up step: one wait, or a flow per TP rank when simulated */
-        double step = f->scaleup_flows ? tp : 1;
-        double cost = local > 1 ? 2.0 * (local - 1) * step : 0;
-        if (servers > 1) {
-            double edge = transfer_cost(f, pl, s, d, s, (d + local) % n);
-            if (inter == COLL_RING_FLOW)
-                cost += edge + 1;
-            else if (inter == COLL_RING)
-                cost += 2.0 * (servers - 1) * edge;
-            else
-                cost += 2.0 * ceil(log2(servers)) * edge;
-        }
-        return cost;
-    }
-    case COLL_RING:
-    default:
-        return halves * (n - 1) * transfer_cost(f, pl, s, d, s, (d + 1) % n);
-    }
-}
-
-/* Activities of one gradient collective of stage s, over all its members. */
-static double stage_collective(const est_fabric *f, const plan *pl, const engine_options *o,
-                               coll_algorithm a, coll_kind kind, int s)
-{
-    int n = pl->data_parallel, sampled = n < MAX_EXACT_REPLICAS ? n : MAX_EXACT_REPLICAS;
-    /* the butterfly's radices (for the whole group, or the inter-server
-     * part of hierarchical: it falls back on them when servers differ) */
-    coll_algorithm b = a == COLL_HIERARCHICAL ? o->dp_inter_algorithm : a;
-    butterfly_shape bf = {.stages = 0};
-    if (b == COLL_HALVING_DOUBLING || b == COLL_BUTTERFLY)
-        bf.stages = butterfly_radices(n,
-                                      b == COLL_HALVING_DOUBLING ? 2
-                                      : o->dp_radix >= 2         ? o->dp_radix
-                                                                 : 4,
-                                      bf.radices, 64);
-    double cost = 0;
-    for (int d = 0; d < sampled; d++)
-        cost += member_cost(f, pl, o, a, kind, &bf, s, d);
-    return cost * n / sampled;
-}
-
 /* The estimate on fabric f (engine_estimate_run, engine_estimate_platform). */
 static void estimate(const est_fabric *f, const cm_model *cm, const plan *pl,
                      const engine_options *o, engine_estimate *out)
@@ -521,11 +331,11 @@ static void estimate(const est_fabric *f, const cm_model *cm, const plan *pl,
                 coll_algorithm rs =
                     coll_algorithm_supports(a, COLL_REDUCE_SCATTER) ? a : o->dp_inter_algorithm;
                 out->collective_activities +=
-                    calls * (stage_collective(f, pl, o, rs, COLL_REDUCE_SCATTER, s) +
-                             stage_collective(f, pl, o, rs, COLL_ALLGATHER, s));
+                    calls * (est_stage_collective(f, pl, o, rs, COLL_REDUCE_SCATTER, s) +
+                             est_stage_collective(f, pl, o, rs, COLL_ALLGATHER, s));
             } else {
                 out->collective_activities +=
-                    calls * stage_collective(f, pl, o, a, COLL_ALLREDUCE, s);
+                    calls * est_stage_collective(f, pl, o, a, COLL_ALLREDUCE, s);
             }
         }
         if (overlap)
@@ -539,7 +349,8 @@ static void estimate(const est_fabric *f, const cm_model *cm, const plan *pl,
             int sampled = fold < MAX_EXACT_REPLICAS ? (int)fold : MAX_EXACT_REPLICAS;
             double both_ways = 0;
             for (int d = 0; d < sampled; d++)
-                both_ways += transfer_cost(f, pl, a, d, b, d) + transfer_cost(f, pl, b, d, a, d);
+                both_ways +=
+                    est_transfer_cost(f, pl, a, d, b, d) + est_transfer_cost(f, pl, b, d, a, d);
             out->p2p_activities += m * both_ways * fold / sampled;
         }
         out->sends = 2 * m * (p * v - 1);
@@ -554,13 +365,13 @@ static void estimate(const est_fabric *f, const cm_model *cm, const plan *pl,
 void engine_estimate_run(const cl_cluster *c, const cm_model *cm, const plan *pl,
                          const engine_options *o, engine_estimate *out)
 {
-    est_fabric f = fabric_of(c, NULL, o);
+    est_fabric f = est_fabric_of(c, NULL, o);
     estimate(&f, cm, pl, o, out);
 }
 
 void engine_estimate_platform(const sim_platform *pf, const cm_model *cm, const plan *pl,
                               const engine_options *o, engine_estimate *out)
 {
-    est_fabric f = fabric_of(&pf->cluster, pf, o);
+    est_fabric f = est_fabric_of(&pf->cluster, pf, o);
     estimate(&f, cm, pl, o, out);
 }

@@ -12,6 +12,7 @@
  *   engine_progress.c    the progress callback's actor (engine_options.progress)
  *   engine_estimate.c    the activities and bytes a run will take, before it runs
  *                        (simrun refuses a job over its bound; declared in engine.h)
+ *   engine_estimate_net.c  its count of a transfer's and a collective's activities
  *   engine_bound.c       that bound, and the refusal's message (engine.h)
  *
  * Bytes between NPUs travel through the transport (sim/net/transport.h): a
