@@ -33,6 +33,8 @@
  *     next server on rail d vs d + 4 (a scale-up flow to the relay, then a
  *     network flow): per replica and direction 8·1 + 7·2 = 22 flows a
  *     micro-batch, 2·m·dp·22 in all.
+ * And ZeRO-2's collectives on the dual-plane platform, blocking and with
+ * --dp-overlap (test_dual_plane_zero2_counts_its_collectives).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -48,6 +50,7 @@ typedef struct fabric_case {
     const char *platform;
     const char *from, *to; /* a variant: `from` replaced by `to`; NULL: as shipped */
     int p, tp, dp;
+    bool zero2, overlap; /* ZeRO-2 (optim_grads); --dp-overlap with 4 buckets of the update */
 } fabric_case;
 
 typedef struct fabric_counts {
@@ -97,6 +100,11 @@ static void run_fabric_case(void *ctx, int fd)
         cm.layers[l].params = 1000;
         cm.layers[l].grad_bytes = 2000;
         cm.layers[l].output_bytes = 1e6;
+        cm.layers[l].zero_reduce_bytes = fc->zero2 ? 4e6 : 0;
+    }
+    if (fc->zero2) {
+        cm.sharding = WL_SHARD_OPTIM_GRADS;
+        cm.weight_bytes_per_param = 2;
     }
     test_uniform_plan(&pl, fc->p, M, 1, SCHED_1F1B);
     pl.tensor_parallel = fc->tp;
@@ -119,6 +127,8 @@ static void run_fabric_case(void *ctx, int fd)
     if (!out.rc) {
         engine_options o;
         engine_init_options(&o);
+        o.dp_overlap = fc->overlap;
+        o.dp_bucket_bytes = 4000 / 4; /* a chunk's 1000 parameters in 4 buckets */
         engine_estimate e;
         engine_estimate_platform(&pf, &cm, &pl, &o, &e);
         out.estimated = e.activities;
@@ -158,7 +168,7 @@ static void run_case(const fabric_case *fc, fabric_counts *out)
 static void test_dual_plane_pipeline_counts_a_flow_per_plane(void)
 {
     for (int hash = 0; hash <= 1; hash++) {
-        fabric_case fc = {DUAL, hash ? SPLIT_PROP : NULL, HASH_PROP, 8, 8, 1};
+        fabric_case fc = {DUAL, hash ? SPLIT_PROP : NULL, HASH_PROP, 8, 8, 1, false, false};
         fabric_counts c;
         run_case(&fc, &c);
         int planes = hash ? 1 : 2; /* flows per network leg */
@@ -171,7 +181,7 @@ static void test_dual_plane_pipeline_counts_a_flow_per_plane(void)
 static void test_dual_plane_gradient_sync_counts_a_flow_per_plane(void)
 {
     for (int hash = 0; hash <= 1; hash++) {
-        fabric_case fc = {DUAL, hash ? SPLIT_PROP : NULL, HASH_PROP, 2, 8, 4};
+        fabric_case fc = {DUAL, hash ? SPLIT_PROP : NULL, HASH_PROP, 2, 8, 4, false, false};
         fabric_counts c;
         run_case(&fc, &c);
         int planes = hash ? 1 : 2;
@@ -184,9 +194,32 @@ static void test_dual_plane_gradient_sync_counts_a_flow_per_plane(void)
     }
 }
 
+/* ZeRO-2 on the same platform and plan: per stage m reduce-scatters and the
+ * gather of the update, blocking after the step (1) or overlapped in 4
+ * buckets (4), each a ring-flow of 4 members of tp·planes flows and a
+ * latency sleep.  The reduce-scatter after every B breaks stage 0's B→F
+ * merges: stage 0 runs its 2m + 1 compute ops apart, stage 1 F+B four times
+ * and the step, 14 executions per replica; overlapped, each stage's first
+ * forward runs in 4 pieces and stage 1's no longer merges with its B: 3 + 4
+ * more. */
+static void test_dual_plane_zero2_counts_its_collectives(void)
+{
+    for (int overlap = 0; overlap <= 1; overlap++) {
+        fabric_case fc = {DUAL, NULL, NULL, 2, 8, 4, true, overlap};
+        fabric_counts c;
+        run_case(&fc, &c);
+        double gathers = overlap ? 4 : 1, member = 8 * 2 + 1;
+        double sync = 2 * (M + gathers) * 4 * member, executions = 4 * (14 + (overlap ? 7 : 0));
+        CU_ASSERT_EQUAL(c.estimated_collective, sync);
+        CU_ASSERT_EQUAL(c.estimated_executions, executions);
+        CU_ASSERT_EQUAL(c.estimated, 4 * 2 * M * 8 * 2 + sync + executions);
+        CU_ASSERT_EQUAL(c.actual, 4 * 2 * M * 8 * 2 + sync + executions);
+    }
+}
+
 static void test_simulated_scaleup_counts_a_flow_per_rank(void)
 {
-    fabric_case fc = {"platforms/test_scaleup_16.xml", NULL, NULL, 4, 4, 1};
+    fabric_case fc = {"platforms/test_scaleup_16.xml", NULL, NULL, 4, 4, 1, false, false};
     fabric_counts c;
     run_case(&fc, &c);
     CU_ASSERT_EQUAL(c.estimated_p2p, 2 * M * 3 * 4);
@@ -195,7 +228,7 @@ static void test_simulated_scaleup_counts_a_flow_per_rank(void)
 
 static void test_pxn_counts_the_relay_leg(void)
 {
-    fabric_case fc = {"platforms/test_rail_pxn_64.xml", NULL, NULL, 16, 1, 4};
+    fabric_case fc = {"platforms/test_rail_pxn_64.xml", NULL, NULL, 16, 1, 4, false, false};
     fabric_counts c;
     run_case(&fc, &c);
     CU_ASSERT_EQUAL(c.estimated_p2p, 2 * M * 4 * 22);
@@ -210,6 +243,8 @@ void register_estimate_fabric_tests(void)
          test_dual_plane_pipeline_counts_a_flow_per_plane},
         {"dual-plane gradient sync: a flow per plane (split) or one (hash)",
          test_dual_plane_gradient_sync_counts_a_flow_per_plane},
+        {"dual-plane ZeRO-2: its collectives, blocking and overlapped",
+         test_dual_plane_zero2_counts_its_collectives},
         {"simulated scale-up: a flow per same-server rank",
          test_simulated_scaleup_counts_a_flow_per_rank},
         {"PXN: the relay's scale-up leg and the network leg", test_pxn_counts_the_relay_leg});

@@ -1,6 +1,7 @@
 /*
  * engine_estimate.c -- estimate: the size of a run before its op lists
- * exist, and the bound simrun holds it to (engine.h).
+ * exist (engine.h; a transfer's and a collective's part in
+ * engine_estimate_net.c).
  *
  * A run costs host time in proportion to the SimGrid activities it starts
  * (docs/design.md, SimGrid facts: about 100K per second on this machine) and
@@ -12,14 +13,19 @@
  *              before every B of a chunk that recomputes, a send and a
  *              receive per micro-batch at each end of a chunk that has a
  *              neighbour (2m(pv − 1) of each per pipeline), the gradient sync
- *              (dp > 1) and the optimizer step (per backward for PipeDream).
+ *              (dp > 1) and the optimizer step (per backward for PipeDream);
+ *              under ZeRO (schedule_parallel.c) instead of the sync a
+ *              reduce-scatter per chunk and micro-batch and ZeRO-2's gather
+ *              of the update after the step, or ZeRO-3's two gathers per
+ *              chunk and micro-batch.
  *   executions the engine runs consecutive compute ops as ONE execution, so a
  *              stage runs one per compute op minus the ops that follow
  *              another with no transfer between: derived per schedule below
  *              (checked against the op lists of every schedule in
  *              tests/test_estimate.c);
  *              plus the optimizer of every replica folded away, plus the
- *              pieces --dp-overlap cuts a gradient op into.
+ *              pieces --dp-overlap cuts a gradient op into (ZeRO-2: its
+ *              first forwards, one piece per bucket of the update).
  *   transfers  each send is, per TP rank (ranks in --placement's order), a
  *              network leg when its peer is in another server: one flow, or
  *              two on a dual-plane NIC that splits (nic_plane_policy split;
@@ -36,6 +42,8 @@
  *              its partners and one wait for the scale-up ones; hierarchical
  *              a step ring of scale-up waits in the server each way and the
  *              inter-server algorithm between the servers' members.
+ *              ZeRO's collectives are counted the same way, on the same
+ *              algorithm (engine_dp_collective).
  *
  * Bytes: the op lists (sched_op, grown by doubling from 64), the timeline
  * when recorded (one engine_span per op per simulated worker, grown the same
@@ -43,7 +51,7 @@
  * (contexts/stack-size:64).  SimGrid's own activities are short-lived and
  * the platform is already loaded, so neither is counted.
  *
- * Calibration: engine_estimate_run() on the plan simrun replays against the
+ * Calibration: engine_estimate_platform() on the plan simrun replays against the
  * `activities` column of `simrun --csv` (build/simrun --csv F PLATFORM
  * WORKLOAD [options]; activities do not depend on the host's speed):
  *
@@ -71,15 +79,19 @@
  *   test_64npu, small_gpt dp 16 --dp-overlap                       560       496
  *   test_64npu, small_gpt dp 16 --dp-overlap, 1 MB buckets      32,240    28,662
  *
- * so exact but in the last four cases, where the estimate is at most 13%
- * over: it counts a wait for every scale-up message of a collective step,
- * some of which have already arrived (butterfly, the step ring's
- * reduce-scatter and all-gather), and --dp-overlap's pieces of a gradient
- * op approximately.  Memory, against peak RSS (/usr/bin/time):
- * small_gpt with 65,536 micro-batches, estimate 118 MB vs 99 MB over the
- * 40 MB of a small run (252 MB vs 205 MB with --trace); the 16K Llama, 154 MB
- * vs 164 MB in all, most of the estimate being 2,048 actors' 64 KiB stacks,
- * which are reserved but only partly touched.
+ * Sharded data parallelism, test_64npu, small_gpt dp 16, 256 sequences:
+ *   ZeRO-2 1F1B, blocking / --dp-overlap             5,568/5,680  5,486/5,648
+ *   ZeRO-2 interleaved v 2, blocking                      11,712       11,120
+ *   ZeRO-3 1F1B, blocking / --dp-overlap             9,792/9,792  8,824/9,750
+ *   ZeRO-3 interleaved v 2, blocking                      20,032       18,292
+ *
+ * so exact but in the last four cases of the first table and the sharded
+ * ones, where the estimate is at most 13% over: it counts a wait for every scale-up message of a
+ * collective step, some of which have already arrived (butterfly, the step ring's reduce-scatter
+ * and all-gather), and --dp-overlap's pieces of a gradient op approximately.  Memory, against peak
+ * RSS (/usr/bin/time): small_gpt with 65,536 micro-batches, estimate 118 MB vs 99 MB over the 40 MB
+ * of a small run (252 MB vs 205 MB with --trace); the 16K Llama, 154 MB vs 164 MB in all, most of
+ * the estimate being 2,048 actors' 64 KiB stacks, which are reserved but only partly touched.
  *
  * The bound simrun holds the estimate to is engine_bound.c's.
  */
@@ -161,6 +173,50 @@ static void stage_end(const cm_model *cm, const plan *pl, int s, bool *optimizer
     *grads = grad_bytes > 0;
 }
 
+/* Sharded data parallelism (schedule_parallel.c): 2 for ZeRO-2
+ * (optim_grads), 3 for ZeRO-3 (optim_grads_params), 0 without (or without a
+ * cost model). */
+static int zero_level(const cm_model *cm, const plan *pl)
+{
+    int cp = cm && cm->context_parallel > 1 ? cm->context_parallel : 1;
+    if (!cm || cm->sharding < WL_SHARD_OPTIM_GRADS || pl->data_parallel * cp < 2)
+        return 0;
+    return cm->sharding >= WL_SHARD_OPTIM_GRADS_PARAMS ? 3 : 2;
+}
+
+/* The sharded collectives of stage s per micro-batch: the chunks with
+ * gradients to reduce-scatter and (ZeRO-3) parameters to gather; ZeRO-2's
+ * gather of the update: whether the stage has parameters, and its buckets
+ * under --dp-overlap (engine_overlap.c: bucket_bytes / 4 parameters each).
+ * Every chunk has them without a cost model's layers. */
+typedef struct zero_ops {
+    double reduce_chunks, gather_chunks, update, update_buckets;
+} zero_ops;
+
+static zero_ops stage_zero_ops(const cm_model *cm, const plan *pl, const engine_options *o, int s)
+{
+    int dp = pl->data_parallel, v = pl->num_chunks;
+    double bucket =
+        o->dp_bucket_bytes > 0 ? o->dp_bucket_bytes : 4.0 * (dp * 1e6 > 40e6 ? dp * 1e6 : 40e6);
+    zero_ops z = {0, 0, 0, 0};
+    if (!pl->chunk_start || cm->num_layers < pl->num_layers)
+        return (zero_ops){v, v, 1, v};
+    for (int j = 0; j < v; j++) {
+        int k = j * pl->num_stages + s;
+        double reduce = 0, gather = 0, params = 0;
+        for (int l = pl->chunk_start[k]; l < pl->chunk_start[k + 1]; l++) {
+            reduce += cm->layers[l].zero_reduce_bytes;
+            gather += cm->layers[l].zero_gather_bytes;
+            params += cm->layers[l].params;
+        }
+        z.reduce_chunks += reduce > 0;
+        z.gather_chunks += gather > 0;
+        z.update = z.update || params * cm->weight_bytes_per_param > 0;
+        z.update_buckets += params > 0 ? ceil(4.0 * params / bucket) : 0;
+    }
+    return z;
+}
+
 /* How many j in [0, n) satisfy pred(j), pred periodic with period `period`. */
 static double count_periodic(double n, int period, bool (*pred)(const void *, int), const void *ctx)
 {
@@ -201,12 +257,32 @@ static bool last_stage_merges(const void *ctx, int j)
 }
 
 /* Compute ops of stage s that run in the same execution as the op before
- * them (no transfer between), p ≥ 2. */
-static double stage_merges(const plan *pl, int s, bool has_optimizer)
+ * them (no transfer between), p ≥ 2.  Under ZeRO (zero 2 or 3) a
+ * reduce-scatter follows the op that completes a chunk's gradients (B, or W
+ * when the schedule splits the backward), and under ZeRO-3 a gather precedes
+ * every F, recompute and B without a recompute before it: no merge across
+ * either survives. */
+static double stage_merges(const plan *pl, int s, bool has_optimizer, int zero)
 {
     int p = pl->num_stages, v = pl->num_chunks;
     double m = pl->num_micro_batches;
-    bool first = s == 0, last = s == p - 1, synced = pl->data_parallel > 1;
+    bool first = s == 0, last = s == p - 1, synced = pl->data_parallel > 1 || zero;
+    if (zero)
+        switch (pl->schedule) {
+        case SCHED_GPIPE:
+        case SCHED_1F1B:
+        case SCHED_INTERLEAVED:
+            /* stage 0's B→F and B→optimizer follow a completing B; the
+             * last stage's F→B (or F→R) survives ZeRO-2 only */
+            if (!last || zero == 3)
+                return 0;
+            break;
+        case SCHED_ZB_H1:
+        case SCHED_ZB_H2:
+            break; /* below */
+        default:
+            return 0; /* PipeDream: refused with ZeRO (workload_checks.c) */
+        }
     /* no gradient sync between the last compute op and the optimizer */
     bool sync_end = !synced && has_optimizer;
     switch (pl->schedule) {
@@ -222,7 +298,7 @@ static double stage_merges(const plan *pl, int s, bool has_optimizer)
         double steady = total - w; /* (F, B) pairs */
         order_1f1b o = {p, v, (int)w};
         double n = 0;
-        if (first)
+        if (first && !zero)
             n += count_periodic(steady - 1, p * v, first_stage_merges, &o) + (sync_end ? 1 : 0);
         if (last)
             n += count_periodic(steady, p * v, last_stage_merges, &o);
@@ -238,6 +314,8 @@ static double stage_merges(const plan *pl, int s, bool has_optimizer)
         double a = limit - w0 < m - w0 ? limit - w0 : m - w0;
         double b = m - w0 - a;
         double n = sync_end ? 1 : 0; /* the last W and the optimizer */
+        if (zero)                    /* W completes: W→F, W→W break; ZeRO-3: B→F, F→B too */
+            return first ? (zero == 2 ? a : 0) + b + w0 : last && zero == 2 ? m : 0;
         if (first)
             return n + a + 2 * b + w0 + a; /* B→F, B→W→F, B→W, W→W */
         if (last)
@@ -279,6 +357,7 @@ static void estimate(const est_fabric *f, const cm_model *cm, const plan *pl,
     double fold = o->fold_dp > 0 && o->fold_dp < dp ? o->fold_dp : dp;
     bool zero_bubble = pl->schedule == SCHED_ZB_H1 || pl->schedule == SCHED_ZB_H2;
     bool overlap = o->dp_overlap && dp > 1;
+    int zero = zero_level(cm, pl);
     /* Gradient syncs per iteration and stage, and the ops closing them. */
     double ends = pl->schedule == SCHED_PIPEDREAM ? m : 1;
     double channel_items = pl->schedule == SCHED_GPIPE ? m * v : fmin(m * v, 2.0 * p * v);
@@ -295,7 +374,12 @@ static void estimate(const est_fabric *f, const cm_model *cm, const plan *pl,
         bool has_optimizer = true, has_grads = true;
         stage_end(cm, pl, s, &has_optimizer, &has_grads);
         double optimizers = has_optimizer ? ends : 0;
-        double ops = compute + recompute + p2p + ends * (dp > 1) + optimizers;
+        /* the gradient sync, or ZeRO's collectives (schedule_parallel.c) */
+        zero_ops z = zero ? stage_zero_ops(cm, pl, o, s) : (zero_ops){0, 0, 0, 0};
+        double syncs = zero == 3   ? m * (z.reduce_chunks + 2 * z.gather_chunks)
+                       : zero == 2 ? m * z.reduce_chunks + z.update
+                                   : ends * (dp > 1);
+        double ops = compute + recompute + p2p + syncs + optimizers;
         out->compute_ops += compute + recompute + optimizers;
         out->p2p_ops += p2p;
         out->ops += ops;
@@ -312,19 +396,39 @@ static void estimate(const est_fabric *f, const cm_model *cm, const plan *pl,
         /* Executions: one per compute op and optimizer step (a recompute
          * runs with its B), less the ops merged with the one before. */
         double blocks;
-        if (p == 1)
+        if (p == 1 && zero)
+            /* a run per micro-batch, ended by its reduce-scatter; ZeRO-3:
+             * two, its F and its B each after a gather */
+            blocks = (zero == 3 ? 2 : 1) * m * v + has_optimizer;
+        else if (p == 1)
             /* everything merges but across a gradient sync */
             blocks = pl->schedule == SCHED_PIPEDREAM && dp > 1 ? m + has_optimizer
                                                                : 1 + (dp > 1 && has_optimizer);
         else
-            blocks = compute + optimizers - stage_merges(pl, s, has_optimizer);
-        double buckets = overlap ? stage_buckets(cm, pl, o, s) : 0;
+            blocks = compute + optimizers - stage_merges(pl, s, has_optimizer, zero);
+        double buckets = overlap && !zero ? stage_buckets(cm, pl, o, s) : 0;
         /* With the distributed optimizer the first forward of each chunk
-         * also runs in one piece per parameter bucket (engine_overlap.c). */
+         * also runs in one piece per parameter bucket (engine_overlap.c);
+         * under ZeRO-2 one per bucket of the update, and the first forward
+         * of the last chunk no longer merges with what follows it on the
+         * last stage (its B, or under GPipe the next F on one stage). */
         double pieces = buckets * (o->dp_param_gather_ratio > 0 ? 2 : 1);
+        if (overlap && zero == 2 && z.update_buckets > 0)
+            pieces = z.update_buckets - v +
+                     (s == p - 1 && (p == 1 || pl->schedule != SCHED_GPIPE || m == 1));
         out->executions += fold * (blocks + pieces) + (dp - fold) * optimizers;
         /* Gradient syncs: every replica, folded or not. */
-        if (dp > 1 && has_grads) {
+        if (zero) {
+            coll_algorithm a = o->dp_algorithm;
+            if (!coll_algorithm_supports(a, COLL_REDUCE_SCATTER))
+                a = o->dp_inter_algorithm; /* engine_dp_collective() */
+            double gathers = zero == 3             ? 2 * m * z.gather_chunks
+                             : overlap && z.update ? z.update_buckets
+                                                   : z.update;
+            out->collective_activities +=
+                m * z.reduce_chunks * est_stage_collective(f, pl, o, a, COLL_REDUCE_SCATTER, s) +
+                gathers * est_stage_collective(f, pl, o, a, COLL_ALLGATHER, s);
+        } else if (dp > 1 && has_grads) {
             double calls = ends * (overlap ? buckets : 1);
             coll_algorithm a = o->dp_algorithm;
             if (o->dp_param_gather_ratio > 0) {
@@ -356,7 +460,7 @@ static void estimate(const est_fabric *f, const cm_model *cm, const plan *pl,
         out->sends = 2 * m * (p * v - 1);
     }
     out->activities = out->executions + out->p2p_activities + out->collective_activities;
-    double actors = (double)p * dp + (overlap ? p * fold : 0);
+    double actors = (double)p * dp + (overlap ? p * fold * (zero == 3 ? 2 : 1) : 0);
     out->engine_bytes += actors * (STACK_BYTES + ACTOR_BYTES) + (double)p * dp * sizeof(worker) +
                          (double)p * dp * tp * (sizeof(int) + sizeof(sg_host_t));
     out->bytes = out->op_list_bytes + out->engine_bytes;
