@@ -86,12 +86,14 @@
  *   ZeRO-3 interleaved v 2, blocking                      20,032       18,292
  *
  * so exact but in the last four cases of the first table and the sharded
- * ones, where the estimate is at most 13% over: it counts a wait for every scale-up message of a
- * collective step, some of which have already arrived (butterfly, the step ring's reduce-scatter
- * and all-gather), and --dp-overlap's pieces of a gradient op approximately.  Memory, against peak
- * RSS (/usr/bin/time): small_gpt with 65,536 micro-batches, estimate 118 MB vs 99 MB over the 40 MB
- * of a small run (252 MB vs 205 MB with --trace); the 16K Llama, 154 MB vs 164 MB in all, most of
- * the estimate being 2,048 actors' 64 KiB stacks, which are reserved but only partly touched.
+ * ones, where the estimate is at most 13% over: it counts a wait for every
+ * scale-up message of a collective step, some of which have already arrived
+ * (butterfly, the step ring's reduce-scatter and all-gather), and
+ * --dp-overlap's pieces of a gradient op approximately.  Memory, against peak
+ * RSS (/usr/bin/time): small_gpt with 65,536 micro-batches, estimate 118 MB
+ * vs 99 MB over the 40 MB of a small run (252 MB vs 205 MB with --trace);
+ * the 16K Llama, 154 MB vs 164 MB in all, most of the estimate being 2,048
+ * actors' 64 KiB stacks, which are reserved but only partly touched.
  *
  * The bound simrun holds the estimate to is engine_bound.c's.
  */
