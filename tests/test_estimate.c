@@ -194,6 +194,7 @@ typedef struct shape {
     schedule_kind kind;
     int p, m, v, dp;
     bool recompute; /* full recompute on every layer: a recompute op before each B */
+    int zero;       /* 2: ZeRO-2 (optim_grads), 3: ZeRO-3 (optim_grads_params), else none */
 } shape;
 
 static void check_shape(const shape *sh)
@@ -205,6 +206,14 @@ static void check_shape(const shape *sh)
     model_with_optimizer(&cm, sh->p * sh->v, sh->dp);
     for (int l = 0; l < cm.num_layers; l++)
         cm.layers[l].weight_grad_s = 0.5;
+    if (sh->zero) { /* the sharded collectives' bytes (schedule_parallel.c) */
+        cm.sharding = sh->zero == 3 ? WL_SHARD_OPTIM_GRADS_PARAMS : WL_SHARD_OPTIM_GRADS;
+        cm.weight_bytes_per_param = 2;
+        for (int l = 0; l < cm.num_layers; l++) {
+            cm.layers[l].zero_reduce_bytes = 2000;
+            cm.layers[l].zero_gather_bytes = sh->zero == 3 ? 2000 : 0;
+        }
+    }
     test_chunked_plan(&pl, sh->p, sh->v, sh->m, 1, sh->kind);
     pl.data_parallel = sh->dp;
     for (int l = 0; sh->recompute && l < cm.num_layers; l++) {
@@ -236,11 +245,10 @@ static void check_shape(const shape *sh)
     if (e.ops != ops || e.compute_ops != compute || e.p2p_ops != p2p ||
         e.executions != executions || e.max_stage_ops != max_ops)
         fprintf(stderr,
-                "\n  %s p=%d m=%d v=%d dp=%d recompute=%d: estimated ops %g compute %g p2p %g "
-                "executions %g, "
-                "op lists %g %g %g %g\n",
-                wl_schedule_name(sh->kind), sh->p, sh->m, sh->v, sh->dp, sh->recompute, e.ops,
-                e.compute_ops, e.p2p_ops, e.executions, ops, compute, p2p, executions);
+                "\n  %s p=%d m=%d v=%d dp=%d recompute=%d zero=%d: estimated ops %g compute %g "
+                "p2p %g executions %g, op lists %g %g %g %g\n",
+                wl_schedule_name(sh->kind), sh->p, sh->m, sh->v, sh->dp, sh->recompute, sh->zero,
+                e.ops, e.compute_ops, e.p2p_ops, e.executions, ops, compute, p2p, executions);
     CU_ASSERT_EQUAL(e.ops, ops);
     CU_ASSERT_EQUAL(e.compute_ops, compute);
     CU_ASSERT_EQUAL(e.p2p_ops, p2p);
@@ -261,7 +269,7 @@ static void test_every_schedule_matches_its_op_lists(void)
             for (unsigned b = 0; b < sizeof ms / sizeof ms[0]; b++)
                 for (unsigned d = 0; d < sizeof dps / sizeof dps[0]; d++)
                     for (int r = 0; r < 2; r++) {
-                        shape sh = {kinds[k], ps[a], ms[b], 1, dps[d], r};
+                        shape sh = {kinds[k], ps[a], ms[b], 1, dps[d], r, 0};
                         check_shape(&sh);
                     }
     /* interleaved: m a multiple of p, v chunks per stage */
@@ -271,9 +279,33 @@ static void test_every_schedule_matches_its_op_lists(void)
             for (int groups = 1; groups <= 5; groups += 2)
                 for (unsigned d = 0; d < sizeof dps / sizeof dps[0]; d++)
                     for (int r = 0; r < 2; r++) {
-                        shape sh = {SCHED_INTERLEAVED, ps[a], groups * ps[a], vs[i], dps[d], r};
+                        shape sh = {SCHED_INTERLEAVED, ps[a], groups * ps[a], vs[i], dps[d], r, 0};
                         check_shape(&sh);
                     }
+}
+
+/* ZeRO-2 and ZeRO-3 (DP 2): their reduce-scatters and gathers in the op
+ * lists, and the merges they break, under every schedule they run with
+ * (not PipeDream). */
+static void test_sharded_schedules_match_their_op_lists(void)
+{
+    const schedule_kind kinds[] = {SCHED_GPIPE, SCHED_1F1B, SCHED_ZB_H1, SCHED_ZB_H2};
+    const int ps[] = {1, 2, 3, 4, 8}, ms[] = {1, 2, 3, 4, 8, 13, 32};
+    for (int zero = 2; zero <= 3; zero++)
+        for (int r = 0; r < 2; r++) {
+            for (unsigned k = 0; k < sizeof kinds / sizeof kinds[0]; k++)
+                for (unsigned a = 0; a < sizeof ps / sizeof ps[0]; a++)
+                    for (unsigned b = 0; b < sizeof ms / sizeof ms[0]; b++) {
+                        shape sh = {kinds[k], ps[a], ms[b], 1, 2, r, zero};
+                        check_shape(&sh);
+                    }
+            for (unsigned a = 1; a < sizeof ps / sizeof ps[0]; a++)
+                for (int v = 2; v <= 3; v++)
+                    for (int groups = 1; groups <= 5; groups += 2) {
+                        shape sh = {SCHED_INTERLEAVED, ps[a], groups * ps[a], v, 2, r, zero};
+                        check_shape(&sh);
+                    }
+        }
 }
 
 /* ---- the bound ------------------------------------------------------------------ */
@@ -354,6 +386,8 @@ void register_estimate_tests(void)
         "estimate", {"1F1B p=2 m=4: ops and activities by hand", test_1f1b_counts_by_hand},
         {"1F1B p=2 m=4: activities of a real run", test_1f1b_activities_match_a_run},
         {"every schedule matches its op lists", test_every_schedule_matches_its_op_lists},
+        {"ZeRO-2/3 under every schedule match their op lists",
+         test_sharded_schedules_match_their_op_lists},
         {"the bound refuses, --allow-large passes", test_bound_refuses_and_allow_large_passes},
         {"bytes in decimal units", test_bytes_are_formatted_in_decimal_units});
 }

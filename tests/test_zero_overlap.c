@@ -21,8 +21,18 @@
  *   - ZeRO-3 overlapped, S ≫ g, r: the first gather has nothing before it,
  *     every later one is prefetched during the op before it:
  *     T = g + m·S + r.
- * ZeRO-2's all-gather of the updated parameters (P·2 bytes) follows the
- * optimizer step, blocking, in both: a.
+ * ZeRO-2's all-gather of the updated parameters (2P bytes of bf16, a =
+ * 3(α + 2P/(4B))) follows the optimizer step when blocking.  Overlapped it
+ * is the distributed optimizer's (Megatron's overlap_param_gather): the
+ * previous step's gather at the iteration's start, in b = ⌈4P/bucket⌉
+ * buckets (a bucket of --dp-bucket-bytes holds a quarter as many
+ * parameters) of g_b = 3(α + 2P/(b·4B)) each, gathered back to back while
+ * the first forward runs in b pieces of F/b, piece k after bucket k: the
+ * forward ends at max_k ((k+1)·g_b + (b−k)·F/b), so the gather exposes
+ *   g_b                  when g_b ≤ F/b (k = 0),
+ *   b·g_b − (b−1)·F/b    when not (k = b − 1).
+ * With one bucket (the default holds 40M parameters) it exposes a, at the
+ * start instead of the end: on one stage the iteration is as long.
  */
 #include <string.h>
 
@@ -66,7 +76,7 @@ static void zero_model(const zcase *z, bool overlap, cm_model *cm, plan *pl)
     pl->data_parallel = N_DP;
 }
 
-static void run_case(const zcase *z, bool overlap, test_sim_result *r)
+static void run_bucketed(const zcase *z, bool overlap, double bucket_bytes, test_sim_result *r)
 {
     cm_model cm;
     plan pl;
@@ -74,10 +84,16 @@ static void run_case(const zcase *z, bool overlap, test_sim_result *r)
     engine_options o;
     engine_init_options(&o);
     o.dp_overlap = overlap;
+    o.dp_bucket_bytes = bucket_bytes;
     CU_ASSERT_EQUAL(test_simulate_plan("platforms/test_flat_4.xml", &cm, &pl, &o, r), 0);
     CU_ASSERT_EQUAL(r->rc, 0);
     plan_free(&pl);
     cm_free(&cm);
+}
+
+static void run_case(const zcase *z, bool overlap, test_sim_result *r)
+{
+    run_bucketed(z, overlap, 0, r);
 }
 
 /* The planners' prediction of the same case, on a cluster view of the flat
@@ -101,6 +117,8 @@ static double predicted_s(const zcase *z, bool overlap)
     return t;
 }
 
+/* a: the gather of the update, after the step (blocking) or, in one default
+ * bucket, before the first forward (overlapped) */
 static const double end_gather_s = 3 * (ALPHA_S + 2 * PARAMS / (N_DP * B_BPS));
 
 /* ZeRO-2, compute (300 ms a micro-batch) longer than a reduce-scatter of
@@ -131,6 +149,37 @@ static void test_zero2_reduce_scatters_serialise_when_compute_is_short(void)
     ASSERT_REL(overlapped.iteration_s, S + (z.m - 1) * r + r + end_gather_s, 1e-9);
     ASSERT_REL(overlapped.stage_dp_comm_s[0], (z.m - 1) * (r - S) + r + end_gather_s, 1e-9);
     ASSERT_REL(predicted_s(&z, true), overlapped.iteration_s, 1e-9);
+}
+
+/* ZeRO-2's gather of the update in b = 4 buckets (--dp-bucket-bytes 4P/4:
+ * 2.5 MB of parameters each, g_b = 1.905 ms), forward F = 100 ms: every
+ * bucket but the first arrives while the forward's earlier pieces run. */
+static void test_zero2_gathers_the_update_during_the_first_forward(void)
+{
+    const zcase z = {0, 100e-3, 200e-3, 40e6, 0, 3};
+    int b = 4;
+    double S = 0.3, r = ring_half_s(40e6), g = ring_half_s(2 * PARAMS / b);
+    CU_ASSERT(g <= z.forward_s / b);
+    test_sim_result overlapped;
+    run_bucketed(&z, true, 4 * PARAMS / b, &overlapped);
+    ASSERT_REL(overlapped.iteration_s, g + z.m * S + r, 1e-9);
+    ASSERT_REL(overlapped.stage_dp_comm_s[0], g + r, 1e-9);
+}
+
+/* The same with a forward of F = 4 ms (F/b = 1 ms < g_b): the pieces wait
+ * for their buckets, the forward ends at b·g_b + F/b; then the
+ * reduce-scatters (r > S = 12 ms) serialise: T = b·g_b + F/b + B + m·r. */
+static void test_zero2_gather_of_the_update_exposes_what_the_pieces_cannot_hide(void)
+{
+    const zcase z = {0, 4e-3, 8e-3, 40e6, 0, 2};
+    int b = 4;
+    double S = 12e-3, r = ring_half_s(40e6), g = ring_half_s(2 * PARAMS / b);
+    double F = z.forward_s, B = z.backward_s;
+    CU_ASSERT(g > F / b && r > S);
+    test_sim_result overlapped;
+    run_bucketed(&z, true, 4 * PARAMS / b, &overlapped);
+    ASSERT_REL(overlapped.iteration_s, b * g + F / b + B + z.m * r, 1e-9);
+    ASSERT_REL(overlapped.stage_dp_comm_s[0], b * g - (b - 1) * F / b + (r - S) + r, 1e-9);
 }
 
 /* ZeRO-3, compute long: the first gather is exposed, every later one is
@@ -180,6 +229,10 @@ void register_zero_overlap_tests(void)
                 test_zero2_hides_all_but_the_last_reduce_scatter},
                {"ZeRO-2 reduce-scatters serialise when compute is short",
                 test_zero2_reduce_scatters_serialise_when_compute_is_short},
+               {"ZeRO-2 gathers the update during the first forward",
+                test_zero2_gathers_the_update_during_the_first_forward},
+               {"ZeRO-2's gather of the update exposes what the pieces cannot hide",
+                test_zero2_gather_of_the_update_exposes_what_the_pieces_cannot_hide},
                {"ZeRO-3 prefetches every gather but the first",
                 test_zero3_prefetches_every_gather_but_the_first},
                {"the overlap reserves its buffers in both models",

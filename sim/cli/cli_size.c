@@ -4,7 +4,7 @@
  * A valid workload can ask for a run that would take hours and more memory
  * than the machine has: global_batch_size = 2^30 on small_gpt is 2^29
  * micro-batches per pipeline.  Before any op list is built, simrun estimates
- * the run (engine_estimate_run(): SimGrid activities and bytes, from the
+ * the run (engine_estimate_platform(): SimGrid activities and bytes, from the
  * plan's sizes and schedule) and refuses one over the bound
  * (engine_init_limits(): 5e7 activities, the machine's MemTotal) with exit
  * code 2, naming the file and the key that drives the size:
@@ -47,7 +47,7 @@ static int check(const cli *c, const job *j, const plan *pl, const char *source,
 {
     engine_options eo = cli_engine_options(c, j);
     engine_estimate e;
-    engine_estimate_run(&j->pf.cluster, &j->cm, pl, &eo, &e);
+    engine_estimate_platform(&j->pf, &j->cm, pl, &eo, &e);
     engine_limits l;
     limits_of(c, &l);
     return engine_check_estimate(&e, &l, source, key, what, err);

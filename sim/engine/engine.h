@@ -211,12 +211,21 @@ typedef struct engine_estimate {
 } engine_estimate;
 
 /* cm may be NULL (then --dp-overlap counts one bucket per chunk); pl's
- * arrays may be NULL (then no recompute ops are counted). */
+ * arrays may be NULL (then no recompute ops are counted).  On the cluster
+ * alone the fabric is taken as one NIC plane, a closed-form scale-up and no
+ * PXN; engine_estimate_platform() reads them from the loaded platform (a
+ * dual-plane split NIC posts two flows per network leg, a simulated scale-up
+ * fabric a flow per same-server part, PXN a scale-up leg before a
+ * cross-rail one), as the transport does (transport.c). */
 void engine_estimate_run(const cl_cluster *c, const cm_model *cm, const plan *pl,
                          const engine_options *o, engine_estimate *out);
+void engine_estimate_platform(const sim_platform *pf, const cm_model *cm, const plan *pl,
+                              const engine_options *o, engine_estimate *out);
 
-/* The bound on a run's size: above max_activities or max_bytes a caller
- * refuses to build the op lists.  INFINITY lifts a bound. */
+/* ---- engine_bound.c: the bound on a run's size ---------------------------- */
+
+/* Above max_activities or max_bytes a caller refuses to build the op lists.
+ * INFINITY lifts a bound. */
 typedef struct engine_limits {
     double max_activities;
     double max_bytes;

@@ -1,6 +1,7 @@
 /*
  * engine_estimate.c -- estimate: the size of a run before its op lists
- * exist, and the bound simrun holds it to (engine.h).
+ * exist (engine.h; a transfer's and a collective's part in
+ * engine_estimate_net.c).
  *
  * A run costs host time in proportion to the SimGrid activities it starts
  * (docs/design.md, SimGrid facts: about 100K per second on this machine) and
@@ -12,17 +13,27 @@
  *              before every B of a chunk that recomputes, a send and a
  *              receive per micro-batch at each end of a chunk that has a
  *              neighbour (2m(pv − 1) of each per pipeline), the gradient sync
- *              (dp > 1) and the optimizer step (per backward for PipeDream).
+ *              (dp > 1) and the optimizer step (per backward for PipeDream);
+ *              under ZeRO (schedule_parallel.c) instead of the sync a
+ *              reduce-scatter per chunk and micro-batch and ZeRO-2's gather
+ *              of the update after the step, or ZeRO-3's two gathers per
+ *              chunk and micro-batch.
  *   executions the engine runs consecutive compute ops as ONE execution, so a
  *              stage runs one per compute op minus the ops that follow
  *              another with no transfer between: derived per schedule below
  *              (checked against the op lists of every schedule in
  *              tests/test_estimate.c);
  *              plus the optimizer of every replica folded away, plus the
- *              pieces --dp-overlap cuts a gradient op into.
- *   transfers  each send is one flow per TP rank whose peer is in another
- *              server, and one sleep when a rank's peer shares its server
- *              (the scale-up part); the receive starts nothing.
+ *              pieces --dp-overlap cuts a gradient op into (ZeRO-2: its
+ *              first forwards, one piece per bucket of the update).
+ *   transfers  each send is, per TP rank (ranks in --placement's order), a
+ *              network leg when its peer is in another server: one flow, or
+ *              two on a dual-plane NIC that splits (nic_plane_policy split;
+ *              hash: one), with PXN a scale-up part first when the peer is
+ *              on another rail; a scale-up part when the peer shares its
+ *              server: a flow on a simulated scale-up fabric, else the
+ *              send's one sleep for the closed-form time (transport.c,
+ *              transport_scaleup.c); the receive starts nothing.
  *   syncs      every replica (folded or not) runs the gradient collectives of
  *              its stage: ring-flow costs per member one message (flows as
  *              above, a sleep at the receiver for a scale-up part) and one
@@ -31,6 +42,8 @@
  *              its partners and one wait for the scale-up ones; hierarchical
  *              a step ring of scale-up waits in the server each way and the
  *              inter-server algorithm between the servers' members.
+ *              ZeRO's collectives are counted the same way, on the same
+ *              algorithm (engine_dp_collective).
  *
  * Bytes: the op lists (sched_op, grown by doubling from 64), the timeline
  * when recorded (one engine_span per op per simulated worker, grown the same
@@ -38,7 +51,7 @@
  * (contexts/stack-size:64).  SimGrid's own activities are short-lived and
  * the platform is already loaded, so neither is counted.
  *
- * Calibration: engine_estimate_run() on the plan simrun replays against the
+ * Calibration: engine_estimate_platform() on the plan simrun replays against the
  * `activities` column of `simrun --csv` (build/simrun --csv F PLATFORM
  * WORKLOAD [options]; activities do not depend on the host's speed):
  *
@@ -66,26 +79,28 @@
  *   test_64npu, small_gpt dp 16 --dp-overlap                       560       496
  *   test_64npu, small_gpt dp 16 --dp-overlap, 1 MB buckets      32,240    28,662
  *
- * so exact but in the last four cases, where the estimate is at most 13%
- * over: it counts a wait for every scale-up message of a collective step,
- * some of which have already arrived (butterfly, the step ring's
- * reduce-scatter and all-gather), and --dp-overlap's pieces of a gradient
- * op approximately.  Memory, against peak RSS (/usr/bin/time):
- * small_gpt with 65,536 micro-batches, estimate 118 MB vs 99 MB over the
- * 40 MB of a small run (252 MB vs 205 MB with --trace); the 16K Llama, 154 MB
- * vs 164 MB in all, most of the estimate being 2,048 actors' 64 KiB stacks,
- * which are reserved but only partly touched.
+ * Sharded data parallelism, test_64npu, small_gpt dp 16, 256 sequences:
+ *   ZeRO-2 1F1B, blocking / --dp-overlap             5,568/5,680  5,486/5,648
+ *   ZeRO-2 interleaved v 2, blocking                      11,712       11,120
+ *   ZeRO-3 1F1B, blocking / --dp-overlap             9,792/9,792  8,824/9,750
+ *   ZeRO-3 interleaved v 2, blocking                      20,032       18,292
  *
- * The bound (engine_init_limits): 5e7 activities, about 10 minutes at the
- * rate above, and the machine's memory (MemTotal of /proc/meminfo).  An op
- * list indexes its ops with an int that doubles, so no stage may hold more
- * than 2^30 ops, bound or not.
+ * so exact but in the last four cases of the first table and the sharded
+ * ones, where the estimate is at most 13% over: it counts a wait for every
+ * scale-up message of a collective step, some of which have already arrived
+ * (butterfly, the step ring's reduce-scatter and all-gather), and
+ * --dp-overlap's pieces of a gradient op approximately.  Memory, against peak
+ * RSS (/usr/bin/time): small_gpt with 65,536 micro-batches, estimate 118 MB
+ * vs 99 MB over the 40 MB of a small run (252 MB vs 205 MB with --trace);
+ * the 16K Llama, 154 MB vs 164 MB in all, most of the estimate being 2,048
+ * actors' 64 KiB stacks, which are reserved but only partly touched.
+ *
+ * The bound simrun holds the estimate to is engine_bound.c's.
  */
 #include <math.h>
-#include <stdio.h>
 #include <string.h>
 
-#include "engine_internal.h"
+#include "engine_estimate_internal.h"
 #include "step_order.h"
 
 #define STACK_BYTES (64.0 * 1024) /* contexts/stack-size:64 (engine.c) */
@@ -93,14 +108,6 @@
 #define FIRST_OP_CAPACITY 64      /* sched_push() */
 #define FIRST_SPAN_CAPACITY 64    /* span_record_at() */
 #define FIRST_CHANNEL_CAPACITY 8  /* channel_push() */
-#define MAX_STAGE_OPS (1 << 30)   /* sched_push() doubles an int capacity */
-#define DEFAULT_MAX_ACTIVITIES 5e7
-/* A plan read from a file is estimated before anything checks it against the
- * platform: beyond these sizes the per-rank sums below are sampled, so that
- * an absurd TP or DP cannot make the estimate itself slow. */
-#define MAX_EXACT_TP 4096
-#define MAX_EXACT_REPLICAS 4096
-#define MAX_EXACT_PARTNERS 64
 
 /* The capacity a list grown by doubling from `first` reaches for n items. */
 static double doubled_capacity(double n, double first)
@@ -111,43 +118,6 @@ static double doubled_capacity(double n, double first)
     while (cap < n)
         cap *= 2;
     return cap;
-}
-
-static int server_of(const cl_cluster *c, long rank)
-{
-    return (int)(rank / (c->npus_per_node > 0 ? c->npus_per_node : 1));
-}
-
-/* A transfer from worker (sa, d) to worker (sb, e): one flow per TP rank
- * whose peer is in another server, and whether some rank's peer shares its
- * server (a scale-up part, waited for by one sleep: transport_start,
- * transport_wait). */
-static void transfer_parts(const cl_cluster *c, const plan *pl, int sa, int d, int sb, int e,
-                           int *flows, bool *same)
-{
-    int tp = pl->tensor_parallel, dp = pl->data_parallel;
-    *flows = 0;
-    *same = false;
-    if (tp > MAX_EXACT_TP) {
-        *flows = tp; /* no server holds such a TP group: every rank's peer is elsewhere */
-        return;
-    }
-    for (int r = 0; r < tp; r++) {
-        long a = r + (long)tp * (d + (long)dp * sa), b = r + (long)tp * (e + (long)dp * sb);
-        if (server_of(c, a) == server_of(c, b))
-            *same = true;
-        else
-            ++*flows;
-    }
-}
-
-/* Its activities: the flows and the sleep. */
-static double transfer_cost(const cl_cluster *c, const plan *pl, int sa, int d, int sb, int e)
-{
-    int flows;
-    bool same;
-    transfer_parts(c, pl, sa, d, sb, e, &flows, &same);
-    return flows + same;
 }
 
 /* Whether chunk j of stage s recomputes any layer (then every B of it is
@@ -205,6 +175,50 @@ static void stage_end(const cm_model *cm, const plan *pl, int s, bool *optimizer
     *grads = grad_bytes > 0;
 }
 
+/* Sharded data parallelism (schedule_parallel.c): 2 for ZeRO-2
+ * (optim_grads), 3 for ZeRO-3 (optim_grads_params), 0 without (or without a
+ * cost model). */
+static int zero_level(const cm_model *cm, const plan *pl)
+{
+    int cp = cm && cm->context_parallel > 1 ? cm->context_parallel : 1;
+    if (!cm || cm->sharding < WL_SHARD_OPTIM_GRADS || pl->data_parallel * cp < 2)
+        return 0;
+    return cm->sharding >= WL_SHARD_OPTIM_GRADS_PARAMS ? 3 : 2;
+}
+
+/* The sharded collectives of stage s per micro-batch: the chunks with
+ * gradients to reduce-scatter and (ZeRO-3) parameters to gather; ZeRO-2's
+ * gather of the update: whether the stage has parameters, and its buckets
+ * under --dp-overlap (engine_overlap.c: bucket_bytes / 4 parameters each).
+ * Every chunk has them without a cost model's layers. */
+typedef struct zero_ops {
+    double reduce_chunks, gather_chunks, update, update_buckets;
+} zero_ops;
+
+static zero_ops stage_zero_ops(const cm_model *cm, const plan *pl, const engine_options *o, int s)
+{
+    int dp = pl->data_parallel, v = pl->num_chunks;
+    double bucket =
+        o->dp_bucket_bytes > 0 ? o->dp_bucket_bytes : 4.0 * (dp * 1e6 > 40e6 ? dp * 1e6 : 40e6);
+    zero_ops z = {0, 0, 0, 0};
+    if (!pl->chunk_start || cm->num_layers < pl->num_layers)
+        return (zero_ops){v, v, 1, v};
+    for (int j = 0; j < v; j++) {
+        int k = j * pl->num_stages + s;
+        double reduce = 0, gather = 0, params = 0;
+        for (int l = pl->chunk_start[k]; l < pl->chunk_start[k + 1]; l++) {
+            reduce += cm->layers[l].zero_reduce_bytes;
+            gather += cm->layers[l].zero_gather_bytes;
+            params += cm->layers[l].params;
+        }
+        z.reduce_chunks += reduce > 0;
+        z.gather_chunks += gather > 0;
+        z.update = z.update || params * cm->weight_bytes_per_param > 0;
+        z.update_buckets += params > 0 ? ceil(4.0 * params / bucket) : 0;
+    }
+    return z;
+}
+
 /* How many j in [0, n) satisfy pred(j), pred periodic with period `period`. */
 static double count_periodic(double n, int period, bool (*pred)(const void *, int), const void *ctx)
 {
@@ -245,12 +259,32 @@ static bool last_stage_merges(const void *ctx, int j)
 }
 
 /* Compute ops of stage s that run in the same execution as the op before
- * them (no transfer between), p ≥ 2. */
-static double stage_merges(const plan *pl, int s, bool has_optimizer)
+ * them (no transfer between), p ≥ 2.  Under ZeRO (zero 2 or 3) a
+ * reduce-scatter follows the op that completes a chunk's gradients (B, or W
+ * when the schedule splits the backward), and under ZeRO-3 a gather precedes
+ * every F, recompute and B without a recompute before it: no merge across
+ * either survives. */
+static double stage_merges(const plan *pl, int s, bool has_optimizer, int zero)
 {
     int p = pl->num_stages, v = pl->num_chunks;
     double m = pl->num_micro_batches;
-    bool first = s == 0, last = s == p - 1, synced = pl->data_parallel > 1;
+    bool first = s == 0, last = s == p - 1, synced = pl->data_parallel > 1 || zero;
+    if (zero)
+        switch (pl->schedule) {
+        case SCHED_GPIPE:
+        case SCHED_1F1B:
+        case SCHED_INTERLEAVED:
+            /* stage 0's B→F and B→optimizer follow a completing B; the
+             * last stage's F→B (or F→R) survives ZeRO-2 only */
+            if (!last || zero == 3)
+                return 0;
+            break;
+        case SCHED_ZB_H1:
+        case SCHED_ZB_H2:
+            break; /* below */
+        default:
+            return 0; /* PipeDream: refused with ZeRO (workload_checks.c) */
+        }
     /* no gradient sync between the last compute op and the optimizer */
     bool sync_end = !synced && has_optimizer;
     switch (pl->schedule) {
@@ -266,7 +300,7 @@ static double stage_merges(const plan *pl, int s, bool has_optimizer)
         double steady = total - w; /* (F, B) pairs */
         order_1f1b o = {p, v, (int)w};
         double n = 0;
-        if (first)
+        if (first && !zero)
             n += count_periodic(steady - 1, p * v, first_stage_merges, &o) + (sync_end ? 1 : 0);
         if (last)
             n += count_periodic(steady, p * v, last_stage_merges, &o);
@@ -282,6 +316,8 @@ static double stage_merges(const plan *pl, int s, bool has_optimizer)
         double a = limit - w0 < m - w0 ? limit - w0 : m - w0;
         double b = m - w0 - a;
         double n = sync_end ? 1 : 0; /* the last W and the optimizer */
+        if (zero)                    /* W completes: W→F, W→W break; ZeRO-3: B→F, F→B too */
+            return first ? (zero == 2 ? a : 0) + b + w0 : last && zero == 2 ? m : 0;
         if (first)
             return n + a + 2 * b + w0 + a; /* B→F, B→W→F, B→W, W→W */
         if (last)
@@ -312,117 +348,9 @@ static double stage_merges(const plan *pl, int s, bool has_optimizer)
     return 0;
 }
 
-/* The radices a butterfly of n members uses (collective_butterfly.c). */
-static int butterfly_radices(int n, int radix, int *radices, int max)
-{
-    int count = 0;
-    while (n > 1 && count < max) {
-        int r = radix <= n ? radix : n;
-        while (n % r)
-            r--;
-        if (r == 1) {
-            r = radix + 1;
-            while (n % r)
-                r++;
-        }
-        radices[count++] = r;
-        n /= r;
-    }
-    return count;
-}
-
-/* One member's part of a collective among the replicas of stage s (replica
- * d is member d): its messages' flows, a sleep per step that waits for a
- * scale-up message, and ring-flow's latency sleep. */
-typedef struct butterfly_shape {
-    int radices[64];
-    int stages;
-} butterfly_shape;
-
-static double member_cost(const cl_cluster *c, const plan *pl, const engine_options *o,
-                          coll_algorithm a, coll_kind kind, const butterfly_shape *bf, int s, int d)
-{
-    int n = pl->data_parallel;
-    double halves = kind == COLL_ALLREDUCE ? 2 : 1;
-    switch (a) {
-    case COLL_RING_FLOW: {
-        double steps = halves * (n - 1);
-        return transfer_cost(c, pl, s, d, s, (d + 1) % n) + (steps > 1 ? 1 : 0);
-    }
-    case COLL_HALVING_DOUBLING:
-    case COLL_BUTTERFLY: {
-        double cost = 0;
-        for (int j = 0, stride = 1; j < bf->stages; stride *= bf->radices[j], j++) {
-            int r = bf->radices[j], digit = (d / stride) % r;
-            double flows = 0, same = 0;
-            int partners = r < MAX_EXACT_PARTNERS ? r : MAX_EXACT_PARTNERS;
-            for (int x = 0; x < partners; x++) {
-                if (x == digit)
-                    continue;
-                int f;
-                bool scaleup;
-                transfer_parts(c, pl, s, d, s, d + (x - digit) * stride, &f, &scaleup);
-                flows += f;
-                same += scaleup;
-            }
-            flows *= (double)(r - 1) / (partners - (digit < partners)); /* sampled */
-            cost += flows + (same > 0); /* scale-up messages of a step: one wait */
-        }
-        return halves * cost;
-    }
-    case COLL_HIERARCHICAL: {
-        /* Replicas of a stage are consecutive ranks: `local` per server
-         * reduce-scatter and all-gather on a step ring (scale-up), the same
-         * position of every server all-reduces across. */
-        int tp = pl->tensor_parallel > 0 ? pl->tensor_parallel : 1;
-        int local = c->npus_per_node >= tp ? c->npus_per_node / tp : 1;
-        coll_algorithm inter = o->dp_inter_algorithm;
-        if (inter == COLL_HIERARCHICAL || !coll_algorithm_supports(inter, COLL_ALLREDUCE))
-            inter = COLL_RING_FLOW; /* as coll_hierarchical_allreduce() does */
-        if (local < 1 || n % local) /* servers not alike: the inter algorithm on all */
-            return member_cost(c, pl, o, inter, kind, bf, s, d);
-        int servers = n / local;
-        double cost = local > 1 ? 2.0 * (local - 1) : 0;
-        if (servers > 1) {
-            double edge = transfer_cost(c, pl, s, d, s, (d + local) % n);
-            if (inter == COLL_RING_FLOW)
-                cost += edge + 1;
-            else if (inter == COLL_RING)
-                cost += 2.0 * (servers - 1) * edge;
-            else
-                cost += 2.0 * ceil(log2(servers)) * edge;
-        }
-        return cost;
-    }
-    case COLL_RING:
-    default:
-        return halves * (n - 1) * transfer_cost(c, pl, s, d, s, (d + 1) % n);
-    }
-}
-
-/* Activities of one gradient collective of stage s, over all its members. */
-static double stage_collective(const cl_cluster *c, const plan *pl, const engine_options *o,
-                               coll_algorithm a, coll_kind kind, int s)
-{
-    int n = pl->data_parallel, sampled = n < MAX_EXACT_REPLICAS ? n : MAX_EXACT_REPLICAS;
-    /* the butterfly's radices (for the whole group, or the inter-server
-     * part of hierarchical: it falls back on them when servers differ) */
-    coll_algorithm b = a == COLL_HIERARCHICAL ? o->dp_inter_algorithm : a;
-    butterfly_shape bf = {.stages = 0};
-    if (b == COLL_HALVING_DOUBLING || b == COLL_BUTTERFLY)
-        bf.stages = butterfly_radices(n,
-                                      b == COLL_HALVING_DOUBLING ? 2
-                                      : o->dp_radix >= 2         ? o->dp_radix
-                                                                 : 4,
-                                      bf.radices, 64);
-    double cost = 0;
-    for (int d = 0; d < sampled; d++)
-        cost += member_cost(c, pl, o, a, kind, &bf, s, d);
-    return cost * n / sampled;
-}
-
-void engine_estimate_run(const cl_cluster *c, const cm_model *cm, const plan *pl,
-                         const engine_options *o, engine_estimate *out)
+/* The estimate on fabric f (engine_estimate_run, engine_estimate_platform). */
+static void estimate(const est_fabric *f, const cm_model *cm, const plan *pl,
+                     const engine_options *o, engine_estimate *out)
 {
     memset(out, 0, sizeof *out);
     int p = pl->num_stages, v = pl->num_chunks > 0 ? pl->num_chunks : 1;
@@ -431,6 +359,7 @@ void engine_estimate_run(const cl_cluster *c, const cm_model *cm, const plan *pl
     double fold = o->fold_dp > 0 && o->fold_dp < dp ? o->fold_dp : dp;
     bool zero_bubble = pl->schedule == SCHED_ZB_H1 || pl->schedule == SCHED_ZB_H2;
     bool overlap = o->dp_overlap && dp > 1;
+    int zero = zero_level(cm, pl);
     /* Gradient syncs per iteration and stage, and the ops closing them. */
     double ends = pl->schedule == SCHED_PIPEDREAM ? m : 1;
     double channel_items = pl->schedule == SCHED_GPIPE ? m * v : fmin(m * v, 2.0 * p * v);
@@ -447,7 +376,12 @@ void engine_estimate_run(const cl_cluster *c, const cm_model *cm, const plan *pl
         bool has_optimizer = true, has_grads = true;
         stage_end(cm, pl, s, &has_optimizer, &has_grads);
         double optimizers = has_optimizer ? ends : 0;
-        double ops = compute + recompute + p2p + ends * (dp > 1) + optimizers;
+        /* the gradient sync, or ZeRO's collectives (schedule_parallel.c) */
+        zero_ops z = zero ? stage_zero_ops(cm, pl, o, s) : (zero_ops){0, 0, 0, 0};
+        double syncs = zero == 3   ? m * (z.reduce_chunks + 2 * z.gather_chunks)
+                       : zero == 2 ? m * z.reduce_chunks + z.update
+                                   : ends * (dp > 1);
+        double ops = compute + recompute + p2p + syncs + optimizers;
         out->compute_ops += compute + recompute + optimizers;
         out->p2p_ops += p2p;
         out->ops += ops;
@@ -464,30 +398,50 @@ void engine_estimate_run(const cl_cluster *c, const cm_model *cm, const plan *pl
         /* Executions: one per compute op and optimizer step (a recompute
          * runs with its B), less the ops merged with the one before. */
         double blocks;
-        if (p == 1)
+        if (p == 1 && zero)
+            /* a run per micro-batch, ended by its reduce-scatter; ZeRO-3:
+             * two, its F and its B each after a gather */
+            blocks = (zero == 3 ? 2 : 1) * m * v + has_optimizer;
+        else if (p == 1)
             /* everything merges but across a gradient sync */
             blocks = pl->schedule == SCHED_PIPEDREAM && dp > 1 ? m + has_optimizer
                                                                : 1 + (dp > 1 && has_optimizer);
         else
-            blocks = compute + optimizers - stage_merges(pl, s, has_optimizer);
-        double buckets = overlap ? stage_buckets(cm, pl, o, s) : 0;
+            blocks = compute + optimizers - stage_merges(pl, s, has_optimizer, zero);
+        double buckets = overlap && !zero ? stage_buckets(cm, pl, o, s) : 0;
         /* With the distributed optimizer the first forward of each chunk
-         * also runs in one piece per parameter bucket (engine_overlap.c). */
+         * also runs in one piece per parameter bucket (engine_overlap.c);
+         * under ZeRO-2 one per bucket of the update, and the first forward
+         * of the last chunk no longer merges with what follows it on the
+         * last stage (its B, or under GPipe the next F on one stage). */
         double pieces = buckets * (o->dp_param_gather_ratio > 0 ? 2 : 1);
+        if (overlap && zero == 2 && z.update_buckets > 0)
+            pieces = z.update_buckets - v +
+                     (s == p - 1 && (p == 1 || pl->schedule != SCHED_GPIPE || m == 1));
         out->executions += fold * (blocks + pieces) + (dp - fold) * optimizers;
         /* Gradient syncs: every replica, folded or not. */
-        if (dp > 1 && has_grads) {
+        if (zero) {
+            coll_algorithm a = o->dp_algorithm;
+            if (!coll_algorithm_supports(a, COLL_REDUCE_SCATTER))
+                a = o->dp_inter_algorithm; /* engine_dp_collective() */
+            double gathers = zero == 3             ? 2 * m * z.gather_chunks
+                             : overlap && z.update ? z.update_buckets
+                                                   : z.update;
+            out->collective_activities +=
+                m * z.reduce_chunks * est_stage_collective(f, pl, o, a, COLL_REDUCE_SCATTER, s) +
+                gathers * est_stage_collective(f, pl, o, a, COLL_ALLGATHER, s);
+        } else if (dp > 1 && has_grads) {
             double calls = ends * (overlap ? buckets : 1);
             coll_algorithm a = o->dp_algorithm;
             if (o->dp_param_gather_ratio > 0) {
                 coll_algorithm rs =
                     coll_algorithm_supports(a, COLL_REDUCE_SCATTER) ? a : o->dp_inter_algorithm;
                 out->collective_activities +=
-                    calls * (stage_collective(c, pl, o, rs, COLL_REDUCE_SCATTER, s) +
-                             stage_collective(c, pl, o, rs, COLL_ALLGATHER, s));
+                    calls * (est_stage_collective(f, pl, o, rs, COLL_REDUCE_SCATTER, s) +
+                             est_stage_collective(f, pl, o, rs, COLL_ALLGATHER, s));
             } else {
                 out->collective_activities +=
-                    calls * stage_collective(c, pl, o, a, COLL_ALLREDUCE, s);
+                    calls * est_stage_collective(f, pl, o, a, COLL_ALLREDUCE, s);
             }
         }
         if (overlap)
@@ -501,80 +455,29 @@ void engine_estimate_run(const cl_cluster *c, const cm_model *cm, const plan *pl
             int sampled = fold < MAX_EXACT_REPLICAS ? (int)fold : MAX_EXACT_REPLICAS;
             double both_ways = 0;
             for (int d = 0; d < sampled; d++)
-                both_ways += transfer_cost(c, pl, a, d, b, d) + transfer_cost(c, pl, b, d, a, d);
+                both_ways +=
+                    est_transfer_cost(f, pl, a, d, b, d) + est_transfer_cost(f, pl, b, d, a, d);
             out->p2p_activities += m * both_ways * fold / sampled;
         }
         out->sends = 2 * m * (p * v - 1);
     }
     out->activities = out->executions + out->p2p_activities + out->collective_activities;
-    double actors = (double)p * dp + (overlap ? p * fold : 0);
+    double actors = (double)p * dp + (overlap ? p * fold * (zero == 3 ? 2 : 1) : 0);
     out->engine_bytes += actors * (STACK_BYTES + ACTOR_BYTES) + (double)p * dp * sizeof(worker) +
                          (double)p * dp * tp * (sizeof(int) + sizeof(sg_host_t));
     out->bytes = out->op_list_bytes + out->engine_bytes;
 }
 
-/* ---- the bound ------------------------------------------------------------- */
-
-/* MemTotal of /proc/meminfo in bytes, INFINITY when it cannot be read. */
-static double mem_total_bytes(void)
+void engine_estimate_run(const cl_cluster *c, const cm_model *cm, const plan *pl,
+                         const engine_options *o, engine_estimate *out)
 {
-    FILE *f = fopen("/proc/meminfo", "r");
-    if (!f)
-        return INFINITY;
-    char line[256];
-    double kib = -1;
-    while (fgets(line, sizeof line, f))
-        if (sscanf(line, "MemTotal: %lf kB", &kib) == 1)
-            break;
-    fclose(f);
-    return kib > 0 ? kib * 1024 : INFINITY;
+    est_fabric f = est_fabric_of(c, NULL, o);
+    estimate(&f, cm, pl, o, out);
 }
 
-void engine_init_limits(engine_limits *l)
+void engine_estimate_platform(const sim_platform *pf, const cm_model *cm, const plan *pl,
+                              const engine_options *o, engine_estimate *out)
 {
-    l->max_activities = DEFAULT_MAX_ACTIVITIES;
-    l->max_bytes = mem_total_bytes();
-}
-
-void engine_format_bytes(double bytes, char *buf, int size)
-{
-    static const char *units[] = {"B", "kB", "MB", "GB", "TB", "PB", "EB"};
-    int u = 0;
-    while (bytes >= 1000 && u < (int)(sizeof units / sizeof units[0]) - 1) {
-        bytes /= 1000;
-        u++;
-    }
-    snprintf(buf, size, bytes < 10 && u > 0 ? "%.1f %s" : "%.0f %s", bytes, units[u]);
-}
-
-int engine_check_estimate(const engine_estimate *e, const engine_limits *l, const char *source,
-                          const char *key, const char *what, np_error *err)
-{
-    bool too_long = e->activities > l->max_activities;
-    bool too_big = e->bytes > l->max_bytes;
-    bool unlistable = e->max_stage_ops > MAX_STAGE_OPS;
-    if (!too_long && !too_big && !unlistable)
-        return 0;
-    char bytes[32], limit_bytes[32], over[200] = "";
-    engine_format_bytes(e->bytes, bytes, sizeof bytes);
-    if (too_long)
-        snprintf(over, sizeof over, ", over the limit of %.2g activities", l->max_activities);
-    if (too_big) {
-        engine_format_bytes(l->max_bytes, limit_bytes, sizeof limit_bytes);
-        snprintf(over + strlen(over), sizeof over - strlen(over),
-                 "%s the %s of memory of this machine (MemTotal)", too_long ? " and" : ", over",
-                 limit_bytes);
-    }
-    if (unlistable)
-        /* sched_push() doubles an int capacity: no --allow-large helps */
-        return np_error_set(err, NP_EXIT_INPUT, source, key, 0,
-                            "%s: about %.2g SimGrid activities and %s%s; stage %d's op list "
-                            "would hold %.3g ops, more than the %d an op list can hold, so it "
-                            "cannot run even with --allow-large",
-                            what, e->activities, bytes, over, e->largest_stage, e->max_stage_ops,
-                            MAX_STAGE_OPS);
-    return np_error_set(err, NP_EXIT_INPUT, source, key, 0,
-                        "%s: about %.2g SimGrid activities and %s%s (--allow-large runs it "
-                        "anyway)",
-                        what, e->activities, bytes, over);
+    est_fabric f = est_fabric_of(&pf->cluster, pf, o);
+    estimate(&f, cm, pl, o, out);
 }

@@ -12,6 +12,8 @@
  *   engine_progress.c    the progress callback's actor (engine_options.progress)
  *   engine_estimate.c    the activities and bytes a run will take, before it runs
  *                        (simrun refuses a job over its bound; declared in engine.h)
+ *   engine_estimate_net.c  its count of a transfer's and a collective's activities
+ *   engine_bound.c       that bound, and the refusal's message (engine.h)
  *
  * Bytes between NPUs travel through the transport (sim/net/transport.h): a
  * worker is an endpoint of tp NPUs, and the engine's transport holds the
@@ -95,7 +97,8 @@ typedef struct overlap_plan {
      * buckets; the op list's per-pass reduce-scatters run on the
      * communication actor, and ZeRO-3's per-pass parameter gathers on a
      * second one, prefetched (engine_overlap.c).  The gather_* arrays then
-     * hold one entry per gather op, launches_at_op their launch points. */
+     * hold one entry per gather op, launches_at_op their launch points;
+     * under ZeRO-2 (no per-pass gathers) the update's buckets, as above. */
     bool zero;
     int zero_gathers; /* ZeRO-3 gather ops of the stage (0 for ZeRO-2) */
 } overlap_plan;

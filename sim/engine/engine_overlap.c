@@ -60,7 +60,14 @@
  *     prefetched chunk's parameters are held beyond the one computing.
  * The memory model reserves both buffers (planner/schedule/memory.c), so the
  * tracker starts from the same workspace.  ZeRO-2's all-gather of the
- * updated parameters after the optimizer step stays blocking.
+ * updated parameters after the optimizer step is the distributed
+ * optimizer's, and is overlapped the same way (overlap_param_gather): the
+ * communication actor first gathers the chunks' parameter buckets (buckets
+ * of bucket_bytes / 4 parameters, each chunk's update being its parameters
+ * at the weights' width, what the blocking op moves), at the same launch
+ * points, while each chunk's first forward runs in one piece per bucket;
+ * the op after the optimizer step then does nothing.  It writes into the
+ * replicated weights, so it holds no buffer of its own.
  */
 #include <math.h>
 #include <stdbool.h>
@@ -126,9 +133,26 @@ static int overlap_stage(const cm_model *cm, const plan *pl, const sched_stage *
     return 0;
 }
 
-/* The parameter gathers of stage s (distributed optimizer): the chunks in the
- * order of their first forward, each cut into as many buckets as its
- * gradients, of `ratio` parameter bytes per gradient byte; Megatron's
+/* ZeRO-2's update of model chunk (s, chunk) on one NPU: its parameters at
+ * the weights' width, what the blocking list's gather moves for the chunk
+ * (schedule_parallel.c), and its buckets: Megatron's bucket holds
+ * bucket_bytes / 4 parameters (overlap_build: 4-byte fp32 gradients). */
+static double chunk_update(const cm_model *cm, const plan *pl, int s, int chunk,
+                           double bucket_bytes, int *buckets)
+{
+    int k = chunk * pl->num_stages + s;
+    double params = 0;
+    for (int l = pl->chunk_start[k]; l < pl->chunk_start[k + 1]; l++)
+        params += cm->layers[l].params;
+    double n = ceil(4.0 * params / bucket_bytes);
+    *buckets = params <= 0 ? 0 : n > MAX_BUCKETS_PER_CHUNK ? MAX_BUCKETS_PER_CHUNK + 1 : (int)n;
+    return params * cm->weight_bytes_per_param;
+}
+
+/* The parameter gathers of stage s (distributed optimizer, and ZeRO-2's
+ * gather of the update): the chunks in the order of their first forward,
+ * each cut into as many buckets as its gradients, of `ratio` parameter bytes
+ * per gradient byte (ratio 0: ZeRO-2's, chunk_update()); Megatron's
  * interleaved launch points (see the head of this file). */
 static int gather_stage(const cm_model *cm, const plan *pl, const sched_stage *st, int s,
                         double bucket_bytes, double ratio, overlap_plan *o)
@@ -184,11 +208,22 @@ static int gather_stage(const cm_model *cm, const plan *pl, const sched_stage *s
         order_of[k] = c;
     }
     for (int n = 0; n < used; n++) {
-        int c = order_of[n];
-        double bytes = chunk_grad_bytes(cm, pl, s, c);
-        int buckets = bytes > 0 ? (int)ceil(bytes / bucket_bytes) : 0;
+        int c = order_of[n], buckets;
+        double bytes;
+        if (ratio > 0) {
+            bytes = chunk_grad_bytes(cm, pl, s, c);
+            buckets = bytes > 0 ? (int)ceil(bytes / bucket_bytes) : 0;
+            bytes *= ratio;
+        } else {
+            bytes = chunk_update(cm, pl, s, c, bucket_bytes, &buckets);
+        }
+        if (buckets > MAX_BUCKETS_PER_CHUNK) {
+            free(order_of);
+            free(first);
+            return -2;
+        }
         o->gather_buckets[n] = buckets;
-        o->gather_bytes[n] = buckets ? bytes * ratio / buckets : 0;
+        o->gather_bytes[n] = buckets ? bytes / buckets : 0;
         o->gather_waits[n] = n >= 2 && n - 2 < launches;
         o->gathers_at_op[first[c]] = buckets;
     }
@@ -205,9 +240,11 @@ static bool is_pass_gather(const sched_op *op)
     return op->kind == OP_PARAM_GATHER && op->micro_batch >= 0;
 }
 
-/* ZeRO-2/3 (see the head of this file): no buckets; every per-pass gather
- * launched when the compute op before it starts. */
-static int zero_stage(const sched_stage *st, overlap_plan *o)
+/* ZeRO-2/3 (see the head of this file): no gradient buckets; every per-pass
+ * gather of ZeRO-3 launched when the compute op before it starts; ZeRO-2's
+ * gather of the update as the distributed optimizer's (gather_stage). */
+static int zero_stage(const cm_model *cm, const plan *pl, const sched_stage *st, int s,
+                      double bucket_bytes, overlap_plan *o)
 {
     int n = st->num_ops > 0 ? st->num_ops : 1, gathers = 0;
     o->zero = true;
@@ -215,15 +252,19 @@ static int zero_stage(const sched_stage *st, overlap_plan *o)
         gathers += is_pass_gather(&st->ops[i]);
     o->buckets_at_op = calloc((size_t)n, sizeof *o->buckets_at_op);
     o->bytes_at_op = calloc((size_t)n, sizeof *o->bytes_at_op);
+    o->bucket_bytes = malloc(sizeof(double));
+    if (!o->buckets_at_op || !o->bytes_at_op || !o->bucket_bytes)
+        return -1;
+    if (cm->sharding < WL_SHARD_OPTIM_GRADS_PARAMS)
+        return gather_stage(cm, pl, st, s, bucket_bytes, 0, o);
     o->gathers_at_op = calloc((size_t)n, sizeof *o->gathers_at_op);
     o->launches_at_op = calloc((size_t)n, sizeof *o->launches_at_op);
     int g = gathers > 0 ? gathers : 1;
     o->gather_buckets = calloc((size_t)g, sizeof *o->gather_buckets);
     o->gather_bytes = calloc((size_t)g, sizeof *o->gather_bytes);
     o->gather_waits = calloc((size_t)g, sizeof *o->gather_waits);
-    o->bucket_bytes = malloc(sizeof(double));
-    if (!o->buckets_at_op || !o->bytes_at_op || !o->gathers_at_op || !o->launches_at_op ||
-        !o->gather_buckets || !o->gather_bytes || !o->gather_waits || !o->bucket_bytes)
+    if (!o->gathers_at_op || !o->launches_at_op || !o->gather_buckets || !o->gather_bytes ||
+        !o->gather_waits)
         return -1;
     int previous = -1, k = 0;
     for (int i = 0; i < st->num_ops; i++) {
@@ -272,13 +313,11 @@ int overlap_build(engine *e, const cm_model *cm, np_error *err)
                               : 4.0 * (e->dp * 1e6 > 40e6 ? e->dp * 1e6 : 40e6);
     e->overlap = calloc((size_t)e->p, sizeof *e->overlap);
     for (int s = 0; e->overlap && s < e->p; s++) {
-        if (cm->sharding >= WL_SHARD_OPTIM_GRADS) {
-            if (zero_stage(&e->sc->stages[s], &e->overlap[s]))
-                break;
-            continue;
-        }
-        int rc = overlap_stage(cm, e->pl, &e->sc->stages[s], s, bucket_bytes, &e->overlap[s]);
-        if (!rc && e->opt->dp_param_gather_ratio > 0)
+        bool zero = cm->sharding >= WL_SHARD_OPTIM_GRADS;
+        int rc = zero
+                     ? zero_stage(cm, e->pl, &e->sc->stages[s], s, bucket_bytes, &e->overlap[s])
+                     : overlap_stage(cm, e->pl, &e->sc->stages[s], s, bucket_bytes, &e->overlap[s]);
+        if (!rc && !zero && e->opt->dp_param_gather_ratio > 0)
             rc = gather_stage(cm, e->pl, &e->sc->stages[s], s, bucket_bytes,
                               e->opt->dp_param_gather_ratio, &e->overlap[s]);
         if (rc == -2) {
@@ -288,14 +327,11 @@ int overlap_build(engine *e, const cm_model *cm, np_error *err)
                                 "buckets",
                                 bucket_bytes, MAX_BUCKETS_PER_CHUNK);
         }
-        if (rc)
-            break;
-    }
-    for (int s = 0; e->overlap && s < e->p; s++)
-        if (!e->overlap[s].bucket_bytes) {
+        if (rc) {
             overlap_free(e);
-            return np_error_set(err, NP_EXIT_INTERNAL, "<engine>", "", 0, "out of memory");
+            break;
         }
+    }
     if (!e->overlap)
         return np_error_set(err, NP_EXIT_INTERNAL, "<engine>", "", 0, "out of memory");
     return 0;
@@ -390,8 +426,10 @@ bool overlap_zero_op(worker *w, const sched_op *op)
         return true;
     }
     if (op->kind != OP_GRAD_REDUCE_SCATTER) {
-        overlap_zero_drain(w); /* ZeRO-2's gather of the update: after the last */
-        return false;
+        /* ZeRO-2's gather of the update: the communication actor ran it at
+         * the iteration's start, the previous step's in a steady state */
+        overlap_zero_drain(w);
+        return true;
     }
     if (w->zero_rs_launched > w->zero_rs_waited) { /* the previous one frees its buffer */
         wait_dp(w, w->zero_rs_done);
@@ -446,14 +484,31 @@ static void zero_gather_main(int argc, char **argv)
     worker_linger(w);
 }
 
-/* ZeRO-2/3 with --dp-overlap: the reduce-scatters of a worker, in its op
- * list's order, each once the worker hands it over; ZeRO-3's gathers on an
- * actor of their own. */
+/* The parameter buckets of the previous step's update, chunk by chunk, each
+ * chunk once it is launched (distributed optimizer, ZeRO-2). */
+static void gather_update(worker *w, const overlap_plan *ov)
+{
+    for (int n = 0; n < ov->num_gather_chunks; n++) {
+        if (ov->gather_waits[n])
+            sg_sem_acquire(w->params_launch);
+        for (int b = 0; b < ov->gather_buckets[n]; b++) {
+            fold_release_replicas(w);
+            engine_dp_collective(w->eng, w, OP_PARAM_GATHER, ov->gather_bytes[n]);
+            sg_sem_release(w->params_ready);
+        }
+    }
+}
+
+/* ZeRO-2/3 with --dp-overlap: ZeRO-2's gather of the update, then the
+ * reduce-scatters of a worker, in its op list's order, each once the worker
+ * hands it over; ZeRO-3's gathers on an actor of their own. */
 static void zero_comm_main(worker *w)
 {
     engine *e = w->eng;
     const sched_stage *st = &e->sc->stages[w->stage];
-    if (e->overlap[w->stage].zero_gathers > 0) {
+    if (e->overlap[w->stage].zero_gathers == 0)
+        gather_update(w, &e->overlap[w->stage]);
+    else {
         char name[64];
         snprintf(name, sizeof name, "stage%d-dp%d-cp%d-params", w->stage, w->replica, w->cp_rank);
         sg_actor_t a = sg_actor_init(name, w->ep.hosts[0]);
@@ -480,15 +535,8 @@ void overlap_comm_main(int argc, char **argv)
         return;
     }
     bool sharded = e->opt->dp_param_gather_ratio > 0;
-    for (int n = 0; sharded && n < ov->num_gather_chunks; n++) {
-        if (ov->gather_waits[n])
-            sg_sem_acquire(w->params_launch);
-        for (int b = 0; b < ov->gather_buckets[n]; b++) {
-            fold_release_replicas(w);
-            engine_dp_collective(e, w, OP_PARAM_GATHER, ov->gather_bytes[n]);
-            sg_sem_release(w->params_ready);
-        }
-    }
+    if (sharded)
+        gather_update(w, ov);
     for (int b = 0; b < ov->num_buckets; b++) {
         sg_sem_acquire(w->bucket_ready);
         fold_release_replicas(w);
