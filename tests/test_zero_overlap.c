@@ -97,12 +97,14 @@ static void run_case(const zcase *z, bool overlap, test_sim_result *r)
 }
 
 /* The planners' prediction of the same case, on a cluster view of the flat
- * platform (every pair of NPUs on the scale-out figures). */
-static double predicted_s(const zcase *z, bool overlap)
+ * platform (every pair of NPUs on the scale-out figures), with simrun's
+ * --dp-bucket-bytes (0: the default). */
+static double predicted_bucketed_s(const zcase *z, bool overlap, double bucket_bytes)
 {
     cm_model cm;
     plan pl;
     zero_model(z, overlap, &cm, &pl);
+    cm.dp_bucket_bytes = bucket_bytes;
     cl_cluster c;
     memset(&c, 0, sizeof c);
     c.num_npus = N_DP;
@@ -115,6 +117,11 @@ static double predicted_s(const zcase *z, bool overlap)
     plan_free(&pl);
     cm_free(&cm);
     return t;
+}
+
+static double predicted_s(const zcase *z, bool overlap)
+{
+    return predicted_bucketed_s(z, overlap, 0);
 }
 
 /* a: the gather of the update, after the step (blocking) or, in one default
@@ -164,6 +171,10 @@ static void test_zero2_gathers_the_update_during_the_first_forward(void)
     run_bucketed(&z, true, 4 * PARAMS / b, &overlapped);
     ASSERT_REL(overlapped.iteration_s, g + z.m * S + r, 1e-9);
     ASSERT_REL(overlapped.stage_dp_comm_s[0], g + r, 1e-9);
+    /* the prediction: the first bucket at the start, no gather in the tail */
+    double predicted = predicted_bucketed_s(&z, true, 4 * PARAMS / b);
+    ASSERT_REL(predicted, g + z.m * S + r, 1e-9);
+    ASSERT_REL(predicted, overlapped.iteration_s, 1e-6);
 }
 
 /* The same with a forward of F = 4 ms (F/b = 1 ms < g_b): the pieces wait
@@ -180,6 +191,10 @@ static void test_zero2_gather_of_the_update_exposes_what_the_pieces_cannot_hide(
     run_bucketed(&z, true, 4 * PARAMS / b, &overlapped);
     ASSERT_REL(overlapped.iteration_s, b * g + F / b + B + z.m * r, 1e-9);
     ASSERT_REL(overlapped.stage_dp_comm_s[0], b * g - (b - 1) * F / b + (r - S) + r, 1e-9);
+    /* the prediction: S + (b·g − (b−1)·F/b) + (m−1)·max(S, r) + r */
+    double predicted = predicted_bucketed_s(&z, true, 4 * PARAMS / b);
+    ASSERT_REL(predicted, S + (b * g - (b - 1) * F / b) + (z.m - 1) * r + r, 1e-9);
+    ASSERT_REL(predicted, overlapped.iteration_s, 1e-6);
 }
 
 /* ZeRO-3, compute long: the first gather is exposed, every later one is
