@@ -97,12 +97,14 @@ static void run_case(const zcase *z, bool overlap, test_sim_result *r)
 }
 
 /* The planners' prediction of the same case, on a cluster view of the flat
- * platform (every pair of NPUs on the scale-out figures). */
-static double predicted_s(const zcase *z, bool overlap)
+ * platform (every pair of NPUs on the scale-out figures), with simrun's
+ * --dp-bucket-bytes (0: the default). */
+static double predicted_bucketed_s(const zcase *z, bool overlap, double bucket_bytes)
 {
     cm_model cm;
     plan pl;
     zero_model(z, overlap, &cm, &pl);
+    cm.dp_bucket_bytes = bucket_bytes;
     cl_cluster c;
     memset(&c, 0, sizeof c);
     c.num_npus = N_DP;
@@ -115,6 +117,11 @@ static double predicted_s(const zcase *z, bool overlap)
     plan_free(&pl);
     cm_free(&cm);
     return t;
+}
+
+static double predicted_s(const zcase *z, bool overlap)
+{
+    return predicted_bucketed_s(z, overlap, 0);
 }
 
 /* a: the gather of the update, after the step (blocking) or, in one default
@@ -164,6 +171,10 @@ static void test_zero2_gathers_the_update_during_the_first_forward(void)
     run_bucketed(&z, true, 4 * PARAMS / b, &overlapped);
     ASSERT_REL(overlapped.iteration_s, g + z.m * S + r, 1e-9);
     ASSERT_REL(overlapped.stage_dp_comm_s[0], g + r, 1e-9);
+    /* the prediction: the first bucket at the start, no gather in the tail */
+    double predicted = predicted_bucketed_s(&z, true, 4 * PARAMS / b);
+    ASSERT_REL(predicted, g + z.m * S + r, 1e-9);
+    ASSERT_REL(predicted, overlapped.iteration_s, 1e-6);
 }
 
 /* The same with a forward of F = 4 ms (F/b = 1 ms < g_b): the pieces wait
@@ -180,6 +191,65 @@ static void test_zero2_gather_of_the_update_exposes_what_the_pieces_cannot_hide(
     run_bucketed(&z, true, 4 * PARAMS / b, &overlapped);
     ASSERT_REL(overlapped.iteration_s, b * g + F / b + B + z.m * r, 1e-9);
     ASSERT_REL(overlapped.stage_dp_comm_s[0], b * g - (b - 1) * F / b + (r - S) + r, 1e-9);
+    /* the prediction: S + (b·g − (b−1)·F/b) + (m−1)·max(S, r) + r */
+    double predicted = predicted_bucketed_s(&z, true, 4 * PARAMS / b);
+    ASSERT_REL(predicted, S + (b * g - (b - 1) * F / b) + (z.m - 1) * r + r, 1e-9);
+    ASSERT_REL(predicted, overlapped.iteration_s, 1e-6);
+}
+
+/* Two stages (p = 2 on test_flat_8.xml, 4 replicas each), one layer each,
+ * F = 100 ms, B = 200 ms, reduce-scatters r of 4 MB (3.03 ms, hidden but the
+ * last), and ZeRO-2's gather of the update in one bucket per stage: stage
+ * 0's of P_0 = 1M parameters (g_0 = 1.53 ms), stage 1's of P_1 = 100M
+ * (g_1 = 150.03 ms).  Stage 1's first forward would start at F (the send is
+ * empty): it ends g_1 − F later than without the gather, stage 0's g_0
+ * later, and the pipeline waits for the later: T = (g_1 − F) + (m + 1)·S + r
+ * (1F1B on two equal stages: (m + p − 1)·S). */
+static void test_zero2_gather_of_the_update_hides_behind_the_fill(void)
+{
+    const double F = 100e-3, B = 200e-3, P0 = 1e6, P1 = 100e6, R = 4e6;
+    const int m = 3;
+    cm_model cm;
+    plan pl;
+    test_uniform_model(&cm, 2);
+    cm.sharding = WL_SHARD_OPTIM_GRADS;
+    cm.data_parallel = N_DP;
+    cm.zero_overlap = true;
+    cm.weight_bytes_per_param = 2;
+    cm.dp_bucket_bytes = 4 * P1; /* one bucket per stage */
+    for (int l = 0; l < 2; l++) {
+        cm_layer *ly = &cm.layers[l];
+        ly->forward_s = F;
+        ly->backward_s = B;
+        ly->output_bytes = 0;
+        ly->params = l == 0 ? P0 : P1;
+        ly->zero_reduce_bytes = R;
+        ly->zero_backward_s = ring_half_s(R);
+    }
+    test_uniform_plan(&pl, 2, m, 1, SCHED_1F1B);
+    pl.data_parallel = N_DP;
+    double S = F + B, r = ring_half_s(R), g0 = ring_half_s(2 * P0), g1 = ring_half_s(2 * P1);
+    CU_ASSERT(g1 - F > g0 && r < S);
+    double expected = (g1 - F) + (m + 1) * S + r;
+    engine_options o;
+    engine_init_options(&o);
+    o.dp_overlap = true;
+    o.dp_bucket_bytes = cm.dp_bucket_bytes;
+    test_sim_result sim;
+    CU_ASSERT_EQUAL(test_simulate_plan("platforms/test_flat_8.xml", &cm, &pl, &o, &sim), 0);
+    CU_ASSERT_EQUAL(sim.rc, 0);
+    ASSERT_REL(sim.iteration_s, expected, 1e-9);
+    cl_cluster c;
+    memset(&c, 0, sizeof c);
+    c.num_npus = 2 * N_DP;
+    c.npus_per_node = 1;
+    c.scaleout_latency_s = c.scaleup_latency_s = ALPHA_S;
+    c.scaleout_bandwidth_Bps = c.scaleup_bandwidth_Bps = B_BPS;
+    double predicted = predict_1f1b_iteration_s(&cm, &c, &pl, PREDICT_SENDS_RANK_ORDER);
+    ASSERT_REL(predicted, expected, 1e-9);
+    ASSERT_REL(predicted, sim.iteration_s, 1e-6);
+    plan_free(&pl);
+    cm_free(&cm);
 }
 
 /* ZeRO-3, compute long: the first gather is exposed, every later one is
@@ -233,6 +303,8 @@ void register_zero_overlap_tests(void)
                 test_zero2_gathers_the_update_during_the_first_forward},
                {"ZeRO-2's gather of the update exposes what the pieces cannot hide",
                 test_zero2_gather_of_the_update_exposes_what_the_pieces_cannot_hide},
+               {"ZeRO-2's gather of the update hides behind the pipeline's fill",
+                test_zero2_gather_of_the_update_hides_behind_the_fill},
                {"ZeRO-3 prefetches every gather but the first",
                 test_zero3_prefetches_every_gather_but_the_first},
                {"the overlap reserves its buffers in both models",

@@ -139,6 +139,10 @@ typedef struct cm_model {
      * memory model reserves their in-flight buffers, the prediction prices
      * them on a stream of their own (planner/search/predict.c). */
     bool zero_overlap;
+    /* With it, simrun's --dp-bucket-bytes (0: Megatron's default bucket of
+     * max(40M, 1M·dp) 4-byte gradients): ZeRO-2's gather of the update runs
+     * in buckets of a quarter as many parameters (predict.c). */
+    double dp_bucket_bytes;
     double workspace_bytes;        /* reserved per NPU: framework, allocator slack, comm buffers */
     double hbm_bytes;              /* capacity per NPU (copied from the cluster) */
     double hbm_bandwidth_Bps;      /* copied from the cluster, for cm_optimizer_step_s() */

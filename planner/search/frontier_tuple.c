@@ -346,6 +346,9 @@ int ft_tuple_evaluate(const wl_workload *w, const cl_cluster *c, const tuple *t,
         te.tail_s = fmax(te.tail_s, predict_stage_tail_s(&cm, c, &te.pl, s));
         rc = stage_solve(&te, s);
     }
+    /* ZeRO-2's overlapped gather of the update: what the first forwards do
+     * not hide, the same for every recompute (predict.c) */
+    te.tail_s += predict_zero_update_exposed_s(&cm, c, &te.pl, PREDICT_SENDS_RANK_ORDER);
     if (!rc)
         rc = tuple_sweep(&te, &mus, &cand);
     if (!rc)

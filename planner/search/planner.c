@@ -137,7 +137,9 @@ int planner_cost_model_for(const wl_workload *w, const cl_cluster *c, const cm_m
     sized.parallel.pipeline_model_parallel_size = pl->num_stages;
     *out = own;
     int rc = cm_build(&sized, c, pl->micro_batch_size, own, err);
-    if (!rc)
-        own->zero_overlap = base->zero_overlap; /* the caller's, not the workload's */
+    if (!rc) { /* the caller's, not the workload's */
+        own->zero_overlap = base->zero_overlap;
+        own->dp_bucket_bytes = base->dp_bucket_bytes;
+    }
     return rc;
 }

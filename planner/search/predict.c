@@ -110,17 +110,60 @@ double predict_dp_sync_s(const cm_model *cm, const cl_cluster *c, int tp, int dp
     return predict_dp_allreduce_s(c, tp, group, grad_bytes);
 }
 
+/* ZeRO-2 with its collectives overlapped: the gather of the update leaves
+ * the tail for the start of the next iteration. */
+static bool zero2_update_overlapped(const cm_model *cm)
+{
+    return zero_overlapped(cm) && cm->sharding == WL_SHARD_OPTIM_GRADS;
+}
+
 double predict_stage_tail_s(const cm_model *cm, const cl_cluster *c, const plan *pl, int s)
 {
     int first = pl->chunk_start[s], last = pl->chunk_start[s + 1];
     double grad_bytes = 0.0;
     for (int l = first; l < last; l++)
         grad_bytes += cm->layers[l].grad_bytes;
+    double sync_s = zero2_update_overlapped(cm)
+                        ? 0.0
+                        : predict_dp_sync_s(cm, c, pl->tensor_parallel, pl->data_parallel, first,
+                                            last, grad_bytes);
     /* overlapped ZeRO-2/3: the last reduce-scatter ends before the step */
-    return predict_dp_sync_s(cm, c, pl->tensor_parallel, pl->data_parallel, first, last,
-                             grad_bytes) +
-           predict_zero_stream_s(cm, first, last, PREDICT_ZERO_REDUCE) +
+    return sync_s + predict_zero_stream_s(cm, first, last, PREDICT_ZERO_REDUCE) +
            cm_optimizer_step_s(cm, first, last);
+}
+
+double predict_zero_update_exposed_s(const cm_model *cm, const cl_cluster *c, const plan *pl,
+                                     predict_sends sends)
+{
+    int dp = pl->data_parallel;
+    int group = dp * (cm->context_parallel > 1 ? cm->context_parallel : 1);
+    if (!zero2_update_overlapped(cm) || !c || group < 2)
+        return 0.0;
+    /* the engine's bucket (sim/engine/engine_overlap.c, overlap_build) */
+    double bucket_bytes =
+        cm->dp_bucket_bytes > 0 ? cm->dp_bucket_bytes : 4.0 * fmax(40e6, (double)dp * 1e6);
+    double exposed = 0.0, start = 0.0; /* start: stage s's first forward, unhindered */
+    for (int s = 0; s < pl->num_stages; s++) {
+        int first = pl->chunk_start[s], last = pl->chunk_start[s + 1];
+        double params = 0.0, forward_s = 0.0;
+        for (int l = first; l < last; l++) {
+            params += cm->layers[l].params;
+            forward_s += cm_forward_total_s(&cm->layers[l]);
+        }
+        double b = ceil(4.0 * params / bucket_bytes);
+        if (params > 0) {
+            double g = cm_dp_ring_allgather_s(c, pl->tensor_parallel, group,
+                                              params * cm->weight_bytes_per_param / b);
+            /* piece k of the forward after bucket k: it ends at
+             * max_k ((k+1)·g + (b−k)·F/b), k = 0 or b − 1 */
+            double late = fmax(g, b * g - (b - 1.0) * forward_s / b) - start;
+            exposed = fmax(exposed, late);
+        }
+        start += forward_s + predict_boundary_s(cm, c, pl, s, sends);
+        if (s < pl->num_stages - 1)
+            start += cm->layers[last - 1].recv_gather_s;
+    }
+    return exposed;
 }
 
 double predict_critical_path_s(double sum_stage_s, double max_stage_s, int m, double tail_s)
@@ -147,7 +190,9 @@ double predict_1f1b_iteration_s(const cm_model *cm, const cl_cluster *c, const p
         max = fmax(max, fmax(stage_s, predict_zero_stream_s(cm, first, last, PREDICT_ZERO_ALL)));
         tail = fmax(tail, predict_stage_tail_s(cm, c, pl, s));
     }
-    /* ZeRO-3: stage 0's first gather has nothing to hide behind */
+    /* ZeRO-3: stage 0's first gather has nothing to hide behind; ZeRO-2: what
+     * the first forwards do not hide of the gather of the update */
     sum += predict_zero_stream_s(cm, pl->chunk_start[0], pl->chunk_start[1], PREDICT_ZERO_GATHER);
+    sum += predict_zero_update_exposed_s(cm, c, pl, sends);
     return predict_critical_path_s(sum, max, pl->num_micro_batches, tail);
 }

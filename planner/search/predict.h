@@ -17,7 +17,10 @@
  * replicas and O_s its optimizer step.  With ZeRO-2/3's collectives
  * overlapped (predict_zero_stream_s()) S_s leaves them out, max_s S_s is
  * over max(S_s, their stream's time), the tail adds the last reduce-scatter
- * and stage 0's first ZeRO-3 gather is added to the sum.  Recompute is what
+ * and stage 0's first ZeRO-3 gather is added to the sum; ZeRO-2's gather of
+ * the update leaves AR_s, and what the first forwards do not hide of it at
+ * the iteration's start is added to the sum
+ * (predict_zero_update_exposed_s()).  Recompute is what
  * plan_layer_recompute() charges, per layer or per unit (AdaPipe).
  *
  * The planners differ in one assumption only, where a stage's neighbour sits
@@ -92,8 +95,26 @@ double predict_dp_allreduce_s(const cl_cluster *c, int tp, int dp, double grad_b
 double predict_dp_sync_s(const cm_model *cm, const cl_cluster *c, int tp, int dp, int first,
                          int last, double grad_bytes);
 
-/* AR_s + O_s: stage s's data-parallel all-reduce and optimizer step. */
+/* AR_s + O_s: stage s's data-parallel all-reduce and optimizer step.  With
+ * ZeRO-2/3's collectives overlapped (cm_model.zero_overlap), AR_s is the last
+ * reduce-scatter, and ZeRO-2's gather of the update is not in it (the next
+ * iteration's forwards hide it: predict_zero_update_exposed_s()). */
 double predict_stage_tail_s(const cm_model *cm, const cl_cluster *c, const plan *pl, int s);
+
+/* ZeRO-2 with --dp-overlap (sim/engine/engine_overlap.c): every stage
+ * gathers the previous step's update of its parameters P_s at the
+ * iteration's start, in b_s = ⌈4·P_s/bucket⌉ buckets (cm_model's
+ * dp_bucket_bytes, 0: Megatron's max(40M, 1M·dp) fp32 gradients) of ring
+ * all-gather time g_s each, back to back, while its first forward F_s runs
+ * in b_s pieces, piece k after bucket k; that forward, starting unhindered
+ * at t_s = Σ_{j<s} (F_j + c_j + g'_j) (g'_j the all-gather of what stage j + 1
+ * receives), ends max(g_s, b_s·g_s − (b_s − 1)·F_s/b_s) − t_s late when that
+ * is positive.  The pipeline's fill waits for the latest: the result is the
+ * largest over the stages, at least 0 (stage 0's: g_0 when g_0 ≤ F_0/b_0,
+ * else b_0·g_0 − (b_0 − 1)·F_0/b_0).  0 without ZeRO-2, the overlap, a
+ * cluster or two data-parallel replicas. */
+double predict_zero_update_exposed_s(const cm_model *cm, const cl_cluster *c, const plan *pl,
+                                     predict_sends sends);
 
 /* Σ S' + (m − 1)·max S + tail. */
 double predict_critical_path_s(double sum_stage_s, double max_stage_s, int m, double tail_s);

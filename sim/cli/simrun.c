@@ -242,6 +242,7 @@ static int load_inputs(cli *c, job *j, np_error *err)
         return np_error_set(err, NP_EXIT_INTERNAL, "<command line>", "--set", 0, "out of memory");
     rc = cm_build(&j->w, &j->pf.cluster, 0, &j->cm, err);
     j->cm.zero_overlap = !rc && c->dp_overlap; /* ZeRO-2/3's collectives overlapped */
+    j->cm.dp_bucket_bytes = c->engine.dp_bucket_bytes;
     return rc;
 }
 
