@@ -144,36 +144,11 @@ static void fab_transfer(fab_job *j, int a, int b, double bytes)
 
 /* ---- malformed variants of a shipped platform ------------------------------ */
 
-/* Writes `relative` with the first `from` replaced by `to` to a temporary
- * file; its path in buf. */
-static inline int write_variant(const char *relative, const char *from, const char *to, char *buf,
-                                size_t size)
-{
-    FILE *f = fopen(test_path(relative), "r");
-    if (!f)
-        return -1;
-    static char text[1 << 20];
-    size_t n = fread(text, 1, sizeof text - 1, f);
-    fclose(f);
-    text[n] = '\0';
-    char *at = strstr(text, from);
-    if (!at)
-        return -1;
-    snprintf(buf, size, "/tmp/npusim_fabric_XXXXXX");
-    int fd = mkstemp(buf);
-    if (fd < 0)
-        return -1;
-    FILE *out = fdopen(fd, "w");
-    fprintf(out, "%.*s%s%s", (int)(at - text), text, to, at + strlen(from));
-    fclose(out);
-    return 0;
-}
-
 static inline void expect_refused(const char *relative, const char *from, const char *to,
                                   const char *key, const char *text)
 {
     char path[64];
-    CU_ASSERT_FATAL(write_variant(relative, from, to, path, sizeof path) == 0);
+    CU_ASSERT_FATAL(test_write_variant(relative, from, to, path, sizeof path) == 0);
     fab_job j = {.platform = path};
     fab_out o;
     CU_ASSERT_FATAL(fab_run(&j, &o, 1) == 0);

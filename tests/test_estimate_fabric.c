@@ -60,28 +60,6 @@ typedef struct fabric_counts {
     long actual;
 } fabric_counts;
 
-/* `relative` with the first `from` replaced by `to`, in a temporary file. */
-static int write_variant(const char *relative, const char *from, const char *to, char *path,
-                         size_t size)
-{
-    FILE *f = fopen(test_path(relative), "r");
-    if (!f)
-        return -1;
-    static char text[1 << 20];
-    size_t n = fread(text, 1, sizeof text - 1, f);
-    fclose(f);
-    text[n] = '\0';
-    char *at = strstr(text, from);
-    snprintf(path, size, "/tmp/npusim_estimate_XXXXXX");
-    int fd = at ? mkstemp(path) : -1;
-    if (fd < 0)
-        return -1;
-    FILE *out = fdopen(fd, "w");
-    fprintf(out, "%.*s%s%s", (int)(at - text), text, to, at + strlen(from));
-    fclose(out);
-    return 0;
-}
-
 static void run_fabric_case(void *ctx, int fd)
 {
     const fabric_case *fc = ctx;
@@ -116,7 +94,7 @@ static void run_fabric_case(void *ctx, int fd)
     char variant[64] = "";
     const char *path = test_path(fc->platform);
     if (fc->from) {
-        out.rc = write_variant(fc->platform, fc->from, fc->to, variant, sizeof variant);
+        out.rc = test_write_variant(fc->platform, fc->from, fc->to, variant, sizeof variant);
         path = variant;
     }
     test_simgrid_init();

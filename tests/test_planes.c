@@ -37,7 +37,7 @@ static void run_variant(fab_job *j, const char *from, const char *to, fab_out *o
     char path[64];
     j->platform = DUAL;
     if (from) {
-        CU_ASSERT_FATAL(write_variant(DUAL, from, to, path, sizeof path) == 0);
+        CU_ASSERT_FATAL(test_write_variant(DUAL, from, to, path, sizeof path) == 0);
         j->platform = path;
     }
     int rc = fab_run(j, o, 0);

@@ -442,3 +442,30 @@ const cm_unit *test_unit(const cm_layer *ly, const char *name)
     CU_FAIL("no such unit");
     return &ly->units[0];
 }
+
+int test_write_variant(const char *relative, const char *from, const char *to, char *buf,
+                       size_t size)
+{
+    FILE *f = fopen(test_path(relative), "r");
+    if (!f)
+        return -1;
+    static char text[1 << 20];
+    size_t n = fread(text, 1, sizeof text - 1, f);
+    fclose(f);
+    text[n] = '\0';
+    char *at = strstr(text, from);
+    if (!at)
+        return -1;
+    snprintf(buf, size, "/tmp/npusim_variant_XXXXXX");
+    int fd = mkstemp(buf);
+    if (fd < 0)
+        return -1;
+    FILE *out = fdopen(fd, "w");
+    if (!out) {
+        close(fd);
+        return -1;
+    }
+    fprintf(out, "%.*s%s%s", (int)(at - text), text, to, at + strlen(from));
+    fclose(out);
+    return 0;
+}

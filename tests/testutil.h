@@ -220,4 +220,10 @@ void test_expect_bad_input(const char *file, const char *key, const char *text);
 void test_expect_override_error(const char *file, const char *override, const char *key,
                                 const char *text);
 
+/* Writes the shipped file `relative` with the first `from` replaced by `to`
+ * to a new temporary file, its path in buf; 0, or -1 (no such file, no
+ * `from` in it, no temporary file). */
+int test_write_variant(const char *relative, const char *from, const char *to, char *buf,
+                       size_t size);
+
 #endif
