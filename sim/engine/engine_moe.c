@@ -527,8 +527,7 @@ void engine_moe_expert_sync(engine *e, worker *w)
      * so that the expert-DP sync starts as late as in the full run */
     if (m && m->copies > 0) {
         coll_group ep;
-        int rank = w->replica % m->ep;
-        ep_group(e, w, 1, m->ep, w->replica - rank, COLL_GROUP_EP_V, &ep);
+        engine_moe_ep_group(e, w, &ep);
         for (int l = 0; l < m->cm->num_layers; l++)
             if (m->moe_of_layer[l] >= 0 && plan_stage_of_layer(e->pl, l, NULL) == w->stage)
                 engine_moe_copies_on_fabric(e, w, &ep, m->moe_of_layer[l], false);
