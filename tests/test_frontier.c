@@ -593,7 +593,7 @@ static void test_sweep_starts_at_smallest_fitting_device_count(void)
     CU_ASSERT_FATAL(least[2] < least[1]);
     c.hbm_bytes = (least[2] + fmin(least[0], least[1])) / 2;
     frontier f;
-    CU_ASSERT_EQUAL_FATAL(frontier_sweep(&w, &c, &f, NULL), 0);
+    CU_ASSERT_EQUAL_FATAL(frontier_sweep(&w, &c, false, &f, NULL), 0);
     CU_ASSERT_FATAL(f.count > 0);
     CU_ASSERT_EQUAL(f.entries[0].devices, 4);
     bool seen8 = false;
@@ -603,6 +603,47 @@ static void test_sweep_starts_at_smallest_fitting_device_count(void)
     }
     CU_ASSERT(seen8);
     frontier_free(&f);
+    wl_free(&w);
+}
+
+/* simrun --frontier --dp-overlap: the sweep passes the ZeRO overlap to every
+ * device count, so its entries for N = 8 are frontier_compute_with()'s for
+ * 8 devices with the overlap, not those without it. */
+static void test_sweep_takes_the_zero_overlap(void)
+{
+    wl_workload w;
+    const char *ov[] = {"model.num_layers=5",
+                        "training.data_parallel_sharding_strategy=optim_grads"};
+    np_error err;
+    CU_ASSERT_EQUAL_FATAL(wl_load(test_path("workloads/small_gpt.json"), ov, 2, &w, &err), 0);
+    cl_cluster c = test_npu_cluster(8, 8);
+    frontier with, without, eight;
+    CU_ASSERT_EQUAL_FATAL(frontier_sweep(&w, &c, true, &with, NULL), 0);
+    CU_ASSERT_EQUAL_FATAL(frontier_sweep(&w, &c, false, &without, NULL), 0);
+    CU_ASSERT_EQUAL_FATAL(frontier_compute_with(&w, &c, 8, true, &eight, NULL), 0);
+    CU_ASSERT(with.zero_overlap);
+    int k = 0;
+    for (int i = 0; i < with.count; i++) {
+        if (with.entries[i].devices != 8)
+            continue;
+        CU_ASSERT_FATAL(k < eight.count);
+        CU_ASSERT_DOUBLE_EQUAL(with.entries[i].memory_bytes, eight.entries[k].memory_bytes, 0.0);
+        CU_ASSERT_DOUBLE_EQUAL(with.entries[i].iteration_s, eight.entries[k].iteration_s, 0.0);
+        k++;
+    }
+    CU_ASSERT_EQUAL(k, eight.count);
+    /* and the overlap matters here, so a sweep that dropped it would fail
+     * the comparison above: the same tuples priced without it differ */
+    frontier plain;
+    CU_ASSERT_EQUAL_FATAL(frontier_compute_with(&w, &c, 8, false, &plain, NULL), 0);
+    bool differs = plain.count != eight.count;
+    for (int i = 0; !differs && i < eight.count; i++)
+        differs = plain.entries[i].memory_bytes != eight.entries[i].memory_bytes;
+    CU_ASSERT(differs);
+    frontier_free(&plain);
+    frontier_free(&with);
+    frontier_free(&without);
+    frontier_free(&eight);
     wl_free(&w);
 }
 
@@ -670,6 +711,7 @@ void register_frontier_tests(void)
         {"planner_ft_rejects_other_schedules", test_planner_ft_rejects_other_schedules},
         {"sweep_starts_at_smallest_fitting_device_count",
          test_sweep_starts_at_smallest_fitting_device_count},
+        {"sweep_takes_the_zero_overlap", test_sweep_takes_the_zero_overlap},
         {"csv_has_header_and_one_row_per_entry", test_csv_has_header_and_one_row_per_entry},
         {"write_csv_to_missing_directory_is_an_error",
          test_write_csv_to_missing_directory_is_an_error});

@@ -129,8 +129,9 @@ int frontier_compute_with(const wl_workload *w, const cl_cluster *c, int num_dev
 
 /* Frontiers for N = 1, 2, 4, ... below c->num_npus and N = c->num_npus,
  * kept from the smallest N that has a fitting entry on; appended to out
- * (initialised here). */
-int frontier_sweep(const wl_workload *w, const cl_cluster *c, frontier *out, np_error *err);
+ * (initialised here); zero_overlap as frontier_compute_with()'s. */
+int frontier_sweep(const wl_workload *w, const cl_cluster *c, bool zero_overlap, frontier *out,
+                   np_error *err);
 
 /* Index of the fastest fitting entry for `devices` (0: any), or -1. */
 int frontier_fastest_fitting(const frontier *f, int devices);

@@ -151,10 +151,12 @@ static long long next_device_count(long long n, int num_npus)
     return n < num_npus && 2 * n > num_npus ? num_npus : 2 * n;
 }
 
-int frontier_sweep(const wl_workload *w, const cl_cluster *c, frontier *out, np_error *err)
+int frontier_sweep(const wl_workload *w, const cl_cluster *c, bool zero_overlap, frontier *out,
+                   np_error *err)
 {
     memset(out, 0, sizeof *out);
     out->capacity_bytes = c->hbm_bytes;
+    out->zero_overlap = zero_overlap;
     int refused = planner_refuse_context_parallel("ft (--frontier)", w, err);
     if (refused)
         return refused;
@@ -162,7 +164,7 @@ int frontier_sweep(const wl_workload *w, const cl_cluster *c, frontier *out, np_
     bool started = false;
     for (long long n = 1; n <= c->num_npus; n = next_device_count(n, c->num_npus)) {
         frontier one;
-        int rc = frontier_compute(w, c, (int)n, &one, err);
+        int rc = frontier_compute_with(w, c, (int)n, zero_overlap, &one, err);
         if (rc == NP_EXIT_INPUT) {
             np_error_clear(err);
             continue;

@@ -307,6 +307,7 @@ static int frontier_merge(frontier *f, const tuple_eval *te, const tuple *t, con
     }
     next.configs_evaluated = f->configs_evaluated;
     next.capacity_bytes = f->capacity_bytes;
+    next.zero_overlap = f->zero_overlap; /* the rest of the tuples price it too */
     frontier_free(f);
     *f = next;
     return 0;

@@ -250,7 +250,7 @@ static int write_frontier(const cli *c, job *j, np_error *err)
 {
     frontier fr;
     cli_progress_say(c, "simrun: frontier over every device count…");
-    int rc = frontier_sweep(&j->w, &j->pf.cluster, &fr, err);
+    int rc = frontier_sweep(&j->w, &j->pf.cluster, j->cm.zero_overlap, &fr, err);
     cli_progress_clear(c);
     if (!rc)
         rc = frontier_write_csv(c->frontier_path, &fr, err);
