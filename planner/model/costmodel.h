@@ -224,6 +224,13 @@ double cm_sharded_state_bytes_per_param(wl_dtype d, wl_dp_sharding s, int shards
  * sharded data-parallel collectives of the pass. */
 double cm_forward_extra_s(const cm_layer *l);
 double cm_backward_extra_s(const cm_layer *l);
+/* Megatron's DDP bucket in bytes of 4-byte fp32 gradients: `given` when
+ * positive (--dp-bucket-bytes), else max(40M, 1M·dp) parameters
+ * (distributed_data_parallel_config.py); and the buckets of `params`
+ * parameters (ZeRO-2's gather of the update is cut the same way). */
+double cm_dp_bucket_bytes(double given, int dp);
+double cm_dp_param_buckets(double params, double bucket_bytes);
+
 /* Ring all-gather of `bytes` among `ranks` replicas of one TP rank, tp NPUs
  * apart: on the scale-up fabric when tp·ranks NPUs fit in a server (the
  * planners' view of data-parallel collectives, predict.h). */

@@ -34,6 +34,8 @@
  * in the backward, its unsharded gradients; ZeRO-2 its unsharded gradients.
  * costmodel_parallel.c reserves the largest layer's in the workspace.
  */
+#include <math.h>
+
 #include "costmodel_internal.h"
 
 static void state_split(wl_dtype d, double *replicated, double *sharded, double *weight)
@@ -77,6 +79,16 @@ double cm_dp_ring_allgather_s(const cl_cluster *c, int tp, int ranks, double byt
         view.npus_per_node = c->npus_per_node / t > 0 ? c->npus_per_node / t : 1;
     }
     return cm_ring_allgather_s(&view, ranks, bytes);
+}
+
+double cm_dp_bucket_bytes(double given, int dp)
+{
+    return given > 0 ? given : 4.0 * fmax(40e6, (double)dp * 1e6);
+}
+
+double cm_dp_param_buckets(double params, double bucket_bytes)
+{
+    return params > 0 ? ceil(4.0 * params / bucket_bytes) : 0.0;
 }
 
 void cm_sharding_layer(cm_layer *ly, const shape *x)

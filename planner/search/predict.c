@@ -140,8 +140,7 @@ double predict_zero_update_exposed_s(const cm_model *cm, const cl_cluster *c, co
     if (!zero2_update_overlapped(cm) || !c || group < 2)
         return 0.0;
     /* the engine's bucket (sim/engine/engine_overlap.c, overlap_build) */
-    double bucket_bytes =
-        cm->dp_bucket_bytes > 0 ? cm->dp_bucket_bytes : 4.0 * fmax(40e6, (double)dp * 1e6);
+    double bucket_bytes = cm_dp_bucket_bytes(cm->dp_bucket_bytes, dp);
     double exposed = 0.0, start = 0.0; /* start: stage s's first forward, unhindered */
     for (int s = 0; s < pl->num_stages; s++) {
         int first = pl->chunk_start[s], last = pl->chunk_start[s + 1];
@@ -150,7 +149,7 @@ double predict_zero_update_exposed_s(const cm_model *cm, const cl_cluster *c, co
             params += cm->layers[l].params;
             forward_s += cm_forward_total_s(&cm->layers[l]);
         }
-        double b = ceil(4.0 * params / bucket_bytes);
+        double b = cm_dp_param_buckets(params, bucket_bytes);
         if (params > 0) {
             double g = cm_dp_ring_allgather_s(c, pl->tensor_parallel, group,
                                               params * cm->weight_bytes_per_param / b);

@@ -144,7 +144,7 @@ static double chunk_update(const cm_model *cm, const plan *pl, int s, int chunk,
     double params = 0;
     for (int l = pl->chunk_start[k]; l < pl->chunk_start[k + 1]; l++)
         params += cm->layers[l].params;
-    double n = ceil(4.0 * params / bucket_bytes);
+    double n = cm_dp_param_buckets(params, bucket_bytes);
     *buckets = params <= 0 ? 0 : n > MAX_BUCKETS_PER_CHUNK ? MAX_BUCKETS_PER_CHUNK + 1 : (int)n;
     return params * cm->weight_bytes_per_param;
 }
@@ -306,11 +306,7 @@ int overlap_build(engine *e, const cm_model *cm, np_error *err)
 {
     if (!e->opt->dp_overlap || e->dp * e->cp < 2)
         return 0;
-    /* Megatron's default DDP bucket: max(40M, 1M·dp) parameters
-     * (distributed_data_parallel_config.py), of 4-byte fp32 gradients. */
-    double bucket_bytes = e->opt->dp_bucket_bytes > 0
-                              ? e->opt->dp_bucket_bytes
-                              : 4.0 * (e->dp * 1e6 > 40e6 ? e->dp * 1e6 : 40e6);
+    double bucket_bytes = cm_dp_bucket_bytes(e->opt->dp_bucket_bytes, e->dp);
     e->overlap = calloc((size_t)e->p, sizeof *e->overlap);
     for (int s = 0; e->overlap && s < e->p; s++) {
         bool zero = cm->sharding >= WL_SHARD_OPTIM_GRADS;
@@ -459,16 +455,8 @@ int overlap_num_actors(const engine *e)
     return n;
 }
 
-void overlap_wait_params(worker *w)
-{
-    double start = engine_now(w->eng);
-    sg_sem_acquire(w->params_ready);
-    w->dp_comm_s += engine_now(w->eng) - start;
-}
+void overlap_wait_params(worker *w) { wait_dp(w, w->params_ready); }
 
-/* --dp-overlap: gathers the parameter buckets (distributed optimizer), then
- * reduces each gradient bucket as soon as the worker's backward has made it
- * ready, while the worker computes on. */
 /* ZeRO-3 with --dp-overlap: the per-pass parameter gathers of a worker, in
  * its op list's order, each once it is launched. */
 static void zero_gather_main(int argc, char **argv)
@@ -525,6 +513,9 @@ static void zero_comm_main(worker *w)
     worker_linger(w);
 }
 
+/* --dp-overlap: gathers the parameter buckets (distributed optimizer), then
+ * reduces each gradient bucket as soon as the worker's backward has made it
+ * ready, while the worker computes on (ZeRO-2/3: zero_comm_main). */
 void overlap_comm_main(int argc, char **argv)
 {
     worker *w = sg_actor_self_get_data();
