@@ -229,6 +229,9 @@ double cm_backward_extra_s(const cm_layer *l);
  * (distributed_data_parallel_config.py); and the buckets of `params`
  * parameters (ZeRO-2's gather of the update is cut the same way). */
 double cm_dp_bucket_bytes(double given, int dp);
+/* Whether ZeRO-2/3's collectives run overlapped (zero_overlap: simrun
+ * --dp-overlap) and move anything (sharded over at least 2 replicas). */
+bool cm_zero_overlapped(const cm_model *cm);
 double cm_dp_param_buckets(double params, double bucket_bytes);
 
 /* Ring all-gather of `bytes` among `ranks` replicas of one TP rank, tp NPUs

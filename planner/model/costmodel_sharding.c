@@ -86,6 +86,11 @@ double cm_dp_bucket_bytes(double given, int dp)
     return given > 0 ? given : 4.0 * fmax(40e6, (double)dp * 1e6);
 }
 
+bool cm_zero_overlapped(const cm_model *cm)
+{
+    return cm->zero_overlap && cm->sharding >= WL_SHARD_OPTIM_GRADS && cm->data_parallel >= 2;
+}
+
 double cm_dp_param_buckets(double params, double bucket_bytes)
 {
     return params > 0 ? ceil(4.0 * params / bucket_bytes) : 0.0;

@@ -327,21 +327,17 @@ double mem_stash_copies(schedule_kind sched, int p, int s, int m)
  * that the engine's tracker, which starts from this workspace, has the same
  * peak.  The planners subtract the same reserve from the capacity
  * (mem_zero_overlap_layer_bytes() for one-chunk stages). */
-static bool zero_overlapped(const cm_model *cm)
-{
-    return cm->zero_overlap && cm->sharding >= WL_SHARD_OPTIM_GRADS && cm->data_parallel >= 2;
-}
 
 double mem_zero_overlap_layer_bytes(const cm_model *cm, int l)
 {
-    if (!zero_overlapped(cm) || l < 0 || l >= cm->num_layers)
+    if (!cm_zero_overlapped(cm) || l < 0 || l >= cm->num_layers)
         return 0.0;
     return cm->layers[l].zero_reduce_bytes + cm->layers[l].zero_gather_bytes;
 }
 
 double mem_zero_overlap_bytes(const cm_model *cm, const plan *pl, int s)
 {
-    if (!zero_overlapped(cm) || s < 0 || s >= pl->num_stages)
+    if (!cm_zero_overlapped(cm) || s < 0 || s >= pl->num_stages)
         return 0.0;
     double reduce = 0.0, gather = 0.0;
     int v = pl->num_chunks > 0 ? pl->num_chunks : 1;

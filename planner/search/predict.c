@@ -50,24 +50,19 @@ double predict_stage_comm_s(const cm_model *cm, const cl_cluster *c, const plan 
     return 2.0 * predict_boundary_s(cm, c, pl, s, sends) + gathers;
 }
 
-static bool zero_overlapped(const cm_model *cm)
-{
-    return cm->zero_overlap && cm->sharding >= WL_SHARD_OPTIM_GRADS;
-}
-
 double predict_layer_s(const cm_model *cm, const plan *pl, int l, bool skip_recompute)
 {
     const cm_layer *ly = &cm->layers[l];
     plan_layer_cost rc;
     plan_layer_recompute(pl, cm, l, skip_recompute, &rc);
-    double zero_s = zero_overlapped(cm) ? ly->zero_forward_s + ly->zero_backward_s : 0.0;
+    double zero_s = cm_zero_overlapped(cm) ? ly->zero_forward_s + ly->zero_backward_s : 0.0;
     return cm_forward_total_s(ly) + ly->backward_s + ly->weight_grad_s + ly->tp_backward_s +
            cm_backward_extra_s(ly) + rc.recompute_s - zero_s;
 }
 
 double predict_zero_stream_s(const cm_model *cm, int first, int last, int what)
 {
-    if (!zero_overlapped(cm))
+    if (!cm_zero_overlapped(cm))
         return 0.0;
     double sum = 0.0;
     for (int l = first; l < last; l++) {
@@ -114,7 +109,7 @@ double predict_dp_sync_s(const cm_model *cm, const cl_cluster *c, int tp, int dp
  * the tail for the start of the next iteration. */
 static bool zero2_update_overlapped(const cm_model *cm)
 {
-    return zero_overlapped(cm) && cm->sharding == WL_SHARD_OPTIM_GRADS;
+    return cm_zero_overlapped(cm) && cm->sharding == WL_SHARD_OPTIM_GRADS;
 }
 
 double predict_stage_tail_s(const cm_model *cm, const cl_cluster *c, const plan *pl, int s)
