@@ -64,30 +64,11 @@ double est_transfer_cost(const est_fabric *f, const plan *pl, int sa, int d, int
     return flows + same;
 }
 
-/* The radices a butterfly of n members uses (collective_butterfly.c). */
-static int butterfly_radices(int n, int radix, int *radices, int max)
-{
-    int count = 0;
-    while (n > 1 && count < max) {
-        int r = radix <= n ? radix : n;
-        while (n % r)
-            r--;
-        if (r == 1) {
-            r = radix + 1;
-            while (n % r)
-                r++;
-        }
-        radices[count++] = r;
-        n /= r;
-    }
-    return count;
-}
-
 /* One member's part of a collective among the replicas of stage s (replica
  * d is member d): its messages' flows, a sleep per step that waits for a
  * scale-up message, and ring-flow's latency sleep. */
 typedef struct butterfly_shape {
-    int radices[64];
+    int radices[COLL_BUTTERFLY_MAX_STAGES];
     int stages;
 } butterfly_shape;
 
@@ -164,11 +145,11 @@ double est_stage_collective(const est_fabric *f, const plan *pl, const engine_op
     coll_algorithm b = a == COLL_HIERARCHICAL ? o->dp_inter_algorithm : a;
     butterfly_shape bf = {.stages = 0};
     if (b == COLL_HALVING_DOUBLING || b == COLL_BUTTERFLY)
-        bf.stages = butterfly_radices(n,
-                                      b == COLL_HALVING_DOUBLING ? 2
-                                      : o->dp_radix >= 2         ? o->dp_radix
-                                                                 : 4,
-                                      bf.radices, 64);
+        bf.stages = coll_butterfly_radices(n,
+                                           b == COLL_HALVING_DOUBLING ? 2
+                                           : o->dp_radix >= 2         ? o->dp_radix
+                                                                      : 4,
+                                           bf.radices);
     double cost = 0;
     for (int d = 0; d < sampled; d++)
         cost += member_cost(f, pl, o, a, kind, &bf, s, d);

@@ -65,6 +65,13 @@ typedef enum coll_kind {
     COLL_KIND_COUNT
 } coll_kind;
 
+/* The stages of a butterfly of n members with radix `radix`: n factorised
+ * into radices of at most `radix` each where n allows (else its smallest
+ * prime factor above it), into radices[COLL_BUTTERFLY_MAX_STAGES]; returns
+ * their count (collective_butterfly.c; the flow estimate counts the same). */
+enum { COLL_BUTTERFLY_MAX_STAGES = 64 };
+int coll_butterfly_radices(int n, int radix, int *radices);
+
 /* "ring-flow", "ring", "hierarchical", "halving-doubling", "butterfly",
  * "pairwise", "bruck"; by_name returns -1 when unknown. */
 const char *coll_algorithm_name(coll_algorithm a);

@@ -35,10 +35,9 @@
 #include "collective.h"
 #include "collective_internal.h"
 
-#define MAX_STAGES 64
+#define MAX_STAGES COLL_BUTTERFLY_MAX_STAGES
 
-/* Factorises n into radices (see the head comment); returns their count. */
-static int butterfly_radices(int n, int radix, int *radices)
+int coll_butterfly_radices(int n, int radix, int *radices)
 {
     int m = 0;
     while (n > 1 && m < MAX_STAGES) {
@@ -73,7 +72,7 @@ static void butterfly_stage(coll_ctx *c, const coll_view *v, int stride, int r, 
 void coll_butterfly_reduce_scatter(coll_ctx *c, const coll_view *v, int radix, double bytes)
 {
     int radices[MAX_STAGES];
-    int m = butterfly_radices(v->n, radix, radices);
+    int m = coll_butterfly_radices(v->n, radix, radices);
     int tag = coll_tags(c, m);
     int stride = 1;
     double part = bytes;
@@ -87,7 +86,7 @@ void coll_butterfly_reduce_scatter(coll_ctx *c, const coll_view *v, int radix, d
 void coll_butterfly_allgather(coll_ctx *c, const coll_view *v, int radix, double bytes)
 {
     int radices[MAX_STAGES];
-    int m = butterfly_radices(v->n, radix, radices);
+    int m = coll_butterfly_radices(v->n, radix, radices);
     int tag = coll_tags(c, m);
     int stride = v->n;
     double part = bytes / v->n;
