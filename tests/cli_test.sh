@@ -267,17 +267,26 @@ expect_error "unknown all-reduce lists the algorithms" 1 "expected one of: ring-
 "$SIMRUN" --progress --quiet --planner all "$P8" "$W8" >"$TMP/out" 2>"$TMP/err" && [ ! -s "$TMP/err" ] &&
     ok || ko "--quiet wins over --progress"
 rm -f "$TMP/pr.csv"
-"$SIMRUN" --progress --csv "$TMP/pr.csv" --run-id with platforms/16k_npu.xml workloads/llama.json \
-    >"$TMP/out" 2>"$TMP/err"
+# (per-rank flows: the folded run ends before the line's first 2 s)
+"$SIMRUN" --progress --per-rank-flows --csv "$TMP/pr.csv" --run-id with platforms/16k_npu.xml \
+    workloads/llama.json >"$TMP/out" 2>"$TMP/err"
 # the estimate it counts against is the planner's prediction (the table's pred column)
 pred=$(awk '$1 == "megatron" { printf "%.1f", $7 }' "$TMP/out")
 if [ -n "$pred" ] &&
     grep -Eq "^simrun: simulating… [0-9]+% \(simulated [0-9.]+ s of ~$pred s\), [0-9.]+ s elapsed\$" "$TMP/err"; then
     ok
 else ko "--progress shows the simulated clock of a 16K run against the prediction (~$pred s)"; fi
-"$SIMRUN" --quiet --csv "$TMP/pr.csv" --run-id without platforms/16k_npu.xml workloads/llama.json 2>"$TMP/err"
+"$SIMRUN" --quiet --per-rank-flows --csv "$TMP/pr.csv" --run-id without platforms/16k_npu.xml \
+    workloads/llama.json 2>"$TMP/err"
 [ "$(cut -d, -f1-24,27 "$TMP/pr.csv" | tail -2 | sort -u | wc -l)" -eq 1 ] && ok ||
     ko "the progress actor changes no result"
+# the exact TP fold (the default): the same results from 1/8 of the flows
+"$SIMRUN" --quiet --csv "$TMP/pr.csv" --run-id folded platforms/16k_npu.xml workloads/llama.json \
+    2>"$TMP/err"
+[ "$(cut -d, -f1-24 "$TMP/pr.csv" | tail -2 | sort -u | wc -l)" -eq 1 ] &&
+    [ "$(tail -2 "$TMP/pr.csv" | awk -F, '{ printf "%s ", $NF }')" = "1 8 " ] &&
+    [ "$(tail -1 "$TMP/pr.csv" | cut -d, -f27)" -lt "$(tail -2 "$TMP/pr.csv" | head -1 | cut -d, -f27)" ] &&
+    ok || ko "the TP fold: the same results as --per-rank-flows, tp_fold 8 against 1, fewer activities"
 
 # the 1,536-NPU Ascend 910 platform of CodeGeeX
 "$SIMRUN" platforms/codegeex_1536_910.xml workloads/codegeex_13b.json >"$TMP/out" 2>"$TMP/err" &&

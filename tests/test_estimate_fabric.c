@@ -34,7 +34,12 @@
  *     network flow): per replica and direction 8·1 + 7·2 = 22 flows a
  *     micro-batch, 2·m·dp·22 in all.
  * And ZeRO-2's collectives on the dual-plane platform, blocking and with
- * --dp-overlap (test_dual_plane_zero2_counts_its_collectives).
+ * --dp-overlap (test_dual_plane_zero2_counts_its_collectives).  Every count
+ * is taken twice: with --per-rank-flows as above, and with the exact TP fold
+ * (engine_symmetry.c), where a transfer posts TP rank 0's flows alone (tp
+ * times fewer) and its scale-up wait once, on the platforms whose routes
+ * allow it: split planes and the simulated scale-up fabric, not hashed
+ * planes (a group's ranks land on either plane).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -51,6 +56,7 @@ typedef struct fabric_case {
     const char *from, *to; /* a variant: `from` replaced by `to`; NULL: as shipped */
     int p, tp, dp;
     bool zero2, overlap; /* ZeRO-2 (optim_grads); --dp-overlap with 4 buckets of the update */
+    bool per_rank;       /* --per-rank-flows; else the exact TP fold where it applies */
 } fabric_case;
 
 typedef struct fabric_counts {
@@ -58,6 +64,7 @@ typedef struct fabric_counts {
     char error[1024];
     double estimated, estimated_p2p, estimated_collective, estimated_executions;
     long actual;
+    int estimated_tp_fold, tp_fold;
 } fabric_counts;
 
 static void run_fabric_case(void *ctx, int fd)
@@ -106,6 +113,7 @@ static void run_fabric_case(void *ctx, int fd)
         engine_options o;
         engine_init_options(&o);
         o.dp_overlap = fc->overlap;
+        o.per_rank_flows = fc->per_rank;
         o.dp_bucket_bytes = 4000 / 4; /* a chunk's 1000 parameters in 4 buckets */
         engine_estimate e;
         engine_estimate_platform(&pf, &cm, &pl, &o, &e);
@@ -113,10 +121,12 @@ static void run_fabric_case(void *ctx, int fd)
         out.estimated_p2p = e.p2p_activities;
         out.estimated_collective = e.collective_activities;
         out.estimated_executions = e.executions;
+        out.estimated_tp_fold = e.tp_fold;
         engine_result r;
         out.rc = engine_run(&pf, &w, &cm, &pl, &sc, &o, &r, &err);
         if (!out.rc) {
             out.actual = r.activities;
+            out.tp_fold = r.tp_fold;
             engine_result_free(&r);
         }
     }
@@ -137,6 +147,14 @@ static void run_case(const fabric_case *fc, fabric_counts *out)
         fprintf(stderr, "\n  %s p=%d tp=%d dp=%d: estimated %g (p2p %g, collectives %g), ran %ld\n",
                 fc->platform, fc->p, fc->tp, fc->dp, out->estimated, out->estimated_p2p,
                 out->estimated_collective, out->actual);
+    CU_ASSERT_EQUAL(out->estimated_tp_fold, out->tp_fold);
+}
+
+/* The TP ranks whose flows a transfer posts: all of them with per-rank
+ * flows or where the fold does not apply, else rank 0's alone. */
+static int posting_ranks(const fabric_case *fc, bool folds)
+{
+    return fc->per_rank || !folds ? fc->tp : 1;
 }
 
 #define DUAL "platforms/test_rail_2plane_64.xml"
@@ -145,31 +163,37 @@ static void run_case(const fabric_case *fc, fabric_counts *out)
 
 static void test_dual_plane_pipeline_counts_a_flow_per_plane(void)
 {
-    for (int hash = 0; hash <= 1; hash++) {
-        fabric_case fc = {DUAL, hash ? SPLIT_PROP : NULL, HASH_PROP, 8, 8, 1, false, false};
-        fabric_counts c;
-        run_case(&fc, &c);
-        int planes = hash ? 1 : 2; /* flows per network leg */
-        CU_ASSERT_EQUAL(c.estimated_p2p, 2 * M * 7 * 8 * planes);
-        CU_ASSERT_EQUAL(c.estimated_collective, 0);
-        CU_ASSERT_EQUAL(c.estimated, c.actual);
-    }
+    for (int hash = 0; hash <= 1; hash++)
+        for (int per_rank = 0; per_rank <= 1; per_rank++) {
+            fabric_case fc = {DUAL, hash ? SPLIT_PROP : NULL, HASH_PROP, 8, 8, 1, false, false,
+                              per_rank};
+            fabric_counts c;
+            run_case(&fc, &c);
+            int planes = hash ? 1 : 2; /* flows per network leg */
+            int ranks = posting_ranks(&fc, !hash); /* a hash puts a group's ranks on 2 planes */
+            CU_ASSERT_EQUAL(c.estimated_p2p, 2 * M * 7 * ranks * planes);
+            CU_ASSERT_EQUAL(c.estimated_collective, 0);
+            CU_ASSERT_EQUAL(c.estimated, c.actual);
+            CU_ASSERT_EQUAL(c.tp_fold, 8 / ranks);
+        }
 }
 
 static void test_dual_plane_gradient_sync_counts_a_flow_per_plane(void)
 {
-    for (int hash = 0; hash <= 1; hash++) {
-        fabric_case fc = {DUAL, hash ? SPLIT_PROP : NULL, HASH_PROP, 2, 8, 4, false, false};
-        fabric_counts c;
-        run_case(&fc, &c);
-        int planes = hash ? 1 : 2;
-        double p2p = 4 * 2 * M * 8 * planes, sync = 2 * 4 * (8 * planes + 1);
-        CU_ASSERT_EQUAL(c.estimated_p2p, p2p);
-        CU_ASSERT_EQUAL(c.estimated_collective, sync);
-        CU_ASSERT_EQUAL(c.estimated_executions, 4 * 12);
-        CU_ASSERT_EQUAL(c.estimated, p2p + sync + 4 * 12);
-        CU_ASSERT_EQUAL(c.actual, p2p + sync + 4 * 12);
-    }
+    for (int hash = 0; hash <= 1; hash++)
+        for (int per_rank = 0; per_rank <= 1; per_rank++) {
+            fabric_case fc = {DUAL, hash ? SPLIT_PROP : NULL, HASH_PROP, 2, 8, 4, false, false,
+                              per_rank};
+            fabric_counts c;
+            run_case(&fc, &c);
+            int planes = hash ? 1 : 2, ranks = posting_ranks(&fc, !hash);
+            double p2p = 4 * 2 * M * ranks * planes, sync = 2 * 4 * (ranks * planes + 1);
+            CU_ASSERT_EQUAL(c.estimated_p2p, p2p);
+            CU_ASSERT_EQUAL(c.estimated_collective, sync);
+            CU_ASSERT_EQUAL(c.estimated_executions, 4 * 12);
+            CU_ASSERT_EQUAL(c.estimated, p2p + sync + 4 * 12);
+            CU_ASSERT_EQUAL(c.actual, p2p + sync + 4 * 12);
+        }
 }
 
 /* ZeRO-2 on the same platform and plan: per stage m reduce-scatters and the
@@ -182,31 +206,39 @@ static void test_dual_plane_gradient_sync_counts_a_flow_per_plane(void)
  * more. */
 static void test_dual_plane_zero2_counts_its_collectives(void)
 {
-    for (int overlap = 0; overlap <= 1; overlap++) {
-        fabric_case fc = {DUAL, NULL, NULL, 2, 8, 4, true, overlap};
-        fabric_counts c;
-        run_case(&fc, &c);
-        double gathers = overlap ? 4 : 1, member = 8 * 2 + 1;
-        double sync = 2 * (M + gathers) * 4 * member, executions = 4 * (14 + (overlap ? 7 : 0));
-        CU_ASSERT_EQUAL(c.estimated_collective, sync);
-        CU_ASSERT_EQUAL(c.estimated_executions, executions);
-        CU_ASSERT_EQUAL(c.estimated, 4 * 2 * M * 8 * 2 + sync + executions);
-        CU_ASSERT_EQUAL(c.actual, 4 * 2 * M * 8 * 2 + sync + executions);
-    }
+    for (int overlap = 0; overlap <= 1; overlap++)
+        for (int per_rank = 0; per_rank <= 1; per_rank++) {
+            fabric_case fc = {DUAL, NULL, NULL, 2, 8, 4, true, overlap, per_rank};
+            fabric_counts c;
+            run_case(&fc, &c);
+            int ranks = posting_ranks(&fc, true);
+            double gathers = overlap ? 4 : 1, member = ranks * 2 + 1;
+            double sync = 2 * (M + gathers) * 4 * member;
+            double executions = 4 * (14 + (overlap ? 7 : 0));
+            CU_ASSERT_EQUAL(c.estimated_collective, sync);
+            CU_ASSERT_EQUAL(c.estimated_executions, executions);
+            CU_ASSERT_EQUAL(c.estimated, 4 * 2 * M * ranks * 2 + sync + executions);
+            CU_ASSERT_EQUAL(c.actual, 4 * 2 * M * ranks * 2 + sync + executions);
+        }
 }
 
 static void test_simulated_scaleup_counts_a_flow_per_rank(void)
 {
-    fabric_case fc = {"platforms/test_scaleup_16.xml", NULL, NULL, 4, 4, 1, false, false};
-    fabric_counts c;
-    run_case(&fc, &c);
-    CU_ASSERT_EQUAL(c.estimated_p2p, 2 * M * 3 * 4);
-    CU_ASSERT_EQUAL(c.estimated, c.actual);
+    for (int per_rank = 0; per_rank <= 1; per_rank++) {
+        fabric_case fc = {"platforms/test_scaleup_16.xml", NULL, NULL, 4, 4, 1, false, false,
+                          per_rank};
+        fabric_counts c;
+        run_case(&fc, &c);
+        int ranks = posting_ranks(&fc, true); /* each rank's port is its own */
+        CU_ASSERT_EQUAL(c.estimated_p2p, 2 * M * 3 * ranks);
+        CU_ASSERT_EQUAL(c.estimated, c.actual);
+        CU_ASSERT_EQUAL(c.tp_fold, 4 / ranks);
+    }
 }
 
 static void test_pxn_counts_the_relay_leg(void)
 {
-    fabric_case fc = {"platforms/test_rail_pxn_64.xml", NULL, NULL, 16, 1, 4, false, false};
+    fabric_case fc = {"platforms/test_rail_pxn_64.xml", NULL, NULL, 16, 1, 4, false, false, false};
     fabric_counts c;
     run_case(&fc, &c);
     CU_ASSERT_EQUAL(c.estimated_p2p, 2 * M * 4 * 22);

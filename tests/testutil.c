@@ -298,6 +298,8 @@ void test_sim_summarize(const engine_result *res, const plan *pl, test_sim_resul
 {
     out->iteration_s = res->iteration_s;
     out->pipeline_s = res->pipeline_s;
+    out->activities = res->activities;
+    out->tp_fold = res->tp_fold;
     out->bubble_ratio = res->bubble_ratio;
     for (int s = 0; s < pl->num_stages && s < TEST_MAX_STAGES; s++) {
         out->stage_bubble_ratio[s] = res->stages[s].bubble_ratio;

@@ -53,6 +53,7 @@ typedef struct cli {
     const char *moe_trace_path, *moe_trace_step; /* --moe-trace, --moe-trace-step */
     const char *moe_sample_mb;                   /* --moe-sample-mb (cli_moe.c) */
     int dp_overlap;
+    int per_rank_flows; /* --per-rank-flows */
     int shifted_recompute;
     int stages, quiet;
     int memory;             /* --memory: the per-stage memory table (cli_memory.c) */

@@ -96,6 +96,10 @@ static const char usage_text[] =
     "                     tapered ones, with --dp-overlap, and where replicas are not\n"
     "                     symmetric: asynchronous PipeDream; with experts, K a multiple\n"
     "                     of ep)\n"
+    "  --per-rank-flows   one SimGrid flow per TP rank for every transfer, instead of\n"
+    "                     one per TP group where the fabric treats a group's ranks alike\n"
+    "                     (the exact TP fold: the same times, 1/tp of the flows; the CSV's\n"
+    "                     tp_fold column says which ran; docs/design.md)\n"
     "  --stages           also print the per-stage table\n"
     "  --memory           also print each stage's device memory at its peak: weights,\n"
     "                     gradients and optimizer state (sharded as the workload says),\n"
@@ -253,6 +257,7 @@ static int parse_collectives(cli *c)
         return NP_EXIT_USAGE;
     }
     c->engine.dp_overlap = c->dp_overlap;
+    c->engine.per_rank_flows = c->per_rank_flows;
     if (c->dp_bucket_bytes) {
         char *end;
         double v = strtod(c->dp_bucket_bytes, &end);
@@ -366,6 +371,8 @@ int parse_args(int argc, char **argv, cli *c)
             c->memory = 1;
         } else if (strcmp(a, "--dp-overlap") == 0) {
             c->dp_overlap = 1;
+        } else if (strcmp(a, "--per-rank-flows") == 0) {
+            c->per_rank_flows = 1;
         } else if (strcmp(a, "--shifted-recompute") == 0) {
             c->shifted_recompute = 1;
         } else if (strcmp(a, "--quiet") == 0) {

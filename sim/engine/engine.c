@@ -23,6 +23,7 @@
 #include <xbt/log.h>
 
 #include "engine_internal.h"
+#include "transport_symmetry.h"
 #include "engine_moe.h"
 
 void engine_init_options(engine_options *o)
@@ -225,6 +226,9 @@ int engine_run(const sim_platform *pf, const wl_workload *w, const cm_model *cm,
     struct timespec t_start, t_end;
     clock_gettime(CLOCK_MONOTONIC, &t_start);
     transport_init(&e.net, pf, e.tp);
+    /* the exact TP fold, when the fabric allows it (engine_symmetry.c) */
+    if ((e.net.symmetry = engine_tp_symmetry(pf, cm, pl, o)))
+        tp_symmetry_apply(e.net.symmetry);
     workers_start(&e);
     engine_progress_start(&e); /* engine_options.progress, when set (engine_progress.c) */
     simgrid_run();
@@ -237,6 +241,8 @@ int engine_run(const sim_platform *pf, const wl_workload *w, const cm_model *cm,
                             "whose sends and receives do not match?)",
                             e.finished, actors);
     sg_barrier_destroy(e.finish);
+    out->tp_fold = e.net.symmetry ? e.tp : 1;
+    tp_symmetry_free(e.net.symmetry); /* the links get their bandwidth back */
     rc = metrics_collect(&e, w, cm, out);
     engine_moe_collect(&e, out); /* MoE hook */
     out->wall_s = (t_end.tv_sec - t_start.tv_sec) + 1e-9 * (t_end.tv_nsec - t_start.tv_nsec);

@@ -90,6 +90,11 @@ typedef struct engine_options {
      * an NPU at a time, so both last exactly the op's time (tests compare
      * them); the sleep costs fewer instructions. */
     bool compute_as_execution;
+    /* One SimGrid flow per TP rank for every transfer (--per-rank-flows),
+     * instead of the exact TP fold's one flow per TP group where the fabric
+     * treats a group's ranks alike (engine_symmetry.c, docs/design.md): the
+     * times are the same, the fold starts 1/tp of the flows. */
+    bool per_rank_flows;
 } engine_options;
 
 void engine_init_options(engine_options *o);
@@ -141,6 +146,7 @@ typedef struct engine_result {
     double tokens_per_s;
     double wall_s;   /* host seconds spent in the simulation */
     long activities; /* SimGrid executions and flows started */
+    int tp_fold;     /* TP ranks each network flow stood for: tp (the exact TP fold) or 1 */
     /* MoE replay (engine_moe.c), when moe_replayed: the all-to-all time of
      * the slowest worker and the mean over workers; token-expert assignments of the iteration's
      * forwards, all NPUs: routed, dropped, padding; the padding's FLOPs
@@ -204,6 +210,7 @@ typedef struct engine_estimate {
     double executions;            /* SimGrid executions */
     double p2p_activities;        /* flows and sleeps of the stage-to-stage sends */
     double collective_activities; /* flows and sleeps of the gradient syncs */
+    int tp_fold;                  /* as engine_result.tp_fold (platform estimates only) */
     double activities;            /* the sum of the three */
     double op_list_bytes;         /* the schedule's op lists */
     double engine_bytes;          /* workers, actors, channels, timeline */

@@ -101,6 +101,7 @@
 #include <string.h>
 
 #include "engine_estimate_internal.h"
+#include "transport_symmetry.h"
 #include "step_order.h"
 
 #define STACK_BYTES (64.0 * 1024) /* contexts/stack-size:64 (engine.c) */
@@ -477,5 +478,9 @@ void engine_estimate_platform(const sim_platform *pf, const cm_model *cm, const 
                               const engine_options *o, engine_estimate *out)
 {
     est_fabric f = est_fabric_of(&pf->cluster, pf, o);
+    struct tp_symmetry *sym = engine_tp_symmetry(pf, cm, pl, o);
+    f.tp_fold = sym != NULL;
+    tp_symmetry_free(sym);
     estimate(&f, cm, pl, o, out);
+    out->tp_fold = f.tp_fold ? pl->tensor_parallel : 1;
 }

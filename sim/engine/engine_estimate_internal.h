@@ -28,6 +28,7 @@ typedef struct est_fabric {
     bool scaleup_flows; /* scaleup_fabric="simulated" */
     bool pxn;           /* cross_rail_pxn=1 */
     placement order;    /* engine_options.placement */
+    bool tp_fold;       /* the exact TP fold: rank 0's flows only (engine_symmetry.c) */
 } est_fabric;
 
 /* The fabric of c, with pf's planes, scale-up and PXN (pf NULL: one plane,

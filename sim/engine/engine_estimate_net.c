@@ -37,11 +37,12 @@ static void transfer_parts(const est_fabric *f, const plan *pl, int sa, int d, i
     int tp = pl->tensor_parallel;
     *flows = 0;
     *same = false;
+    int ranks = f->tp_fold ? 1 : tp; /* the fold posts rank 0's part alone */
     if (tp > MAX_EXACT_TP) {
-        *flows = tp * f->legs; /* no server holds such a TP group: every peer is elsewhere */
+        *flows = ranks * f->legs; /* no server holds such a TP group: every peer is elsewhere */
         return;
     }
-    for (int r = 0; r < tp; r++) {
+    for (int r = 0; r < ranks; r++) {
         long a = rank_of(f, pl, r, d, sa), b = rank_of(f, pl, r, e, sb);
         bool scaleup = a / f->per_node == b / f->per_node;
         bool relay = !scaleup && f->pxn && a % f->per_node != b % f->per_node;
@@ -115,8 +116,9 @@ static double member_cost(const est_fabric *f, const plan *pl, const engine_opti
         if (local < 1 || n % local) /* servers not alike: the inter algorithm on all */
             return member_cost(f, pl, o, inter, kind, bf, s, d);
         int servers = n / local;
-        /* a scale-up step: one wait, or a flow per TP rank when simulated */
-        double step = f->scaleup_flows ? tp : 1;
+        /* a scale-up step: one wait, or a flow per TP rank when simulated
+         * (one under the TP fold) */
+        double step = f->scaleup_flows && !f->tp_fold ? tp : 1;
         double cost = local > 1 ? 2.0 * (local - 1) * step : 0;
         if (servers > 1) {
             double edge = est_transfer_cost(f, pl, s, d, s, (d + local) % n);

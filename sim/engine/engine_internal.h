@@ -135,6 +135,20 @@ static inline worker *engine_worker(engine *e, int stage, int replica)
 
 static inline int engine_num_workers(const engine *e) { return e->p * e->dp * e->cp; }
 
+/* ---- engine_symmetry.c: the exact TP fold -------------------------------- */
+
+/* The largest TP group the fold takes. */
+#define ENGINE_MAX_TP 128
+struct tp_symmetry;
+/* The checker of the exact TP fold (sim/net/transport_symmetry.h) when the
+ * run pl on pf can use it, holding the pairs of workers the pipeline and the
+ * data- and context-parallel rings connect, all checked; NULL when the run
+ * keeps per-rank flows (engine_options.per_rank_flows, tp 1, an MoE model,
+ * PXN, hashed NIC planes, or routes that treat the ranks of a group
+ * differently).  Nothing is scaled until tp_symmetry_apply(). */
+struct tp_symmetry *engine_tp_symmetry(const sim_platform *pf, const cm_model *cm, const plan *pl,
+                                       const engine_options *o);
+
 /* Simulated seconds since the run's start. */
 static inline double engine_now(const engine *e) { return transport_now(&e->net); }
 

@@ -15,6 +15,7 @@
 
 #include "transport.h"
 #include "transport_scaleup.h"
+#include "transport_symmetry.h"
 
 void transport_init(transport *t, const sim_platform *pf, int tp)
 {
@@ -22,6 +23,8 @@ void transport_init(transport *t, const sim_platform *pf, int tp)
     t->tp = tp;
     t->t0 = simgrid_get_clock();
     t->activities = 0;
+    t->symmetry = NULL;
+    t->record = NULL;
 }
 
 sg_exec_t transport_flow_start(sg_host_t src, sg_host_t dst, double bytes)
@@ -36,6 +39,12 @@ sg_exec_t transport_flow_start(sg_host_t src, sg_host_t dst, double bytes)
 
 void transport_add_flow(transport *t, transfer *x, sg_host_t src, sg_host_t dst, double bytes)
 {
+    transport_legs *rec = t->record;
+    if (rec) {
+        rec->src[rec->count] = src;
+        rec->dst[rec->count++] = dst;
+        return;
+    }
     if (!x->flows &&
         !(x->flows = malloc((size_t)TRANSFER_FLOWS_PER_RANK * t->tp * sizeof *x->flows)))
         xbt_die("npusim: out of memory posting a transfer");
@@ -94,19 +103,46 @@ bool transport_same_server(const transport *t, int rank_a, int rank_b)
     return rank_a / per_node == rank_b / per_node;
 }
 
+/* TP rank r's part of a transfer. */
+static void rank_part(transport *t, const endpoint *from, const endpoint *to, int r, double bytes,
+                      transfer *x)
+{
+    /* Same server, or PXN: the scale-up fabric (transport_scaleup.c). */
+    if (transport_scaleup_part(t, from->ranks[r], to->ranks[r], bytes, x))
+        return;
+    transport_network_leg(t, from->ranks[r], to->ranks[r], from->hosts[r], to->hosts[r], bytes, x);
+}
+
+void transport_rank_legs(transport *t, const endpoint *from, const endpoint *to, int r,
+                         transport_legs *out)
+{
+    double now = transport_now(t);
+    transfer x = {.flows = NULL, .num_flows = 0, .arrive_s = now, .sent_s = now};
+    out->count = 0;
+    t->record = out;
+    rank_part(t, from, to, r, 1.0, &x);
+    t->record = NULL;
+    out->waits = x.arrive_s > now;
+}
+
 transfer transport_start(transport *t, const endpoint *from, const endpoint *to, double bytes)
 {
     double now = transport_now(t);
     transfer x = {.flows = NULL, .num_flows = 0, .arrive_s = now, .sent_s = now};
     if (bytes <= 0)
         return x;
-    for (int r = 0; r < t->tp; r++) {
-        /* Same server, or PXN: the scale-up fabric (transport_scaleup.c). */
-        if (transport_scaleup_part(t, from->ranks[r], to->ranks[r], bytes, &x))
-            continue;
-        transport_network_leg(t, from->ranks[r], to->ranks[r], from->hosts[r], to->hosts[r], bytes,
-                              &x);
+    int ranks = t->tp;
+    if (t->symmetry) { /* the exact TP fold: rank 0 stands for all */
+        char why[512];
+        if (!tp_symmetry_check(t->symmetry, t, from, to, why, sizeof why))
+            xbt_die("npusim: the exact TP fold does not hold on this platform: %s; the rates "
+                    "simulated so far may be wrong, so the run stops (rerun with "
+                    "--per-rank-flows, docs/design.md)",
+                    why);
+        ranks = 1;
     }
+    for (int r = 0; r < ranks; r++)
+        rank_part(t, from, to, r, bytes, &x);
     return x;
 }
 

@@ -28,11 +28,22 @@
 
 #include "platform.h"
 
+struct tp_symmetry;
+struct transport_legs;
+
+/* The most flows one TP rank's part of a transfer starts: a PXN relay's
+ * scale-up leg and its network leg split over two NIC planes. */
+#define TRANSFER_FLOWS_PER_RANK 3
+
 typedef struct transport {
     const sim_platform *pf;
     int tp;          /* NPUs per endpoint */
     double t0;       /* simulated clock at the origin (the run's start) */
     long activities; /* SimGrid executions, flows and sleeps started */
+    /* The exact TP fold (transport_symmetry.h): when set, a transfer posts
+     * TP rank 0's flows only, after checking the pair.  NULL: every rank's. */
+    struct tp_symmetry *symmetry;
+    struct transport_legs *record; /* set: flows are listed, not started */
 } transport;
 
 typedef struct endpoint {
@@ -66,6 +77,17 @@ bool transport_same_server(const transport *t, int rank_a, int rank_b);
  * of `to` (see the head comment); returns at once.  Nothing moves for
  * bytes ≤ 0. */
 transfer transport_start(transport *t, const endpoint *from, const endpoint *to, double bytes);
+/* The flows TP rank r's part of a transfer from `from` to `to` would
+ * start (at most TRANSFER_FLOWS_PER_RANK) and whether it would wait for a
+ * closed-form scale-up time; nothing is started or counted. */
+typedef struct transport_legs {
+    sg_host_t src[TRANSFER_FLOWS_PER_RANK], dst[TRANSFER_FLOWS_PER_RANK];
+    int count;
+    bool waits;
+} transport_legs;
+void transport_rank_legs(transport *t, const endpoint *from, const endpoint *to, int r,
+                         transport_legs *out);
+
 /* Waits until every part of x has arrived (and releases its flows). */
 void transport_wait(transport *t, transfer *x);
 

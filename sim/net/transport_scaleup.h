@@ -11,10 +11,6 @@
 
 #include "transport.h"
 
-/* The most flows one TP rank's part of a transfer starts: a PXN relay's
- * scale-up leg and its network leg split over two NIC planes. */
-#define TRANSFER_FLOWS_PER_RANK 3
-
 /* Starts a flow of `bytes` from src to dst as part of x (counted). */
 void transport_add_flow(transport *t, transfer *x, sg_host_t src, sg_host_t dst, double bytes);
 

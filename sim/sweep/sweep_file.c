@@ -39,6 +39,7 @@ static const struct {
     {"--moe-sample-mb", SWEEP_OPT_VALUE},
     {"--set", SWEEP_OPT_VALUE}, /* in "options" only: vary workload keys instead */
     {"--dp-overlap", SWEEP_OPT_FLAG},
+    {"--per-rank-flows", SWEEP_OPT_FLAG},
     {"--shifted-recompute", SWEEP_OPT_FLAG},
     {"--stages", SWEEP_OPT_FLAG},
     {"--cfg", SWEEP_OPT_JOINED},
@@ -137,7 +138,8 @@ static int check_point_value(const char *path, const char *where, const char *ke
                     "--plan, --plan-out, --frontier, --trace, --trace-replicas, --dp-algorithm, "
                     "--dp-inter-algorithm, --dp-radix, --ep-alltoall-algorithm, "
                     "--dp-bucket-bytes, --fold-dp, --moe-sample-mb, --dp-overlap, "
-                    "--shifted-recompute, --stages, --cfg, or a workload key");
+                    "--per-rank-flows, --shifted-recompute, --stages, --cfg, or a workload "
+                    "key");
     if (kind == SWEEP_OPT_FLAG && !json_is_boolean(v))
         return fail_type(err, path, where, "true or false (a flag)", v);
     if (kind != SWEEP_OPT_FLAG && !(json_is_string(v) || json_is_number(v) || json_is_false(v)))
