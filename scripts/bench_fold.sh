@@ -37,10 +37,9 @@ compare() { # name args...
 printf '%-34s %11s %8s %8s   %9s %9s %9s   %7s %7s\n' case "iter (s)" bubble "peak GB" \
     "d iter" "d bubble" "d peak" "full s" "fold s"
 for s in 1f1b gpipe zb-h1 zb-h2 pipedream-2bw; do
-    compare "llama 16K $s" --schedule "$s" platforms/16k_npu.xml workloads/llama.json
+    compare "llama 16K $s" --schedule "$s" platforms/16k_npu.xml workloads/llama3_405b_1f1b.json
 done
-compare "llama 16K interleaved (v=2)" --schedule interleaved \
-    --set virtual_pipeline_model_parallel_size=2 platforms/16k_npu.xml workloads/llama.json
+compare "llama 16K interleaved (v=2, llama.json)" platforms/16k_npu.xml workloads/llama.json
 # GPipe holds all 96 micro-batches: only full recompute fits in 80 GB.
 compare "gpt3 1024 gpipe (full recompute)" --schedule gpipe --set recompute_granularity=full \
     platforms/dgx_a100_1024.xml workloads/gpt3_175b.json

@@ -31,11 +31,11 @@ one() { # planner label args...
     fi
 }
 for planner in megatron pipedream adapipe merak ft bmpipe; do
-    one "$planner" "llama 405B, 126 layers x 16 stages" "$P" workloads/llama.json
+    one "$planner" "llama 405B, 126 layers x 16 stages" "$P" workloads/llama3_405b_1f1b.json
     one "$planner" "gpt3 175B, 96 layers x 8 stages" --set data_parallel_size=256 \
         --set global_batch_size=4096 "$P" workloads/gpt3_175b.json
 done
 for planner in csimd mbpp-r mbpp-e; do
     one "$planner" "llama 405B, GPipe" --schedule gpipe --set recompute_granularity=full \
-        "$P" workloads/llama.json
+        "$P" workloads/llama3_405b_1f1b.json
 done

@@ -23,7 +23,7 @@ run() { # N extra-args...; prints "wall rss_kib activities iteration_s"
     dp=$((n / 128))
     /usr/bin/time -f '%e %M' -o "$TMP/time" "$SIMRUN" --quiet --csv "$TMP/$n.csv" \
         --set data_parallel_size=$dp --set global_batch_size=$((16 * dp)) "$@" \
-        "$TMP/p$n.xml" workloads/llama.json
+        "$TMP/p$n.xml" workloads/llama3_405b_1f1b.json
     read -r wall kib <"$TMP/time"
     row=$(tail -1 "$TMP/$n.csv")
     echo "$wall $kib $(echo "$row" | awk -F, '{print $27, $14}')"

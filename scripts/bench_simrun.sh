@@ -28,16 +28,15 @@ echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
 # Issue targets: the main job under 30 s / 2 GiB (foundation) and 5 s / 512 MiB
 # (engine); folded under 1 s; GPT-3 175B on 128 NPUs under 0.5 s.
 P16=platforms/16k_npu.xml
-bench "16k_npu.xml llama.json (1F1B)" 5 512 $P16 workloads/llama.json
-bench "16k_npu.xml llama.json --fold-dp 1" 1 512 --fold-dp 1 $P16 workloads/llama.json
+bench "16k_npu.xml llama.json (interleaved)" 5 512 $P16 workloads/llama.json
+bench "16k_npu.xml llama3_405b_1f1b.json" 5 512 $P16 workloads/llama3_405b_1f1b.json
+bench "16k_npu.xml llama3_405b_1f1b.json --fold-dp 1" 1 512 --fold-dp 1 $P16 \
+    workloads/llama3_405b_1f1b.json
 bench "dgx_a100_128.xml gpt3_175b_128.json" 0.5 512 platforms/dgx_a100_128.xml workloads/gpt3_175b_128.json
 for s in gpipe zb-h1 zb-h2 pipedream-2bw; do
-    bench "16k_npu.xml llama.json --schedule $s" - - --schedule $s $P16 workloads/llama.json
+    bench "16k_npu.xml llama3_405b_1f1b.json --schedule $s" - - --schedule $s $P16 \
+        workloads/llama3_405b_1f1b.json
 done
-# Interleaved, v = 2: 126 layers plus the embedding and the loss counted as
-# layers (llama.json's split keys) are 128 = 16 stages x 2 chunks x 4.
-bench "16k_npu.xml llama.json interleaved v=2" - - --schedule interleaved \
-    --set virtual_pipeline_model_parallel_size=2 $P16 workloads/llama.json
 # Asynchronous PipeDream's 15 stashed weight versions do not fit Llama-405B's
 # first stage in 64 GB; Llama-2 70B (TP8 PP8 DP256) shows the schedule.
 bench "16k_npu.xml llama2_70b.json --schedule pipedream" - - --schedule pipedream \

@@ -1,7 +1,7 @@
 #!/bin/sh
 # fabrics_experiment.sh -- the same plans on every fabric of
 # platforms/fabrics.py (results/fabrics/README.md):
-#   - Llama 3 405B as trained (workloads/llama3_405b_trained.json: TP 8, PP 16,
+#   - Llama 3 405B as trained (workloads/llama.json: TP 8, PP 16,
 #     DP 128, interleaved) on each 16,384-NPU fabric;
 #   - GPT-3 175B (workloads/gpt3_175b.json: TP 8, PP 8, DP 16, 1F1B) on each
 #     1,024-NPU fabric, and the same with TP 4 and DP 32, so that two replicas
@@ -75,7 +75,7 @@ while IFS='|' read -r npus fabric args; do
     # shellcheck disable=SC2086
     $GEN --npus "$npus" $args -o "$xml"
     if [ "$npus" = 16384 ]; then
-        run "$fabric" "$npus" "$xml" llama3_405b_trained.json as-trained
+        run "$fabric" "$npus" "$xml" llama.json as-trained
     else
         run "$fabric" "$npus" "$xml" gpt3_175b.json tp8-dp16
         run "$fabric" "$npus" "$xml" gpt3_175b.json tp4-dp32 \

@@ -58,12 +58,12 @@ done
 
 echo "== figures"
 P16="16,384 Ascend-910B-class NPUs (platforms/16k_npu.xml)"
-$PY analysis/plot_planners.py $R/planners.csv --where workload=workloads/llama.json \
+$PY analysis/plot_planners.py $R/planners.csv --where workload=workloads/llama3_405b_1f1b.json \
     -o $R/planners_llama.png
 $PY analysis/plot_planners.py $R/planners.csv -o $R/planners.png
 $PY analysis/plot_planners.py $R/csimd.csv --baseline mbpp-e -o $R/csimd.png
 $PY analysis/plot_frontier.py $R/frontier_llama.csv \
-    --title "Llama-3 405B (workloads/llama.json) on up to $P16: TensorOpt's frontier" \
+    --title "Llama-3 405B (workloads/llama3_405b_1f1b.json) on up to $P16: TensorOpt's frontier" \
     -o $R/frontier_llama.png
 $PY analysis/plot_sweep.py $R/pp_microbatch.csv --x num_micro_batches --y bubble_ratio --group pp \
     --logx --logy --title "Pipeline bubble: (p - 1)/m, falling with micro-batches m, rising with depth p" \

@@ -269,7 +269,7 @@ expect_error "unknown all-reduce lists the algorithms" 1 "expected one of: ring-
 rm -f "$TMP/pr.csv"
 # (per-rank flows: the folded run ends before the line's first 2 s)
 "$SIMRUN" --progress --per-rank-flows --csv "$TMP/pr.csv" --run-id with platforms/16k_npu.xml \
-    workloads/llama.json >"$TMP/out" 2>"$TMP/err"
+    workloads/llama3_405b_1f1b.json >"$TMP/out" 2>"$TMP/err"
 # the estimate it counts against is the planner's prediction (the table's pred column)
 pred=$(awk '$1 == "megatron" { printf "%.1f", $7 }' "$TMP/out")
 if [ -n "$pred" ] &&
@@ -277,11 +277,11 @@ if [ -n "$pred" ] &&
     ok
 else ko "--progress shows the simulated clock of a 16K run against the prediction (~$pred s)"; fi
 "$SIMRUN" --quiet --per-rank-flows --csv "$TMP/pr.csv" --run-id without platforms/16k_npu.xml \
-    workloads/llama.json 2>"$TMP/err"
+    workloads/llama3_405b_1f1b.json 2>"$TMP/err"
 [ "$(cut -d, -f1-24,27 "$TMP/pr.csv" | tail -2 | sort -u | wc -l)" -eq 1 ] && ok ||
     ko "the progress actor changes no result"
 # the exact TP fold (the default): the same results from 1/8 of the flows
-"$SIMRUN" --quiet --csv "$TMP/pr.csv" --run-id folded platforms/16k_npu.xml workloads/llama.json \
+"$SIMRUN" --quiet --csv "$TMP/pr.csv" --run-id folded platforms/16k_npu.xml workloads/llama3_405b_1f1b.json \
     2>"$TMP/err"
 [ "$(cut -d, -f1-24 "$TMP/pr.csv" | tail -2 | sort -u | wc -l)" -eq 1 ] &&
     [ "$(tail -2 "$TMP/pr.csv" | awk -F, '{ printf "%s ", $NF }')" = "1 8 " ] &&

@@ -27,7 +27,7 @@ static int llama_model(const char *const *set, int n, const cl_cluster *c, cm_mo
     wl_workload w;
     np_error err;
     memset(cm, 0, sizeof *cm);
-    int rc = test_wl_load_with("workloads/llama.json", set, n, &w, &err);
+    int rc = test_wl_load_with("workloads/llama3_405b_1f1b.json", set, n, &w, &err);
     if (!rc)
         rc = cm_build(&w, c, 0, cm, &err);
     if (rc)
@@ -198,14 +198,15 @@ static void test_the_cluster_counts_tp_cp_dp_pp(void)
     wl_workload w;
     np_error err;
     const char *const set[] = {"context_parallel_size=2", "data_parallel_size=64"};
-    CU_ASSERT_EQUAL_FATAL(test_wl_load_with("workloads/llama.json", set, 2, &w, &err), 0);
+    CU_ASSERT_EQUAL_FATAL(test_wl_load_with("workloads/llama3_405b_1f1b.json", set, 2, &w, &err),
+                          0);
     CU_ASSERT_EQUAL(wl_check_cluster(&w, 16384, &err), 0);
     CU_ASSERT_NOT_EQUAL(wl_check_cluster(&w, 8192, &err), 0);
     CU_ASSERT_PTR_NOT_NULL(strstr(err.text, "context_parallel_size"));
     CU_ASSERT_PTR_NOT_NULL(strstr(err.text, "= 16384 NPUs"));
     wl_free(&w);
     /* Megatron splits a sequence into 2c chunks. */
-    test_expect_override_error("workloads/llama.json", "context_parallel_size=3",
+    test_expect_override_error("workloads/llama3_405b_1f1b.json", "context_parallel_size=3",
                                "parallel.context_parallel_size", "6 equal chunks");
     test_expect_override_error("workloads/vgg16.json", "context_parallel_size=2",
                                "parallel.context_parallel_size", "no sequence to split");

@@ -165,11 +165,11 @@ static void test_dual_plane_pipeline_counts_a_flow_per_plane(void)
 {
     for (int hash = 0; hash <= 1; hash++)
         for (int per_rank = 0; per_rank <= 1; per_rank++) {
-            fabric_case fc = {DUAL, hash ? SPLIT_PROP : NULL, HASH_PROP, 8, 8, 1, false, false,
+            fabric_case fc = {DUAL,    hash ? SPLIT_PROP : NULL, HASH_PROP, 8, 8, 1, false, false,
                               per_rank};
             fabric_counts c;
             run_case(&fc, &c);
-            int planes = hash ? 1 : 2; /* flows per network leg */
+            int planes = hash ? 1 : 2;             /* flows per network leg */
             int ranks = posting_ranks(&fc, !hash); /* a hash puts a group's ranks on 2 planes */
             CU_ASSERT_EQUAL(c.estimated_p2p, 2 * M * 7 * ranks * planes);
             CU_ASSERT_EQUAL(c.estimated_collective, 0);
@@ -182,7 +182,7 @@ static void test_dual_plane_gradient_sync_counts_a_flow_per_plane(void)
 {
     for (int hash = 0; hash <= 1; hash++)
         for (int per_rank = 0; per_rank <= 1; per_rank++) {
-            fabric_case fc = {DUAL, hash ? SPLIT_PROP : NULL, HASH_PROP, 2, 8, 4, false, false,
+            fabric_case fc = {DUAL,    hash ? SPLIT_PROP : NULL, HASH_PROP, 2, 8, 4, false, false,
                               per_rank};
             fabric_counts c;
             run_case(&fc, &c);
@@ -225,8 +225,8 @@ static void test_dual_plane_zero2_counts_its_collectives(void)
 static void test_simulated_scaleup_counts_a_flow_per_rank(void)
 {
     for (int per_rank = 0; per_rank <= 1; per_rank++) {
-        fabric_case fc = {"platforms/test_scaleup_16.xml", NULL, NULL, 4, 4, 1, false, false,
-                          per_rank};
+        fabric_case fc = {
+            "platforms/test_scaleup_16.xml", NULL, NULL, 4, 4, 1, false, false, per_rank};
         fabric_counts c;
         run_case(&fc, &c);
         int ranks = posting_ranks(&fc, true); /* each rank's port is its own */

@@ -149,12 +149,12 @@ static void test_the_loader_checks_the_split(void)
     wl_workload w;
     np_error err;
     const char *const five[] = {CLEAR_ACCOUNT_KEYS, "decoder_first_pipeline_num_layers=5"};
-    CU_ASSERT_NOT_EQUAL(test_wl_load_with("workloads/llama.json", five, 3, &w, &err), 0);
+    CU_ASSERT_NOT_EQUAL(test_wl_load_with("workloads/llama3_405b_1f1b.json", five, 3, &w, &err), 0);
     CU_ASSERT_STRING_EQUAL(err.key, WL_KEY_FIRST_STAGE);
     CU_ASSERT_PTR_NOT_NULL(strstr(err.text, "must split evenly"));
     /* The two forms together are refused, naming the account key. */
     const char *const both[] = {"decoder_first_pipeline_num_layers=7"};
-    CU_ASSERT_NOT_EQUAL(test_wl_load_with("workloads/llama.json", both, 1, &w, &err), 0);
+    CU_ASSERT_NOT_EQUAL(test_wl_load_with("workloads/llama3_405b_1f1b.json", both, 1, &w, &err), 0);
     CU_ASSERT_STRING_EQUAL(err.key, WL_KEY_ACCOUNT_EMBEDDING);
     CU_ASSERT_PTR_NOT_NULL(strstr(err.text, "cannot be combined"));
     /* Interleaved today needs L divisible by p·v; with the keys the split's
@@ -162,12 +162,13 @@ static void test_the_loader_checks_the_split(void)
     const char *const set[] = {"schedule=interleaved", "virtual_pipeline_model_parallel_size=2",
                                "account_for_embedding_in_pipeline_split=true",
                                "account_for_loss_in_pipeline_split=true"};
-    CU_ASSERT_EQUAL_FATAL(test_wl_load_with("workloads/llama.json", set, 4, &w, &err), 0);
+    CU_ASSERT_EQUAL_FATAL(test_wl_load_with("workloads/llama3_405b_1f1b.json", set, 4, &w, &err),
+                          0);
     wl_free(&w);
     const char *const odd[] = {
         CLEAR_ACCOUNT_KEYS, "schedule=interleaved", "virtual_pipeline_model_parallel_size=2",
         "decoder_first_pipeline_num_layers=7", "decoder_last_pipeline_num_layers=7"};
-    CU_ASSERT_NOT_EQUAL(test_wl_load_with("workloads/llama.json", odd, 6, &w, &err), 0);
+    CU_ASSERT_NOT_EQUAL(test_wl_load_with("workloads/llama3_405b_1f1b.json", odd, 6, &w, &err), 0);
     CU_ASSERT_STRING_EQUAL(err.key, WL_KEY_FIRST_STAGE);
     CU_ASSERT_STRING_EQUAL(err.source, "<command line>");
 }
@@ -183,7 +184,8 @@ static int plan_llama(const char *const *set, int n, const char *planner, cm_mod
     const char *all[8] = {CLEAR_ACCOUNT_KEYS};
     for (int i = 0; i < n && i < 6; i++)
         all[2 + i] = set[i];
-    int rc = test_wl_load_with("workloads/llama.json", all, 2 + (n < 6 ? n : 6), &w, err);
+    int rc =
+        test_wl_load_with("workloads/llama3_405b_1f1b.json", all, 2 + (n < 6 ? n : 6), &w, err);
     if (rc)
         return rc;
     cl_cluster c = test_npu_cluster(16384, 8);

@@ -246,7 +246,8 @@ static void test_zero3_collectives_on_a_flat_platform(void)
 
 static void test_the_loader_keeps_the_levels_consistent(void)
 {
-    test_expect_override_error("workloads/llama.json", "data_parallel_sharding_strategy=no_shard",
+    test_expect_override_error("workloads/llama3_405b_1f1b.json",
+                               "data_parallel_sharding_strategy=no_shard",
                                "training.data_parallel_sharding_strategy",
                                "contradicts training.use_distributed_optimizer");
     const char *const zb[] = {"schedule=pipedream", "data_parallel_sharding_strategy=optim_grads"};

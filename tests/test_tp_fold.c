@@ -69,9 +69,7 @@ static void run_both(const fold_case *c, double output_bytes, test_sim_result *f
 static void test_shared_pod_uplinks_give_the_closed_form(void)
 {
     const double S = 1e9, alpha = 6e-6, pod_bw = 100e9;
-    fold_case c = {"platforms/test_clos3_64.xml", 2, 1, 8, 4, 1, SCHED_1F1B, COLL_RING_FLOW,
-                   0,
-                   8};
+    fold_case c = {"platforms/test_clos3_64.xml", 2, 1, 8, 4, 1, SCHED_1F1B, COLL_RING_FLOW, 0, 8};
     test_sim_result f, r;
     run_both(&c, S, &f, &r);
     double transfer = alpha + S * 16 / pod_bw; /* 16 flows on a pod's up-link */
@@ -93,11 +91,11 @@ static void expect_same_times(const fold_case *cases, int n)
         run_both(c, 3e8, &f, &r);
         if (fabs(f.iteration_s - r.iteration_s) > 1e-9 * r.iteration_s ||
             f.tp_fold != c->expect_fold)
-            fprintf(stderr, "\n  %s p=%d v=%d tp=%d dp=%d %s %s: folded %.12g (tp_fold %d), "
+            fprintf(stderr,
+                    "\n  %s p=%d v=%d tp=%d dp=%d %s %s: folded %.12g (tp_fold %d), "
                     "per rank %.12g\n",
                     c->platform, c->p, c->v, c->tp, c->dp, wl_schedule_name(c->schedule),
-                    coll_algorithm_name(c->dp_algorithm), f.iteration_s, f.tp_fold,
-                    r.iteration_s);
+                    coll_algorithm_name(c->dp_algorithm), f.iteration_s, f.tp_fold, r.iteration_s);
         ASSERT_REL(f.iteration_s, r.iteration_s, 1e-9);
         ASSERT_REL(f.pipeline_s, r.pipeline_s, 1e-9);
         CU_ASSERT_EQUAL(f.tp_fold, c->expect_fold);

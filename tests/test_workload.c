@@ -63,7 +63,11 @@ static void test_llama_has_llama3_405b_figures(void)
     CU_ASSERT_TRUE(w.training.use_distributed_optimizer);
     CU_ASSERT_TRUE(w.training.sequence_parallel);
     CU_ASSERT_EQUAL(w.training.recompute_granularity, RECOMPUTE_FULL);
-    CU_ASSERT_EQUAL(w.schedule, SCHED_1F1B);
+    /* Section 3.3.2: interleaved, one layer fewer on the end stages. */
+    CU_ASSERT_EQUAL(w.schedule, SCHED_INTERLEAVED);
+    CU_ASSERT_EQUAL(w.parallel.virtual_pipeline_model_parallel_size, 2);
+    CU_ASSERT_TRUE(w.parallel.account_for_embedding_in_pipeline_split);
+    CU_ASSERT_TRUE(w.parallel.account_for_loss_in_pipeline_split);
     CU_ASSERT_STRING_EQUAL(w.planner, "megatron");
     CU_ASSERT_STRING_EQUAL(w.name, "llama3-405b");
     CU_ASSERT_EQUAL(wl_check_cluster(&w, 16384, &err), 0);
@@ -220,9 +224,11 @@ static void test_vgg16_layers_sum_to_published_totals(void)
 static void test_every_shipped_workload_loads_and_fits_its_npu_count(void)
 {
     static const char *const files[] = {
-        "workloads/llama.json",       "workloads/gpt3_175b.json",    "workloads/gpt3_175b_128.json",
-        "workloads/llama2_70b.json",  "workloads/codegeex_13b.json", "workloads/small_gpt.json",
-        "workloads/small_llama.json", "workloads/vgg16.json",
+        "workloads/llama.json",      "workloads/llama3_405b_1f1b.json",
+        "workloads/gpt3_175b.json",  "workloads/gpt3_175b_128.json",
+        "workloads/llama2_70b.json", "workloads/codegeex_13b.json",
+        "workloads/small_gpt.json",  "workloads/small_llama.json",
+        "workloads/vgg16.json",
     };
     for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
         wl_workload w;

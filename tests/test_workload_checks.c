@@ -172,13 +172,13 @@ static void test_cluster_size_mismatch_states_all_four_numbers(void)
 {
     wl_workload w;
     np_error err;
-    CU_ASSERT_EQUAL_FATAL(test_wl_load("workloads/llama.json", &w, &err), 0);
+    CU_ASSERT_EQUAL_FATAL(test_wl_load("workloads/llama3_405b_1f1b.json", &w, &err), 0);
     CU_ASSERT_EQUAL(wl_check_cluster(&w, 8192, &err), NP_EXIT_INPUT);
     CU_ASSERT_EQUAL(err.code, NP_EXIT_INPUT);
     CU_ASSERT_STRING_EQUAL(err.key, "parallel");
     CU_ASSERT_PTR_NOT_NULL(strstr(err.text, "8 x 16 x 128 = 16384"));
     CU_ASSERT_PTR_NOT_NULL(strstr(err.text, "has 8192"));
-    CU_ASSERT_PTR_NOT_NULL(strstr(err.source, "llama.json"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.source, "llama3_405b_1f1b.json"));
     wl_free(&w);
 }
 
