@@ -12,12 +12,20 @@
  *   flows share the up-link scaled to 100e9/8: the same time.
  * - The fold against per-rank flows on every kind of fabric, schedule and
  *   gradient collective: the same iteration time, the fold where the routes
- *   allow it, per-rank flows where they do not (a torus, a dragonfly, NIC
- *   planes picked by a hash, TP 1, --per-rank-flows).
+ *   allow it, per-rank flows where they do not (a torus, a dragonfly, TP 1).
+ * - A pair that only the run meets failing the check: a platform written
+ *   here (8 NPUs, 2 per server, Full routing, a private up- and down-link
+ *   per NPU) whose one route from NPU 0 to NPU 4 crosses an extra link, so
+ *   TP ranks 0 and 1 of groups 0 and 2 take different paths.  The pairs of
+ *   the data-parallel ring (groups d, d + 1) pass the check before the run;
+ *   halving-doubling also pairs groups 0 and 2, so the run stops with the
+ *   error, and runs with --per-rank-flows (or with ring-flow, folded).
  */
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "engine.h"
 #include "testutil.h"
@@ -140,6 +148,86 @@ static void test_per_rank_flows_where_the_fabric_does_not_allow_it(void)
     expect_same_times(cases, (int)(sizeof cases / sizeof cases[0]));
 }
 
+/* The platform above, in a temporary file (path in buf); 0 or -1. */
+static int write_odd_route_platform(char *buf, size_t size)
+{
+    snprintf(buf, size, "/tmp/npusim_tp_fold_XXXXXX");
+    int fd = mkstemp(buf);
+    FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
+    if (!f)
+        return -1;
+    fputs("<?xml version='1.0'?>\n"
+          "<!DOCTYPE platform SYSTEM \"https://simgrid.org/simgrid.dtd\">\n"
+          "<platform version=\"4.1\">\n"
+          "  <zone id=\"world\" routing=\"Full\">\n",
+          f);
+    for (int i = 0; i < 8; i++) {
+        fprintf(f, "    <host id=\"npu-%d\" speed=\"313e12f\">\n", i);
+        fputs("      <prop id=\"hbm_bytes\" value=\"64e9\"/>\n"
+              "      <prop id=\"hbm_bandwidth_Bps\" value=\"1.6e12\"/>\n"
+              "      <prop id=\"npus_per_node\" value=\"2\"/>\n"
+              "      <prop id=\"scaleup_bandwidth_Bps\" value=\"1e10\"/>\n"
+              "      <prop id=\"scaleup_latency_s\" value=\"2e-6\"/>\n"
+              "      <prop id=\"matmul_efficiency\" value=\"0.7\"/>\n"
+              "      <prop id=\"kernel_launch_s\" value=\"10e-6\"/>\n"
+              "    </host>\n",
+              f);
+    }
+    for (int i = 0; i < 8; i++)
+        fprintf(f,
+                "    <link id=\"up%d\" bandwidth=\"1e9Bps\" latency=\"5e-6s\"/>\n"
+                "    <link id=\"down%d\" bandwidth=\"1e9Bps\" latency=\"5e-6s\"/>\n",
+                i, i);
+    fputs("    <link id=\"odd\" bandwidth=\"1e9Bps\" latency=\"5e-6s\"/>\n", f);
+    for (int i = 0; i < 8; i++)
+        for (int j = 0; j < 8; j++)
+            if (i != j)
+                fprintf(f,
+                        "    <route src=\"npu-%d\" dst=\"npu-%d\" symmetrical=\"NO\">"
+                        "<link_ctn id=\"up%d\"/>%s<link_ctn id=\"down%d\"/></route>\n",
+                        i, j, i, i == 0 && j == 4 ? "<link_ctn id=\"odd\"/>" : "", j);
+    fputs("  </zone>\n</platform>\n", f);
+    return fclose(f) == 0 ? 0 : -1;
+}
+
+static void test_a_pair_failing_during_the_run_stops_it(void)
+{
+    char path[64];
+    CU_ASSERT_EQUAL_FATAL(write_odd_route_platform(path, sizeof path), 0);
+    fold_case c = {path, 1, 1, 2, 4, 1, SCHED_1F1B, COLL_HALVING_DOUBLING, 4e8, 1};
+    cm_model cm;
+    plan pl;
+    model_for(&c, &cm, &pl, 1e6);
+    engine_options o;
+    engine_init_options(&o);
+    o.dp_algorithm = COLL_HALVING_DOUBLING;
+    test_sim_result folded, per_rank, ring;
+    CU_ASSERT_EQUAL(test_simulate_plan_quiet(path, &cm, &pl, &o, &folded), 0);
+    CU_ASSERT_EQUAL(folded.rc, NP_EXIT_INTERNAL);
+    CU_ASSERT_PTR_NOT_NULL(strstr(folded.error, "exact TP fold does not hold"));
+    if (!strstr(folded.error, "from npu-0 to npu-4"))
+        fprintf(stderr, "\n  %s\n", folded.error);
+    CU_ASSERT_PTR_NOT_NULL(strstr(folded.error, "from npu-0 to npu-4")); /* the pair */
+    CU_ASSERT_PTR_NOT_NULL(strstr(folded.error, "--per-rank-flows"));
+    o.per_rank_flows = true;
+    CU_ASSERT_EQUAL(test_simulate_plan(path, &cm, &pl, &o, &per_rank), 0);
+    CU_ASSERT_EQUAL(per_rank.rc, 0);
+    CU_ASSERT_EQUAL(per_rank.tp_fold, 1);
+    /* ring-flow never pairs groups 0 and 2: folded, and the same time */
+    o.per_rank_flows = false;
+    o.dp_algorithm = COLL_RING_FLOW;
+    test_sim_result ring_per_rank;
+    CU_ASSERT_EQUAL(test_simulate_plan(path, &cm, &pl, &o, &ring), 0);
+    o.per_rank_flows = true;
+    CU_ASSERT_EQUAL(test_simulate_plan(path, &cm, &pl, &o, &ring_per_rank), 0);
+    CU_ASSERT_EQUAL(ring.rc, 0);
+    CU_ASSERT_EQUAL(ring.tp_fold, 2);
+    ASSERT_REL(ring.iteration_s, ring_per_rank.iteration_s, 1e-9);
+    plan_free(&pl);
+    cm_free(&cm);
+    unlink(path);
+}
+
 void register_tp_fold_tests(void)
 {
     TEST_SUITE("tp_fold",
@@ -148,5 +236,7 @@ void register_tp_fold_tests(void)
                {"the same times where the fabric treats a TP group's ranks alike",
                 test_fold_keeps_the_times_where_the_fabric_allows_it},
                {"per-rank flows on a torus, a dragonfly and at TP 1",
-                test_per_rank_flows_where_the_fabric_does_not_allow_it});
+                test_per_rank_flows_where_the_fabric_does_not_allow_it},
+               {"a pair failing the check during the run stops it, naming the option",
+                test_a_pair_failing_during_the_run_stops_it});
 }

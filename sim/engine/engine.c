@@ -233,6 +233,15 @@ int engine_run(const sim_platform *pf, const wl_workload *w, const cm_model *cm,
     engine_progress_start(&e); /* engine_options.progress, when set (engine_progress.c) */
     simgrid_run();
     clock_gettime(CLOCK_MONOTONIC, &t_end);
+    if (e.net.fold_error[0])
+        /* a pair first met during the run failed the TP fold's check
+         * (transport_start); the actors were killed, nothing is torn down */
+        return np_error_set(err, NP_EXIT_INTERNAL, pf->cluster.name, "", 0,
+                            "the exact TP fold does not hold on this platform: %s; the run "
+                            "stopped there, as the rates simulated so far may be wrong "
+                            "(rerun with --per-rank-flows; docs/design.md, \"The exact TP "
+                            "fold\")",
+                            e.net.fold_error);
     if (e.finished != actors)
         /* Actors are still blocked: SimGrid stopped on a deadlock.  Its state
          * cannot be reused, so nothing is torn down; the caller must stop. */

@@ -25,6 +25,7 @@ void transport_init(transport *t, const sim_platform *pf, int tp)
     t->activities = 0;
     t->symmetry = NULL;
     t->record = NULL;
+    t->fold_error[0] = '\0';
 }
 
 sg_exec_t transport_flow_start(sg_host_t src, sg_host_t dst, double bytes)
@@ -133,12 +134,12 @@ transfer transport_start(transport *t, const endpoint *from, const endpoint *to,
         return x;
     int ranks = t->tp;
     if (t->symmetry) { /* the exact TP fold: rank 0 stands for all */
-        char why[512];
-        if (!tp_symmetry_check(t->symmetry, t, from, to, why, sizeof why))
-            xbt_die("npusim: the exact TP fold does not hold on this platform: %s; the rates "
-                    "simulated so far may be wrong, so the run stops (rerun with "
-                    "--per-rank-flows, docs/design.md)",
-                    why);
+        if (!tp_symmetry_check(t->symmetry, t, from, to, t->fold_error, sizeof t->fold_error)) {
+            /* The rates simulated so far may be wrong: stop every actor;
+             * the engine reports t->fold_error (engine_run). */
+            sg_actor_kill_all();
+            sg_actor_exit();
+        }
         ranks = 1;
     }
     for (int r = 0; r < ranks; r++)

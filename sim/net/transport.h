@@ -44,6 +44,9 @@ typedef struct transport {
      * TP rank 0's flows only, after checking the pair.  NULL: every rank's. */
     struct tp_symmetry *symmetry;
     struct transport_legs *record; /* set: flows are listed, not started */
+    /* Set when a pair first met during the run fails the fold's check: the
+     * transport then kills every actor (the run cannot go on exactly). */
+    char fold_error[512];
 } transport;
 
 typedef struct endpoint {
