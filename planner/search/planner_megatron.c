@@ -72,5 +72,8 @@ int planner_megatron(const cm_model *cm, const cl_cluster *c, const wl_workload 
     }
     if (out->schedule == SCHED_1F1B)
         out->predicted_iteration_s = predict_1f1b_iteration_s(cm, c, out, PREDICT_SENDS_RANK_ORDER);
+    else if (out->schedule == SCHED_INTERLEAVED)
+        out->predicted_iteration_s =
+            predict_interleaved_iteration_s(cm, c, out, PREDICT_SENDS_RANK_ORDER);
     return 0;
 }

@@ -190,3 +190,56 @@ double predict_1f1b_iteration_s(const cm_model *cm, const cl_cluster *c, const p
     sum += predict_zero_update_exposed_s(cm, c, pl, sends);
     return predict_critical_path_s(sum, max, pl->num_micro_batches, tail);
 }
+
+/* c_k: chunk k's output sent to chunk k + 1 (stage k mod p to (k + 1) mod
+ * p); the last stage's chunk feeds stage 0 (ranks δ(p−1) apart). */
+static double chunk_boundary_s(const cm_model *cm, const cl_cluster *c, const plan *pl, int k,
+                               predict_sends sends)
+{
+    int p = pl->num_stages, a = k % p;
+    double bytes = cm->layers[pl->chunk_start[k + 1] - 1].output_bytes;
+    if (sends == PREDICT_SENDS_SCALEOUT)
+        return cl_p2p_time(c, bytes, 0);
+    if (bytes <= 0)
+        return 0.0;
+    int cp = cm->context_parallel > 1 ? cm->context_parallel : 1;
+    long long delta = (long long)pl->tensor_parallel * cp * pl->data_parallel;
+    bool same = a + 1 < p ? predict_boundary_same_node(c, (int)(delta / pl->data_parallel),
+                                                       pl->data_parallel, a)
+                          : c->npus_per_node <= 0 || delta * p <= c->npus_per_node;
+    return cl_p2p_time(c, bytes, same);
+}
+
+double predict_interleaved_iteration_s(const cm_model *cm, const cl_cluster *c, const plan *pl,
+                                       predict_sends sends)
+{
+    int p = pl->num_stages, v = pl->num_chunks > 0 ? pl->num_chunks : 1;
+    if (cm->sharding >= WL_SHARD_OPTIM_GRADS || pl->merak_shifted_recompute ||
+        pl->micro_batch_sizes)
+        return 0.0;
+    int chunks = p * v;
+    double sum = 0.0, max = 0.0, tail = 0.0;
+    for (int s = 0; s < p; s++) {
+        double stage_s = 0.0, grad_bytes = 0.0, step_s = 0.0;
+        for (int j = 0; j < v; j++) {
+            int k = j * p + s, first = pl->chunk_start[k], last = pl->chunk_start[k + 1];
+            for (int l = first; l < last; l++) {
+                stage_s += predict_layer_s(cm, pl, l, false);
+                grad_bytes += cm->layers[l].grad_bytes;
+            }
+            if (c && k + 1 < chunks)
+                stage_s += 2.0 * chunk_boundary_s(cm, c, pl, k, sends);
+            if (k > 0)
+                stage_s += cm->layers[first - 1].recv_gather_s;
+            if (k + 1 < chunks)
+                stage_s += cm->layers[last - 1].recv_gather_s;
+            step_s += cm_optimizer_step_s(cm, first, last);
+        }
+        sum += stage_s;
+        max = fmax(max, stage_s);
+        tail = fmax(tail, predict_dp_sync_s(cm, c, pl->tensor_parallel, pl->data_parallel, 0, 0,
+                                            grad_bytes) +
+                              step_s);
+    }
+    return predict_critical_path_s(max + (sum - max) / v, max, pl->num_micro_batches, tail);
+}

@@ -1,0 +1,94 @@
+/*
+ * test_predict_interleaved.c -- the planners' prediction for Megatron's
+ * interleaved 1F1B (predict_interleaved_iteration_s, predict.h).
+ *
+ * - Identical chunks, no communication: (m·v + p − 1)·chunk, the schedule's
+ *   published time (Narayanan et al. SC'21 §2.2.1: a bubble of (p − 1)/v
+ *   stage times), which the engine reproduces on a platform with free
+ *   communication (checked here too).
+ * - v = 1 is the 1F1B prediction, on a plan with uneven stages and sends.
+ * - ZeRO-2 sharding and Merak's shifted recompute are not predicted (0).
+ */
+#include <string.h>
+
+#include "predict.h"
+#include "testutil.h"
+
+static void test_identical_chunks_give_the_published_time(void)
+{
+    static const int cases[][3] = {{4, 2, 8}, {4, 4, 4}, {8, 3, 16}, {2, 2, 6}}; /* p, v, m */
+    for (unsigned i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        int p = cases[i][0], v = cases[i][1], m = cases[i][2];
+        cm_model cm;
+        plan pl;
+        test_uniform_model(&cm, p * v); /* 1 s forward, 2 s backward a layer */
+        test_chunked_plan(&pl, p, v, m, 1, SCHED_INTERLEAVED);
+        double expected = (m * v + p - 1) * 3.0;
+        ASSERT_REL(predict_interleaved_iteration_s(&cm, NULL, &pl, PREDICT_SENDS_RANK_ORDER),
+                   expected, 1e-12);
+        /* the engine, on free communication, the 8 NPUs filled with replicas */
+        pl.data_parallel = 8 / p;
+        test_sim_result r;
+        CU_ASSERT_EQUAL(test_simulate_plan("platforms/test_free_comm_8.xml", &cm, &pl, NULL, &r),
+                        0);
+        CU_ASSERT_EQUAL(r.rc, 0);
+        ASSERT_REL(r.iteration_s, expected, 1e-9);
+        plan_free(&pl);
+        cm_free(&cm);
+    }
+}
+
+static void test_one_chunk_is_the_1f1b_prediction(void)
+{
+    cm_model cm;
+    plan pl;
+    test_uniform_model(&cm, 7);
+    for (int l = 0; l < 7; l++) {
+        cm.layers[l].forward_s = 0.1 * (l + 1);
+        cm.layers[l].output_bytes = 1e8 * (l + 1);
+        cm.layers[l].grad_bytes = 4e8;
+    }
+    test_uniform_plan(&pl, 3, 6, 1, SCHED_1F1B);
+    int starts[] = {0, 2, 5, 7}; /* uneven stages: 2, 3, 2 layers */
+    memcpy(pl.chunk_start, starts, sizeof starts);
+    pl.data_parallel = 2;
+    cl_cluster c;
+    memset(&c, 0, sizeof c);
+    c.num_npus = 6;
+    c.npus_per_node = 1;
+    c.scaleout_latency_s = 1e-5;
+    c.scaleout_bandwidth_Bps = 1e10;
+    c.scaleup_latency_s = 1e-5;
+    c.scaleup_bandwidth_Bps = 1e10;
+    double one = predict_1f1b_iteration_s(&cm, &c, &pl, PREDICT_SENDS_RANK_ORDER);
+    CU_ASSERT(one > 6 * 3.0);
+    ASSERT_REL(predict_interleaved_iteration_s(&cm, &c, &pl, PREDICT_SENDS_RANK_ORDER), one, 1e-12);
+    plan_free(&pl);
+    cm_free(&cm);
+}
+
+static void test_zero2_and_shifted_recompute_are_not_predicted(void)
+{
+    cm_model cm;
+    plan pl;
+    test_uniform_model(&cm, 4);
+    test_chunked_plan(&pl, 2, 2, 4, 1, SCHED_INTERLEAVED);
+    CU_ASSERT(predict_interleaved_iteration_s(&cm, NULL, &pl, PREDICT_SENDS_RANK_ORDER) > 0);
+    cm.sharding = WL_SHARD_OPTIM_GRADS;
+    CU_ASSERT_EQUAL(predict_interleaved_iteration_s(&cm, NULL, &pl, PREDICT_SENDS_RANK_ORDER), 0);
+    cm.sharding = WL_SHARD_NO_SHARD;
+    pl.merak_shifted_recompute = true;
+    CU_ASSERT_EQUAL(predict_interleaved_iteration_s(&cm, NULL, &pl, PREDICT_SENDS_RANK_ORDER), 0);
+    plan_free(&pl);
+    cm_free(&cm);
+}
+
+void register_predict_interleaved_tests(void)
+{
+    TEST_SUITE("predict_interleaved",
+               {"identical chunks: (m·v + p − 1)·chunk, as the engine runs it",
+                test_identical_chunks_give_the_published_time},
+               {"one chunk: the 1F1B prediction", test_one_chunk_is_the_1f1b_prediction},
+               {"ZeRO-2 and shifted recompute: no prediction",
+                test_zero2_and_shifted_recompute_are_not_predicted});
+}
