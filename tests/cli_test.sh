@@ -236,10 +236,22 @@ rm -f "$TMP/n.csv"
     [ "$(csv_col "$TMP/n.csv" placement)" = dp-tp-cp-pp ] && [ "$(csv_col "$TMP/n.csv" moe_trace)" = "" ] &&
     [ "$(csv_col "$TMP/n.csv" moe_trace_step)" = 0 ] && [ "$(csv_col "$TMP/n.csv" moe_sample_mb)" = 0 ] && ok ||
     ko "--placement dp-tp-cp-pp is in the CSV row's placement column"
-expect_error "a placement that splits a TP group over servers is refused" 1 \
-    "placement: dp-tp-cp-pp puts the TP group of stage 0, replica 0, CP rank 0 across servers" \
-    --quiet --placement dp-tp-cp-pp --set tensor_model_parallel_size=2 --set data_parallel_size=8 \
-    --set pipeline_model_parallel_size=1 platforms/test_16npu.xml "$W8"
+# a placement that splits TP groups over servers runs, its TP collectives priced on the
+# scale-out route (the prediction, which knows nothing else of the placement, grows)
+rm -f "$TMP/tpx.csv"
+for order in tp-cp-dp-pp dp-tp-cp-pp; do
+    "$SIMRUN" --quiet --placement $order --csv "$TMP/tpx.csv" --set tensor_model_parallel_size=2 \
+        --set data_parallel_size=8 --set pipeline_model_parallel_size=1 platforms/test_16npu.xml \
+        "$W8" 2>"$TMP/err" || break
+done
+[ "$(wc -l <"$TMP/tpx.csv")" -eq 3 ] &&
+    awk -F, 'NR == 2 { a = $24 } NR == 3 { b = $24 } END { exit !(b > a) }' "$TMP/tpx.csv" &&
+    ok || ko "a placement that splits TP groups over servers runs, TP priced on the scale-out route"
+expect_error "with experts, a placement that splits TP groups over servers is refused" 1 \
+    "--placement: puts the TP group of stage 0, replica 0 across servers" \
+    --quiet --placement dp-tp-cp-pp --set tensor_model_parallel_size=2 --set sequence_parallel=true \
+    --set data_parallel_size=16 --set expert_model_parallel_size=16 platforms/moe_32npu.xml \
+    workloads/moe_21b_32npu.json
 "$SIMRUN" --quiet --set planner=AdaPipe --set schedule=GPipe --csv "$TMP/n.csv" "$P8" "$W8" 2>"$TMP/err" &&
     [ "$(csv_col "$TMP/n.csv" planner)" = adapipe ] && [ "$(csv_col "$TMP/n.csv" schedule)" = gpipe ] &&
     ok || ko "the workload's planner and schedule keys in any case"

@@ -258,37 +258,38 @@ static void test_engine_follows_the_placement(void)
     ASSERT_REL((times[0] - t0) / (times[1] - t0), c / cu, 1e-4);
 }
 
-/* A TP group across servers is refused (placement_check_tp): with servers
- * of 8, TP 2 and DP 8, "dp-tp-cp-pp" puts TP rank r of replica d, stage s
- * on NPU d + 8(r + 2s): ranks 0 and 8 of a group, two servers.  With DP 4
- * the same order gives d + 4(r + 2s): 4 apart inside one server of 8. */
-static void test_tp_groups_across_servers_are_refused(void)
+/* A TP group across servers (placement_tp_across_servers): with servers of
+ * 8, TP 2 and DP 8, "dp-tp-cp-pp" puts TP rank r of replica d, stage s on
+ * NPU d + 8(r + 2s): ranks 0 and 8 of a group, two servers.  With DP 4 the
+ * same order gives d + 4(r + 2s): 4 apart inside one server of 8. */
+static void test_tp_groups_across_servers_are_found(void)
 {
     placement p;
     np_error err;
     CU_ASSERT_FATAL(placement_parse("dp-tp-cp-pp", "--placement", &p, &err) == 0);
     const int wide[PLACE_DIMS] = {2, 1, 8, 2}, narrow[PLACE_DIMS] = {2, 1, 4, 2};
-    np_error_clear(&err);
-    CU_ASSERT_EQUAL(placement_check_tp(&p, wide, 8, "--placement", &err), NP_EXIT_USAGE);
-    CU_ASSERT_STRING_EQUAL(err.key, "--placement");
-    CU_ASSERT_PTR_NOT_NULL(strstr(err.text, "TP rank 0 on NPU 0 in server 0, TP rank 1 on NPU 8 "
-                                            "in server 1"));
-    CU_ASSERT_EQUAL(placement_check_tp(&p, narrow, 8, "--placement", &err), 0);
+    placement_split where;
+    CU_ASSERT_TRUE(placement_tp_across_servers(&p, wide, 8, &where));
+    CU_ASSERT_EQUAL(where.first, 0);
+    CU_ASSERT_EQUAL(where.tp_rank, 1);
+    CU_ASSERT_EQUAL(where.rank, 8);
+    CU_ASSERT_FALSE(placement_tp_across_servers(&p, narrow, 8, NULL));
     /* Megatron's order keeps a group of tp dividing the server in it; TP 1
-     * has nothing to split; TP 16 on servers of 8 is priced on the
-     * scale-out route whatever the order. */
+     * has nothing to split; TP 16 on servers of 8 is across servers in any
+     * order, and priced so without the flag. */
     placement q;
     placement_init(&q);
-    CU_ASSERT_EQUAL(placement_check_tp(&q, wide, 8, "--placement", &err), 0);
+    CU_ASSERT_FALSE(placement_tp_across_servers(&q, wide, 8, NULL));
     const int tp1[PLACE_DIMS] = {1, 1, 8, 2}, tp16[PLACE_DIMS] = {16, 1, 2, 1};
-    CU_ASSERT_EQUAL(placement_check_tp(&p, tp1, 8, "--placement", &err), 0);
-    CU_ASSERT_EQUAL(placement_check_tp(&p, tp16, 8, "--placement", &err), 0);
+    CU_ASSERT_FALSE(placement_tp_across_servers(&p, tp1, 8, NULL));
+    CU_ASSERT_FALSE(placement_tp_across_servers(&p, tp16, 8, NULL));
     /* TP 4 on servers of 6 in Megatron's order: group 1 is NPUs 4..7. */
     const int odd[PLACE_DIMS] = {4, 1, 3, 1};
-    CU_ASSERT_EQUAL(placement_check_tp(&q, odd, 6, "--placement", &err), NP_EXIT_USAGE);
-    CU_ASSERT_PTR_NOT_NULL(strstr(err.text, "replica 1"));
-    /* The engine refuses such a run: test_flat_16_4pn.xml (servers of 4),
-     * TP 2, DP 4, PP 2, "dp-tp-cp-pp": NPUs d + 4(r + 2s). */
+    CU_ASSERT_TRUE(placement_tp_across_servers(&q, odd, 6, &where));
+    CU_ASSERT_EQUAL(where.replica, 1);
+    /* The engine runs such a plan when its cost model was priced across
+     * servers and refuses it otherwise: test_flat_16_4pn.xml (servers of
+     * 4), TP 2, DP 4, PP 2, "dp-tp-cp-pp": NPUs d + 4(r + 2s). */
     cm_model cm;
     plan pl;
     test_uniform_model(&cm, 2);
@@ -301,11 +302,46 @@ static void test_tp_groups_across_servers_are_refused(void)
     test_sim_result r;
     CU_ASSERT_FATAL(test_simulate_plan_quiet("platforms/test_flat_16_4pn.xml", &cm, &pl, &o, &r) ==
                     0);
-    CU_ASSERT_EQUAL(r.rc, NP_EXIT_USAGE);
+    CU_ASSERT_EQUAL(r.rc, NP_EXIT_INTERNAL);
     CU_ASSERT_PTR_NOT_NULL(strstr(r.error, "--placement"));
     CU_ASSERT_PTR_NOT_NULL(strstr(r.error, "across servers"));
+    cm.cluster.tp_across_servers = 1;
+    CU_ASSERT_FATAL(test_simulate_plan("platforms/test_flat_16_4pn.xml", &cm, &pl, &o, &r) == 0);
+    CU_ASSERT_EQUAL(r.rc, 0);
     plan_free(&pl);
     cm_free(&cm);
+}
+
+/* The cost model with TP across servers: small_llama.json (TP 2) on
+ * servers of 8; each decoder layer's forward runs two all-reduces of the
+ * n·h·D hidden state, a ring over the 2 ranks, 2(t − 1)(α + S/(t·B)),
+ * at the scale-out α and B instead of the scale-up ones (at the bus
+ * efficiency). */
+static void test_tp_across_servers_is_priced_on_the_scale_out_route(void)
+{
+    wl_workload w;
+    np_error err;
+    CU_ASSERT_EQUAL_FATAL(test_wl_load("workloads/small_llama.json", &w, &err), 0);
+    cl_cluster c = test_npu_cluster(16, 8);
+    cm_model in, across;
+    CU_ASSERT_EQUAL_FATAL(cm_build(&w, &c, 0, &in, &err), 0);
+    c.tp_across_servers = 1;
+    CU_ASSERT_EQUAL_FATAL(cm_build(&w, &c, 0, &across, &err), 0);
+    int t = w.parallel.tensor_model_parallel_size;
+    CU_ASSERT_EQUAL_FATAL(t, 2);
+    double S = (double)w.training.micro_batch_size * w.model.seq_length * w.model.hidden_size * 2;
+    double out = 2.0 * (t - 1) * (c.scaleout_latency_s + S / (t * c.scaleout_bandwidth_Bps));
+    double bus = c.collective_bus_efficiency > 0 ? c.collective_bus_efficiency : 1.0;
+    double up = 2.0 * (t - 1) * (c.scaleup_latency_s + S / (t * c.scaleup_bandwidth_Bps * bus));
+    CU_ASSERT(out > up);
+    int l = 1; /* a decoder layer (0 is the embedding) */
+    CU_ASSERT_EQUAL(across.layers[l].kind, CM_DECODER);
+    ASSERT_REL(across.layers[l].tp_forward_s, 2.0 * out, 1e-12);
+    ASSERT_REL(in.layers[l].tp_forward_s, 2.0 * up, 1e-12);
+    CU_ASSERT(across.layers[l].forward_s == in.layers[l].forward_s); /* compute unchanged */
+    cm_free(&in);
+    cm_free(&across);
+    wl_free(&w);
 }
 
 void register_scaleup_tests(void)
@@ -324,5 +360,8 @@ void register_scaleup_tests(void)
                {"other orders are bijections", test_other_orders_are_bijections_in_their_digits},
                {"bad orders are refused", test_bad_orders_are_refused},
                {"the engine follows the placement", test_engine_follows_the_placement},
-               {"TP groups across servers are refused", test_tp_groups_across_servers_are_refused});
+               {"TP groups across servers are found; the engine needs the cost model to agree",
+                test_tp_groups_across_servers_are_found},
+               {"TP across servers is priced on the scale-out route",
+                test_tp_across_servers_is_priced_on_the_scale_out_route});
 }

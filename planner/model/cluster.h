@@ -68,6 +68,10 @@ typedef struct cl_cluster {
     double attention_efficiency;                     /* 0: matmul_efficiency */
     int elementwise_fusion;                          /* 0 or 1 */
     double collective_bus_efficiency;                /* 0: 1 */
+    /* Not a platform property: set (simrun) when the run's rank order puts
+     * the NPUs of a TP group in different servers (sim/net/placement.h), so
+     * the cost model prices its TP collectives on the scale-out route. */
+    int tp_across_servers;
 } cl_cluster;
 
 /* Point-to-point time of `bytes` between two NPUs, alpha-beta, on the

@@ -124,6 +124,12 @@ void cm_shape_init(shape *x, const wl_workload *w, const cl_cluster *c, int b)
     const wl_model *md = &w->model;
     memset(x, 0, sizeof *x);
     x->c = c;
+    x->tp_c = c;
+    if (c->tp_across_servers) { /* a ring across servers waits on its NIC hops */
+        x->tp_view = *c;
+        x->tp_view.npus_per_node = 1;
+        x->tp_c = &x->tp_view;
+    }
     x->w = w;
     x->t = w->parallel.tensor_model_parallel_size > 0 ? w->parallel.tensor_model_parallel_size : 1;
     x->pp =

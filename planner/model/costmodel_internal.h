@@ -43,6 +43,10 @@
  * tensor-parallel regions touches on one rank. */
 typedef struct shape {
     const cl_cluster *c;
+    /* The TP group's collectives: c, or tp_view (c with one NPU per server,
+     * so every ring is on the scale-out route) when c->tp_across_servers. */
+    const cl_cluster *tp_c;
+    cl_cluster tp_view;
     const wl_workload *w; /* the workload priced (MoE layers read its layout) */
     double b, s, h, a, g, d, f, V;
     double n, nl; /* tokens; tokens of an elementwise op on one rank */

@@ -287,7 +287,7 @@ static void stage_output(cm_layer *ly, const shape *x)
 {
     double hidden = x->n * x->h * x->D;
     ly->output_bytes = x->scatter_gather ? hidden / x->t : x->nl * x->h * x->D;
-    ly->recv_gather_s = x->scatter_gather ? cm_ring_allgather_s(x->c, x->t, hidden) : 0.0;
+    ly->recv_gather_s = x->scatter_gather ? cm_ring_allgather_s(x->tp_c, x->t, hidden) : 0.0;
 }
 
 void cm_decoder_layer(cm_layer *ly, const shape *x0, const wl_model *md, int index)
@@ -302,7 +302,7 @@ void cm_decoder_layer(cm_layer *ly, const shape *x0, const wl_model *md, int ind
     ly->backward_s = decoder_backward_s(x, &o);
     ly->weight_grad_s = o.qkv + o.proj + o.fc1 + o.fc2;
     ly->tp_bytes = x->n * x->h * x->D;
-    double allreduce = cm_ring_allreduce_s(x->c, x->t, ly->tp_bytes);
+    double allreduce = cm_ring_allreduce_s(x->tp_c, x->t, ly->tp_bytes);
     double half = allreduce / 2.0; /* one all-gather or reduce-scatter */
     ly->tp_forward_s = 2.0 * allreduce;
     ly->tp_backward_s = tp_backward_exposed_s(x, &o, allreduce);
@@ -342,7 +342,7 @@ void cm_embedding_layer(cm_layer *ly, const shape *x)
     ly->forward_s = cm_memop_s(x, out * (1.0 + 1.0 / x->t));
     ly->weight_grad_s = cm_memop_s(x, out + 2.0 * x->n / x->t * x->h * x->grad_bpp);
     ly->tp_bytes = out;
-    double allreduce = cm_ring_allreduce_s(x->c, x->t, out);
+    double allreduce = cm_ring_allreduce_s(x->tp_c, x->t, out);
     ly->tp_forward_s = x->sp ? allreduce / 2.0 : allreduce;
     ly->tp_backward_s = x->sp ? allreduce / 2.0 : 0.0;
     for (int r = 0; r < RECOMPUTE_COUNT; r++)
@@ -368,8 +368,8 @@ void cm_lm_head_layer(cm_layer *ly, const shape *x, bool untied)
                      cm_memop_s(x, 3.0 * hidden_l * x->D);
     ly->weight_grad_s = gemm;
     ly->tp_bytes = input;
-    double allreduce = cm_ring_allreduce_s(x->c, x->t, input);
-    double loss_reductions = 3.0 * cm_ring_allreduce_s(x->c, x->t, x->n * FP32_BYTES);
+    double allreduce = cm_ring_allreduce_s(x->tp_c, x->t, input);
+    double loss_reductions = 3.0 * cm_ring_allreduce_s(x->tp_c, x->t, x->n * FP32_BYTES);
     ly->tp_forward_s = (x->sp ? allreduce / 2.0 : 0.0) + loss_reductions;
     ly->tp_backward_s = x->sp ? allreduce / 2.0 : allreduce;
     double kept = 2.0 * hidden_l * x->D + x->n * vt * FP32_BYTES;

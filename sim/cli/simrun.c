@@ -20,6 +20,7 @@
 #include "frontier.h"
 #include "memory.h"
 #include "np_version.h"
+#include "placement.h"
 #include "plan_json.h"
 #include "planner.h"
 #include "report.h"
@@ -240,6 +241,21 @@ static int load_inputs(cli *c, job *j, np_error *err)
         return rc;
     if (!(j->overrides = join_overrides(c)) || !(j->cfg = cli_join(c->cfg, c->num_cfg)))
         return np_error_set(err, NP_EXIT_INTERNAL, "<command line>", "--set", 0, "out of memory");
+    /* A rank order that spreads TP groups over servers: their collectives
+     * on the scale-out route (placement.h); the engine checks the two agree. */
+    const wl_parallel *wp = &j->w.parallel;
+    int sizes[PLACE_DIMS] = {wp->tensor_model_parallel_size,
+                             wp->context_parallel_size > 1 ? wp->context_parallel_size : 1,
+                             wp->data_parallel_size, wp->pipeline_model_parallel_size};
+    placement_split split;
+    j->pf.cluster.tp_across_servers = placement_tp_across_servers(
+        &c->engine.placement, sizes, j->pf.cluster.npus_per_node, &split);
+    if (j->pf.cluster.tp_across_servers && j->w.model.num_experts > 0)
+        return np_error_set(err, NP_EXIT_USAGE, "<command line>", "--placement", 0,
+                            "puts the TP group of stage %d, replica %d across servers (NPUs %d "
+                            "and %d); with experts that is not modelled (the expert-parallel "
+                            "all-to-all assumes TP groups inside servers): give tp first",
+                            split.stage, split.replica, split.first, split.rank);
     rc = cm_build(&j->w, &j->pf.cluster, 0, &j->cm, err);
     j->cm.zero_overlap = !rc && c->dp_overlap; /* ZeRO-2/3's collectives overlapped */
     j->cm.dp_bucket_bytes = c->engine.dp_bucket_bytes;
@@ -250,7 +266,10 @@ static int write_frontier(const cli *c, job *j, np_error *err)
 {
     frontier fr;
     cli_progress_say(c, "simrun: frontier over every device count…");
-    int rc = frontier_sweep(&j->w, &j->pf.cluster, j->cm.zero_overlap, &fr, err);
+    /* the frontier tries every TP size in Megatron's order, inside servers */
+    cl_cluster megatron_order = j->pf.cluster;
+    megatron_order.tp_across_servers = 0;
+    int rc = frontier_sweep(&j->w, &megatron_order, j->cm.zero_overlap, &fr, err);
     cli_progress_clear(c);
     if (!rc)
         rc = frontier_write_csv(c->frontier_path, &fr, err);

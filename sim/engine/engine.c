@@ -192,9 +192,25 @@ int engine_run(const sim_platform *pf, const wl_workload *w, const cm_model *cm,
                           "replicas' missing pipeline traffic would change the contention",
                           pf->cluster.name, 1 / pf->cluster.fabric_taper);
     int sizes[PLACE_DIMS] = {e.tp, e.cp, e.dp, e.p};
-    if (!rc) /* TP groups across servers would be priced as inside one (placement.h) */
-        rc =
-            placement_check_tp(&o->placement, sizes, pf->cluster.npus_per_node, "--placement", err);
+    placement_split split;
+    bool across =
+        placement_tp_across_servers(&o->placement, sizes, pf->cluster.npus_per_node, &split);
+    if (!rc && across != (cm->cluster.tp_across_servers != 0)) {
+        /* the ops' TP collective times must come from where the groups sit */
+        char name[32];
+        placement_name(&o->placement, name, sizeof name);
+        rc = across ? np_error_set(err, NP_EXIT_INTERNAL, "<command line>", "--placement", 0,
+                                   "%s puts the TP group of stage %d, replica %d, CP rank %d "
+                                   "across servers (TP rank 0 on NPU %d, TP rank %d on NPU %d), "
+                                   "but the cost model priced its collectives inside a server "
+                                   "(cl_cluster.tp_across_servers, which simrun sets)",
+                                   name, split.stage, split.replica, split.cp_rank, split.first,
+                                   split.tp_rank, split.rank)
+                    : np_error_set(err, NP_EXIT_INTERNAL, "<command line>", "--placement", 0,
+                                   "%s keeps every TP group in a server, but the cost model "
+                                   "priced the TP collectives across servers",
+                                   name);
+    }
     if (rc || (rc = coll_check_options(o, err)) || (rc = overlap_check(pl, o, err)))
         return rc;
     e.fold = o->fold_dp > 0 ? o->fold_dp : e.dp;

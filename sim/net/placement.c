@@ -82,12 +82,12 @@ int placement_rank(const placement *p, const int sizes[PLACE_DIMS], int tp_rank,
     return rank;
 }
 
-int placement_check_tp(const placement *p, const int sizes[PLACE_DIMS], int npus_per_node,
-                       const char *option, np_error *err)
+bool placement_tp_across_servers(const placement *p, const int sizes[PLACE_DIMS], int npus_per_node,
+                                 placement_split *where)
 {
     int tp = sizes[PLACE_TP];
     if (tp <= 1 || npus_per_node <= 0 || tp > npus_per_node)
-        return 0; /* nothing to split, or wider than a server: priced on the scale-out route */
+        return false; /* nothing to split, or wider than a server: scale-out in any order */
     for (int s = 0; s < sizes[PLACE_PP]; s++)
         for (int d = 0; d < sizes[PLACE_DP]; d++)
             for (int c = 0; c < sizes[PLACE_CP]; c++) {
@@ -96,19 +96,10 @@ int placement_check_tp(const placement *p, const int sizes[PLACE_DIMS], int npus
                     int rank = placement_rank(p, sizes, r, c, d, s);
                     if (rank / npus_per_node == first / npus_per_node)
                         continue;
-                    char name[32];
-                    placement_name(p, name, sizeof name);
-                    return np_error_set(
-                        err, NP_EXIT_USAGE, "<command line>", option, 0,
-                        "%s puts the TP group of stage %d, replica %d, CP rank %d across "
-                        "servers (TP rank 0 on NPU %d in server %d, TP rank %d on NPU %d in "
-                        "server %d): tensor-parallel collectives are priced by the cost model "
-                        "on the scale-up fabric, so a TP group of %d NPUs (at most the %d of a "
-                        "server) must sit in one server; give tp first, or only sizes of 1 "
-                        "before it",
-                        name, s, d, c, first, first / npus_per_node, r, rank, rank / npus_per_node,
-                        tp, npus_per_node);
+                    if (where)
+                        *where = (placement_split){s, d, c, r, first, rank};
+                    return true;
                 }
             }
-    return 0;
+    return false;
 }

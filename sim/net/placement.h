@@ -19,6 +19,8 @@
 #ifndef SIM_PLACEMENT_H
 #define SIM_PLACEMENT_H
 
+#include <stdbool.h>
+
 #include "np_error.h"
 
 typedef enum placement_dim { PLACE_TP = 0, PLACE_CP, PLACE_DP, PLACE_PP, PLACE_DIMS } placement_dim;
@@ -44,15 +46,20 @@ void placement_name(const placement *p, char *buf, int size);
 int placement_rank(const placement *p, const int sizes[PLACE_DIMS], int tp_rank, int cp_rank,
                    int replica, int stage);
 
-/* Whether every TP group sits in one server (servers of npus_per_node
- * consecutive NPUs): 0, or NP_EXIT_USAGE with the error naming `option`
- * and the first group found across servers.  The cost model prices TP
- * collectives on the scale-up fabric when tp ≤ npus_per_node (it does not
- * know the placement), so an order that spreads such a group over servers
- * would be priced as if it were inside one; a group wider than a server is
- * priced on the scale-out route whatever the order, and is accepted.
- * sizes as for placement_rank. */
-int placement_check_tp(const placement *p, const int sizes[PLACE_DIMS], int npus_per_node,
-                       const char *option, np_error *err);
+/* The first TP group found in several servers (servers of npus_per_node
+ * consecutive NPUs): its stage, replica and CP rank, and TP rank r on NPU
+ * `rank` where TP rank 0 is on NPU `first`. */
+typedef struct placement_split {
+    int stage, replica, cp_rank, tp_rank, first, rank;
+} placement_split;
+
+/* Whether the order puts some TP group of at most a server's NPUs in
+ * several servers (the first in *where, which may be NULL).  A group wider
+ * than a server is in several whatever the order: false.  The cost model
+ * prices TP collectives on the scale-out route in both cases
+ * (cl_cluster.tp_across_servers for the first; simrun sets it), inside a
+ * server otherwise.  sizes as for placement_rank. */
+bool placement_tp_across_servers(const placement *p, const int sizes[PLACE_DIMS], int npus_per_node,
+                                 placement_split *where);
 
 #endif
