@@ -28,15 +28,7 @@ double predict_boundary_s(const cm_model *cm, const cl_cluster *c, const plan *p
 {
     if (!c || s >= pl->num_stages - 1)
         return 0.0;
-    double bytes = cm->layers[pl->chunk_start[s + 1] - 1].output_bytes;
-    if (sends == PREDICT_SENDS_SCALEOUT)
-        return cl_p2p_time(c, bytes, 0);
-    if (bytes <= 0)
-        return 0.0;
-    /* Rank order tp-cp-dp-pp: a stage spans tp·cp·dp ranks. */
-    int cp = cm->context_parallel > 1 ? cm->context_parallel : 1;
-    return cl_p2p_time(
-        c, bytes, predict_boundary_same_node(c, pl->tensor_parallel * cp, pl->data_parallel, s));
+    return predict_chunk_boundary_s(cm, c, pl, s, sends); /* chunk s is stage s */
 }
 
 double predict_stage_comm_s(const cm_model *cm, const cl_cluster *c, const plan *pl, int s,
@@ -191,10 +183,8 @@ double predict_1f1b_iteration_s(const cm_model *cm, const cl_cluster *c, const p
     return predict_critical_path_s(sum, max, pl->num_micro_batches, tail);
 }
 
-/* c_k: chunk k's output sent to chunk k + 1 (stage k mod p to (k + 1) mod
- * p); the last stage's chunk feeds stage 0 (ranks δ(p−1) apart). */
-static double chunk_boundary_s(const cm_model *cm, const cl_cluster *c, const plan *pl, int k,
-                               predict_sends sends)
+double predict_chunk_boundary_s(const cm_model *cm, const cl_cluster *c, const plan *pl, int k,
+                                predict_sends sends)
 {
     int p = pl->num_stages, a = k % p;
     double bytes = cm->layers[pl->chunk_start[k + 1] - 1].output_bytes;
@@ -202,11 +192,13 @@ static double chunk_boundary_s(const cm_model *cm, const cl_cluster *c, const pl
         return cl_p2p_time(c, bytes, 0);
     if (bytes <= 0)
         return 0.0;
-    int cp = cm->context_parallel > 1 ? cm->context_parallel : 1;
-    long long delta = (long long)pl->tensor_parallel * cp * pl->data_parallel;
-    bool same = a + 1 < p ? predict_boundary_same_node(c, (int)(delta / pl->data_parallel),
-                                                       pl->data_parallel, a)
-                          : c->npus_per_node <= 0 || delta * p <= c->npus_per_node;
+    /* Rank order tp-cp-dp-pp: a stage spans δ = tp·cp·dp ranks; stage p − 1
+     * sends to stage 0, δ(p − 1) ranks back, in one server only when the
+     * whole pipeline is. */
+    int tp_cp = pl->tensor_parallel * (cm->context_parallel > 1 ? cm->context_parallel : 1);
+    bool same = a + 1 < p ? predict_boundary_same_node(c, tp_cp, pl->data_parallel, a)
+                          : c->npus_per_node <= 0 ||
+                                (long long)tp_cp * pl->data_parallel * p <= c->npus_per_node;
     return cl_p2p_time(c, bytes, same);
 }
 
@@ -228,7 +220,7 @@ double predict_interleaved_iteration_s(const cm_model *cm, const cl_cluster *c, 
                 grad_bytes += cm->layers[l].grad_bytes;
             }
             if (c && k + 1 < chunks)
-                stage_s += 2.0 * chunk_boundary_s(cm, c, pl, k, sends);
+                stage_s += 2.0 * predict_chunk_boundary_s(cm, c, pl, k, sends);
             if (k > 0)
                 stage_s += cm->layers[first - 1].recv_gather_s;
             if (k + 1 < chunks)

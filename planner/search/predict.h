@@ -55,6 +55,12 @@ typedef enum predict_sends {
  * stages s and s + 1 shares a server. */
 bool predict_boundary_same_node(const cl_cluster *c, int tp, int dp, int s);
 
+/* c_k: one send of chunk k's output to chunk k + 1, from stage k mod p to
+ * (k + 1) mod p (a plan of p·v chunks; the last stage's chunk feeds stage
+ * 0's next one).  c needed. */
+double predict_chunk_boundary_s(const cm_model *cm, const cl_cluster *c, const plan *pl, int k,
+                                predict_sends sends);
+
 /* c_s: one send of stage s's output to stage s + 1; 0 for the last stage
  * and without a cluster. */
 double predict_boundary_s(const cm_model *cm, const cl_cluster *c, const plan *pl, int s,
