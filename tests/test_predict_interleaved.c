@@ -48,9 +48,13 @@ static void test_one_chunk_is_the_1f1b_prediction(void)
         cm.layers[l].output_bytes = 1e8 * (l + 1);
         cm.layers[l].grad_bytes = 4e8;
     }
-    test_uniform_plan(&pl, 3, 6, 1, SCHED_1F1B);
+    CU_ASSERT_EQUAL_FATAL(plan_init(&pl, 3, 1, 7), 0);
     int starts[] = {0, 2, 5, 7}; /* uneven stages: 2, 3, 2 layers */
     memcpy(pl.chunk_start, starts, sizeof starts);
+    pl.schedule = SCHED_1F1B;
+    pl.micro_batch_size = 1;
+    pl.num_micro_batches = 6;
+    pl.tensor_parallel = 1;
     pl.data_parallel = 2;
     cl_cluster c;
     memset(&c, 0, sizeof c);
