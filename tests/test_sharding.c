@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "costmodel.h"
+#include "csimd_internal.h"
 #include "planner.h"
 #include "predict.h"
 #include "testutil.h"
@@ -105,6 +106,8 @@ static void test_zero3_gathers_a_layers_parameters_per_pass(void)
     cm_model cm;
     CU_ASSERT_EQUAL_FATAL(gpt_model(3, &c, &cm), 0);
     const int d = 2; /* TP 8 x DP 2 > 8 NPUs per server: the scale-out fabric */
+    double reduce_prefix[cm.num_layers + 1];
+    reduce_prefix[0] = 0.0;
     for (int l = 0; l < cm.num_layers; l++) {
         const cm_layer *ly = &cm.layers[l];
         double gathered = ly->params * 2.0; /* bf16 */
@@ -117,9 +120,11 @@ static void test_zero3_gathers_a_layers_parameters_per_pass(void)
                           ly->zero_reduce_bytes * (d - 1) / d / c.scaleout_bandwidth_Bps;
         ASSERT_REL(ly->zero_forward_s, gather_s, 1e-12);
         ASSERT_REL(ly->zero_backward_s, gather_s + reduce_s, 1e-12);
+        reduce_prefix[l + 1] = reduce_prefix[l] + reduce_s;
     }
     /* The prediction prices them per pass and drops the end-of-iteration
-     * sync: the tail is the optimizer step alone. */
+     * sync: the tail is the stage's last reduce-scatter, which the engine
+     * runs after the last backward's send, and the optimizer step. */
     plan pl;
     wl_workload w;
     np_error err;
@@ -129,9 +134,13 @@ static void test_zero3_gathers_a_layers_parameters_per_pass(void)
     const cm_layer *ly = &cm.layers[5];
     ASSERT_REL(predict_layer_s(&cm, &pl, 5, false),
                cm_forward_total_s(ly) + cm_backward_total_s(ly, pl.recompute[5]), 1e-12);
-    for (int s = 0; s < pl.num_stages; s++)
+    for (int s = 0; s < pl.num_stages; s++) {
+        int first = pl.chunk_start[s], last = pl.chunk_start[s + 1];
         ASSERT_REL(predict_stage_tail_s(&cm, &c, &pl, s),
-                   cm_optimizer_step_s(&cm, pl.chunk_start[s], pl.chunk_start[s + 1]), 1e-12);
+                   reduce_prefix[last] - reduce_prefix[first] +
+                       cm_optimizer_step_s(&cm, first, last),
+                   1e-12);
+    }
     plan_free(&pl);
     wl_free(&w);
     cm_free(&cm);
@@ -244,6 +253,58 @@ static void test_zero3_collectives_on_a_flat_platform(void)
     cm_free(&cm);
 }
 
+/* Blocking ZeRO-2 on two stages of one layer each (F = 1 s, B = 2 s, no
+ * boundary tensor, no parameters to gather after the step), DP 2 on the
+ * flat platform: the engine runs each micro-batch's reduce-scatter, r, after
+ * the backward's send (schedule_parallel.c), so it holds the stage but not
+ * the gradient on its way upstream.  By hand, p = 2: 1F1B takes
+ * 2(F + B) + (m − 1)(F + B + r) + r (the fill and drain without r, the
+ * steady state with it, the last one after the last backward); GPipe,
+ * backward last micro-batch first, (m + 1)(F + B) + m·r (stage 1's
+ * backwards r apart, stage 0 following each at once).  A prediction that
+ * counts r on the pipeline's chain is p·r too long. */
+static void test_blocking_reduce_scatters_are_off_the_pipeline_chain(void)
+{
+    const int dp = 2, m = 4;
+    const double reduce = 400e6, r = ring_half_s(dp, reduce), F = 1.0, B = 2.0;
+    const double want_1f1b = 2 * (F + B) + (m - 1) * (F + B + r) + r;
+    const double want_gpipe = (m + 1) * (F + B) + m * r;
+    for (int k = 0; k < 2; k++) {
+        schedule_kind sched = k ? SCHED_GPIPE : SCHED_1F1B;
+        cm_model cm;
+        test_uniform_model(&cm, 2);
+        cm.sharding = WL_SHARD_OPTIM_GRADS;
+        cm.data_parallel = dp;
+        for (int l = 0; l < 2; l++) {
+            cm_layer *ly = &cm.layers[l];
+            ly->output_bytes = ly->params = 0;
+            ly->zero_reduce_bytes = reduce;
+            ly->zero_backward_s = r; /* what cm_sharding_layer() gives on this fabric */
+        }
+        plan pl;
+        test_uniform_plan(&pl, 2, m, 1, sched);
+        pl.data_parallel = dp;
+        test_sim_result res;
+        CU_ASSERT_EQUAL_FATAL(test_simulate_plan("platforms/test_flat_4.xml", &cm, &pl, NULL, &res),
+                              0);
+        CU_ASSERT_EQUAL_FATAL(res.rc, 0);
+        ASSERT_REL(res.iteration_s, k ? want_gpipe : want_1f1b, 1e-9);
+        if (!k) {
+            cl_cluster c = test_npu_cluster(4, 1);
+            ASSERT_REL(predict_1f1b_iteration_s(&cm, &c, &pl, PREDICT_SENDS_RANK_ORDER), want_1f1b,
+                       1e-12);
+        } else { /* CSIMD's recurrence, as csimd_predict_s() fills it */
+            const double fwd[] = {F, F, F, F, F, F, F, F}, bwd[] = {B, B, B, B, B, B, B, B};
+            const double comm[8] = {0}, after[] = {r, r};
+            const csimd_zero zero = {.after_s = after};
+            ASSERT_REL(csimd_gpipe_makespan_s(2, m, fwd, bwd, comm, &zero, NULL), want_gpipe,
+                       1e-12);
+        }
+        plan_free(&pl);
+        cm_free(&cm);
+    }
+}
+
 static void test_the_loader_keeps_the_levels_consistent(void)
 {
     test_expect_override_error("workloads/llama3_405b_1f1b.json",
@@ -271,5 +332,7 @@ void register_sharding_tests(void)
         {"op lists gather and reduce-scatter every pass",
          test_op_lists_gather_and_reduce_scatter_every_pass},
         {"ZeRO-3 collectives on a flat platform", test_zero3_collectives_on_a_flat_platform},
+        {"blocking reduce-scatters are off the pipeline's chain",
+         test_blocking_reduce_scatters_are_off_the_pipeline_chain},
         {"the loader keeps the levels consistent", test_the_loader_keeps_the_levels_consistent});
 }

@@ -69,8 +69,8 @@ static void ring_link(const cl_cluster *c, int ranks, double *bw_Bps, double *la
 
 double cm_ring_allgather_s(const cl_cluster *c, int ranks, double bytes)
 {
-    if (ranks <= 1)
-        return 0.0;
+    if (ranks <= 1 || bytes <= 0)
+        return 0.0; /* nothing to move: the engine posts no collective */
     double bw, lat;
     ring_link(c, ranks, &bw, &lat);
     return (ranks - 1) * (lat + bytes / (ranks * bw));

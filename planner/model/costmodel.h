@@ -192,7 +192,8 @@ double cm_roofline_s(const cl_cluster *c, double flops, double bytes, double eff
 /* Ring all-reduce of `bytes` over `ranks` NPUs: 2(N−1)(α + S/(N·B)) on the
  * scale-up fabric (scale-out when the group is wider than a node). */
 double cm_ring_allreduce_s(const cl_cluster *c, int ranks, double bytes);
-/* Ring all-gather or reduce-scatter of a `bytes` tensor: half an all-reduce.
+/* Ring all-gather or reduce-scatter of a `bytes` tensor: half an all-reduce
+ * (0 for one rank or nothing to move, as the engine posts nothing).
  * On the scale-up fabric B is the link bandwidth times the platform's
  * collective_bus_efficiency (1 when not given). */
 double cm_ring_allgather_s(const cl_cluster *c, int ranks, double bytes);

@@ -45,7 +45,8 @@ static double boundary_s(const csimd_ctx *x, int k, const csimd_row *row, int la
  * forwards, backwards and (blocking) sends; between its last forward and
  * first backward it idles while that micro-batch crosses layers [e, L)
  * forward and back; after its last send come the remaining layers of the
- * last gradient or its own all-reduce and optimizer.  Only transfers at its
+ * last gradient or its own last blocking reduce-scatter, all-reduce and
+ * optimizer.  Only transfers at its
  * two boundaries count. */
 static double stage_lower_bound(const bound_ctx *bc, int k, int s, int e)
 {
@@ -58,7 +59,11 @@ static double stage_lower_bound(const bound_ctx *bc, int k, int s, int e)
         lb += boundary_s(x, k - 1, bc->first, s - 1) + bc->sends[(k - 1) * L + s - 1];
     if (k + 1 < x->p)
         lb += boundary_s(x, k, bc->bwd_first, e - 1) + bc->sends[k * L + e - 1];
-    return lb + fmax(bc->bwd_last->backward_prefix_s[s], csimd_stage_tail_s(x, s, e));
+    /* busy holds every blocking reduce-scatter (after_prefix); the last
+     * follows the last send, beside the upstream layers' backward */
+    double after = x->after_prefix[e] - x->after_prefix[s];
+    return lb - after +
+           fmax(bc->bwd_last->backward_prefix_s[s], after + csimd_stage_tail_s(x, s, e));
 }
 
 /* sends[k][l]: every micro-batch's tensor across boundary k after layer l. */

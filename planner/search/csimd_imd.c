@@ -27,7 +27,8 @@
 #define BISECTION_STEPS 64
 
 /* busy[l] = sum over micro-batches of the forward + backward time of layers
- * [0, l): the load of a range is a difference. */
+ * [0, l) and their blocking ZeRO reduce-scatters: the load of a range is a
+ * difference. */
 static int busy_prefix(csimd_ctx *x, const int *sizes, double *busy)
 {
     for (int l = 0; l <= x->num_layers; l++)
@@ -37,7 +38,7 @@ static int busy_prefix(csimd_ctx *x, const int *sizes, double *busy)
         if (!row)
             return -1;
         for (int l = 0; l <= x->num_layers; l++)
-            busy[l] += row->forward_prefix_s[l] + row->backward_prefix_s[l];
+            busy[l] += row->forward_prefix_s[l] + row->backward_prefix_s[l] + x->after_prefix[l];
     }
     return 0;
 }

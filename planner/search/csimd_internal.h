@@ -2,9 +2,8 @@
  * csimd_internal.h -- what the files of CSIMD and its MBPP baselines share:
  * the planning context (the cost model's per-layer sums and the t(b) rows),
  * the constants more than one file reads, and the functions one file offers
- * the others.  planner_csimd.c states the problem; tests/test_csimd.c
- * declares the few csimd_* functions it calls itself.  Private to
- * planner/search/.
+ * the others.  planner_csimd.c states the problem.  Private to
+ * planner/search/ and its tests (test_csimd.c, test_sharding.c).
  */
 
 #ifndef CSIMD_INTERNAL_H
@@ -23,9 +22,10 @@
 /* Every layer at one micro-batch size: prefix sums of forward and backward
  * time and each layer's output bytes. */
 typedef struct csimd_row {
-    double *forward_prefix_s;  /* [L + 1] */
-    double *backward_prefix_s; /* [L + 1] */
-    double *output_bytes;      /* [L] */
+    double *forward_prefix_s;   /* [L + 1] */
+    double *backward_prefix_s;  /* [L + 1] */
+    double *recompute_prefix_s; /* [L + 1] the backward's recompute part */
+    double *output_bytes;       /* [L] */
 } csimd_row;
 
 typedef struct csimd_ctx {
@@ -33,22 +33,33 @@ typedef struct csimd_ctx {
     const cl_cluster *c;
     int p, m, num_layers, samples, dp;
     recompute_kind recompute;
-    bool *same_node;          /* [p - 1]: boundary k stays in a server */
-    double *state_prefix;     /* [L + 1] static bytes + the ZeRO overlap's reserve */
-    double *kept_prefix;      /* [L + 1] activation bytes kept per sample */
-    double *transient;        /* [L] recompute working set per sample */
-    double *grad_prefix;      /* [L + 1] gradient bytes */
-    csimd_row **rows;         /* [samples + 1], filled on first use */
-    double *fwd, *bwd, *comm; /* [p * m] scratch of one evaluation */
-    double *tail;             /* [p] */
-    bool failed;              /* out of memory while filling a row */
+    bool *same_node;      /* [p - 1]: boundary k stays in a server */
+    double *state_prefix; /* [L + 1] static bytes + the ZeRO overlap's reserve */
+    double *kept_prefix;  /* [L + 1] activation bytes kept per sample */
+    double *transient;    /* [L] recompute working set per sample */
+    double *grad_prefix;  /* [L + 1] gradient bytes */
+    /* [L + 1] ZeRO-2/3's blocking reduce-scatters per micro-batch, which
+     * follow the backward's send and so are not in the rows */
+    double *after_prefix;
+    csimd_row **rows;                       /* [samples + 1], filled on first use */
+    double *fwd, *bwd, *comm, *rec;         /* [p * m] scratch of one evaluation */
+    double *tail, *after, *gather, *reduce; /* [p] */
+    bool failed;                            /* out of memory while filling a row */
 } csimd_ctx;
 
 /* csimd_time.c: the makespan recurrence, the context and the t(b) rows, the
  * prediction of one plan. */
 
+/* ZeRO-2/3's collectives of each stage [p], per micro-batch (csimd_time.c) */
+typedef struct csimd_zero {
+    const double *after_s;     /* blocking reduce-scatter, after the backward's send */
+    const double *gather_s;    /* overlapped: per-pass gather (ZeRO-3) */
+    const double *reduce_s;    /* overlapped: reduce-scatter */
+    const double *recompute_s; /* [p * m] the recompute that opens each backward pass */
+} csimd_zero;
+
 double csimd_gpipe_makespan_s(int p, int m, const double *forward_s, const double *backward_s,
-                              const double *comm_s, const double *tail_s);
+                              const double *comm_s, const csimd_zero *zero, const double *tail_s);
 int csimd_context_new(const cm_model *cm, const cl_cluster *c, int p, int dp, int samples, int m,
                       recompute_kind r, csimd_ctx **out);
 void csimd_context_free(csimd_ctx *x);

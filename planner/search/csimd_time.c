@@ -27,7 +27,10 @@
  * first, BACKWARD_REVERSED), gradients from stage k+1, sends to stage k-1.
  * T = max over k of the stage's last send + its data-parallel all-reduce
  * (ring) + optimizer step.  This is exactly what the simulator replays: on
- * the shipped platforms prediction and simulation agree to 1e-6.
+ * the shipped platforms prediction and simulation agree to 1e-6.  ZeRO-2/3's
+ * collectives enter as the engine runs them (csimd_gpipe_makespan_s): a
+ * blocking reduce-scatter after the backward's send, off the chain; with
+ * --dp-overlap, gathers and reduce-scatters on streams of their own.
  * Memory (GPipe keeps every micro-batch): static + (B/b0)*kept activations +
  * (max b_j / b0)*largest recompute transient + workspace <= HBM per stage,
  * a bound that is never below memory.c's replay, so plans always fit.
@@ -43,30 +46,74 @@
 /* GPipe iteration time of p stages and m micro-batches: forward_s[k*m + j],
  * backward_s[k*m + j], comm_s[k*m + j] (the tensor of micro-batch j across
  * boundary k, k < p-1, either way) and tail_s[k] after stage k's last
- * backward (NULL: none).  Sends block their stage until the tensor arrives. */
-double csimd_gpipe_makespan_s(int p, int m, const double *forward_s, const double *backward_s,
-                              const double *comm_s, const double *tail_s)
+ * backward (NULL: none).  Sends block their stage until the tensor arrives.
+ * zero (NULL: none) adds ZeRO-2/3's collectives per stage, as the engine
+ * runs them (schedule_parallel.c, engine_overlap.c): after_s[k], blocking,
+ * holds the stage after each backward's send; with --dp-overlap,
+ * gather_s[k] runs before every pass on a gather stream, launched when the
+ * stage's previous compute op starts (the first at once; a backward pass is
+ * its recompute, recompute_s[k*m + j], then the backward op), and reduce_s[k] after
+ * each backward's send on a reduce-scatter stream, the stage going on once
+ * the previous one has ended; the tail waits for the last. */
+/* One stage's clock in the recurrence below: its last op's end, when it
+ * may go on, when the gather its next pass waits for ends, when its last
+ * reduce-scatter ends, and when its network port is free (the gathers and
+ * reduce-scatters share it, in the order they are launched). */
+typedef struct stage_clock {
+    double done, free, gathered, reduced, port;
+} stage_clock;
+
+/* A pass of the stage, its input ready at `ready`: when it starts.  With
+ * the gathers overlapped the next pass's gather is launched as the compute
+ * op before it starts: lag_s (its recompute) into this pass. */
+static double pass_start(stage_clock *c, double ready, double gather_s, double lag_s, bool last)
 {
-    double done[p], free_s[p]; /* last op's end; when the stage may go on */
-    for (int k = 0; k < p; k++)
-        done[k] = free_s[k] = 0.0;
+    double at = fmax(ready, c->free);
+    if (gather_s > 0) {
+        at = fmax(at, c->gathered);
+        if (!last)
+            c->gathered = c->port = fmax(at + lag_s, c->port) + gather_s;
+    }
+    return at;
+}
+
+double csimd_gpipe_makespan_s(int p, int m, const double *forward_s, const double *backward_s,
+                              const double *comm_s, const csimd_zero *zero, const double *tail_s)
+{
+    static const csimd_zero none = {0};
+    const csimd_zero *z = zero ? zero : &none;
+    stage_clock clk[p];
+    for (int k = 0; k < p; k++) {
+        double first_gather = z->gather_s ? z->gather_s[k] : 0.0; /* launched at once */
+        clk[k] = (stage_clock){.gathered = first_gather, .port = first_gather};
+    }
     for (int j = 0; j < m; j++)
         for (int k = 0; k < p; k++) {
-            double ready = k ? done[k - 1] + comm_s[(k - 1) * m + j] : 0.0;
-            done[k] = fmax(ready, free_s[k]) + forward_s[k * m + j];
-            free_s[k] = done[k] + (k + 1 < p ? comm_s[k * m + j] : 0.0);
+            stage_clock *c = &clk[k];
+            double ready = k ? clk[k - 1].done + comm_s[(k - 1) * m + j] : 0.0;
+            c->done = pass_start(c, ready, z->gather_s ? z->gather_s[k] : 0.0, 0.0, false) +
+                      forward_s[k * m + j];
+            c->free = c->done + (k + 1 < p ? comm_s[k * m + j] : 0.0);
         }
     for (int n = 0; n < m; n++) {
         int j = BACKWARD_REVERSED ? m - 1 - n : n;
         for (int k = p - 1; k >= 0; k--) {
-            double ready = k + 1 < p ? done[k + 1] + comm_s[k * m + j] : 0.0;
-            done[k] = fmax(ready, free_s[k]) + backward_s[k * m + j];
-            free_s[k] = done[k] + (k ? comm_s[(k - 1) * m + j] : 0.0);
+            stage_clock *c = &clk[k];
+            double ready = k + 1 < p ? clk[k + 1].done + comm_s[k * m + j] : 0.0;
+            double lag = z->recompute_s ? z->recompute_s[k * m + j] : 0.0;
+            c->done = pass_start(c, ready, z->gather_s ? z->gather_s[k] : 0.0, lag, n == m - 1) +
+                      backward_s[k * m + j];
+            c->free =
+                c->done + (k ? comm_s[(k - 1) * m + j] : 0.0) + (z->after_s ? z->after_s[k] : 0.0);
+            if (z->reduce_s) { /* after the previous reduce-scatter ends */
+                c->free = fmax(c->free, c->reduced);
+                c->reduced = c->port = fmax(c->free, c->port) + z->reduce_s[k];
+            }
         }
     }
     double t = 0.0;
     for (int k = 0; k < p; k++)
-        t = fmax(t, free_s[k] + (tail_s ? tail_s[k] : 0.0));
+        t = fmax(t, fmax(clk[k].free, clk[k].reduced) + (tail_s ? tail_s[k] : 0.0));
     return t;
 }
 
@@ -79,6 +126,7 @@ void csimd_context_free(csimd_ctx *x)
             if (x->rows[b]) {
                 free(x->rows[b]->forward_prefix_s);
                 free(x->rows[b]->backward_prefix_s);
+                free(x->rows[b]->recompute_prefix_s);
                 free(x->rows[b]->output_bytes);
                 free(x->rows[b]);
             }
@@ -91,7 +139,12 @@ void csimd_context_free(csimd_ctx *x)
     free(x->fwd);
     free(x->bwd);
     free(x->comm);
+    free(x->rec);
     free(x->tail);
+    free(x->after);
+    free(x->gather);
+    free(x->reduce);
+    free(x->after_prefix);
     free(x);
 }
 
@@ -105,6 +158,7 @@ static void context_fill_layers(csimd_ctx *x)
             x->state_prefix[l] + ly->state_bytes + mem_zero_overlap_layer_bytes(x->cm, l);
         x->kept_prefix[l + 1] = x->kept_prefix[l] + ly->activation_bytes[x->recompute] * per_sample;
         x->grad_prefix[l + 1] = x->grad_prefix[l] + ly->grad_bytes;
+        x->after_prefix[l + 1] = x->after_prefix[l] + predict_zero_chain_less_s(cm, l, l + 1);
         double all = ly->activation_bytes[RECOMPUTE_NONE];
         x->transient[l] = (all - ly->activation_bytes[x->recompute]) * per_sample;
     }
@@ -140,9 +194,15 @@ int csimd_context_new(const cm_model *cm, const cl_cluster *c, int p, int dp, in
     x->fwd = calloc((size_t)p * m, sizeof(double));
     x->bwd = calloc((size_t)p * m, sizeof(double));
     x->comm = calloc((size_t)p * m, sizeof(double));
+    x->rec = calloc((size_t)p * m, sizeof(double));
     x->tail = calloc((size_t)p, sizeof(double));
+    x->after = calloc((size_t)p, sizeof(double));
+    x->gather = calloc((size_t)p, sizeof(double));
+    x->reduce = calloc((size_t)p, sizeof(double));
+    x->after_prefix = calloc((size_t)L + 1, sizeof(double));
     if (!x->same_node || !x->state_prefix || !x->kept_prefix || !x->grad_prefix || !x->transient ||
-        !x->rows || !x->fwd || !x->bwd || !x->comm || !x->tail) {
+        !x->rows || !x->fwd || !x->bwd || !x->comm || !x->rec || !x->tail || !x->after ||
+        !x->gather || !x->reduce || !x->after_prefix) {
         csimd_context_free(x);
         return -1;
     }
@@ -165,12 +225,15 @@ const csimd_row *csimd_context_row(csimd_ctx *x, int b)
     if (row) {
         row->forward_prefix_s = calloc((size_t)L + 1, sizeof(double));
         row->backward_prefix_s = calloc((size_t)L + 1, sizeof(double));
+        row->recompute_prefix_s = calloc((size_t)L + 1, sizeof(double));
         row->output_bytes = calloc((size_t)L, sizeof(double));
     }
-    if (!row || !row->forward_prefix_s || !row->backward_prefix_s || !row->output_bytes) {
+    if (!row || !row->forward_prefix_s || !row->backward_prefix_s || !row->recompute_prefix_s ||
+        !row->output_bytes) {
         if (row) {
             free(row->forward_prefix_s);
             free(row->backward_prefix_s);
+            free(row->recompute_prefix_s);
             free(row->output_bytes);
             free(row);
         }
@@ -180,9 +243,16 @@ const csimd_row *csimd_context_row(csimd_ctx *x, int b)
     for (int l = 0; l < L; l++) {
         cm_layer at;
         cm_layer_at_batch(x->cm, l, b, &at);
-        row->forward_prefix_s[l + 1] = row->forward_prefix_s[l] + cm_forward_total_s(&at);
+        /* ZeRO-2/3: the row holds what the pipeline's chain waits for; the
+         * blocking reduce-scatters follow the send (after_prefix), the
+         * overlapped collectives run on streams of their own */
+        double zero_f = cm_zero_overlapped(x->cm) ? at.zero_forward_s : 0.0;
+        double zero_b = cm_zero_overlapped(x->cm) ? at.zero_backward_s
+                                                  : predict_zero_chain_less_s(x->cm, l, l + 1);
+        row->forward_prefix_s[l + 1] = row->forward_prefix_s[l] + cm_forward_total_s(&at) - zero_f;
         row->backward_prefix_s[l + 1] =
-            row->backward_prefix_s[l] + cm_backward_total_s(&at, x->recompute);
+            row->backward_prefix_s[l] + cm_backward_total_s(&at, x->recompute) - zero_b;
+        row->recompute_prefix_s[l + 1] = row->recompute_prefix_s[l] + at.recompute_s[x->recompute];
         row->output_bytes[l] = at.output_bytes;
     }
     x->rows[b] = row;
@@ -217,13 +287,19 @@ static bool plan_fits(const csimd_ctx *x, const int *start, const int *sizes)
     return true;
 }
 
-/* Data-parallel gradient all-reduce and optimizer step after the last
- * backward of the stage holding layers [first, last). */
+/* What follows the last backward's send of the stage holding layers
+ * [first, last) and its blocking reduce-scatter (after_prefix): the 1F1B
+ * tail of predict_stage_tail_s() (data-parallel sync, overlapped ZeRO's last
+ * reduce-scatter, optimizer step) less that reduce-scatter. */
 double csimd_stage_tail_s(const csimd_ctx *x, int first, int last)
 {
-    return cm_optimizer_step_s(x->cm, first, last) +
-           predict_dp_sync_s(x->cm, x->c, x->cm->tensor_parallel > 0 ? x->cm->tensor_parallel : 1,
-                             x->dp, first, last, x->grad_prefix[last] - x->grad_prefix[first]);
+    plan pl = {.num_stages = 1,
+               .num_chunks = 1,
+               .chunk_start = (int[]){first, last},
+               .tensor_parallel = x->cm->tensor_parallel > 0 ? x->cm->tensor_parallel : 1,
+               .data_parallel = x->dp};
+    return predict_stage_tail_s(x->cm, x->c, &pl, 0) -
+           (x->after_prefix[last] - x->after_prefix[first]);
 }
 
 /* Predicted iteration time of cuts `start` [p + 1] and sizes [m]; INFINITY
@@ -241,11 +317,27 @@ double csimd_predict_s(csimd_ctx *x, const int *start, const int *sizes)
             int a = start[k], b = start[k + 1];
             x->fwd[k * m + j] = row->forward_prefix_s[b] - row->forward_prefix_s[a];
             x->bwd[k * m + j] = row->backward_prefix_s[b] - row->backward_prefix_s[a];
+            x->rec[k * m + j] = row->recompute_prefix_s[b] - row->recompute_prefix_s[a];
             if (k + 1 < p)
                 x->comm[k * m + j] = cl_p2p_time(x->c, row->output_bytes[b - 1], x->same_node[k]);
         }
     }
-    for (int k = 0; k < p; k++)
-        x->tail[k] = csimd_stage_tail_s(x, start[k], start[k + 1]);
-    return csimd_gpipe_makespan_s(p, m, x->fwd, x->bwd, x->comm, x->tail);
+    bool overlapped = cm_zero_overlapped(x->cm);
+    for (int k = 0; k < p; k++) {
+        int a = start[k], b = start[k + 1];
+        x->tail[k] = csimd_stage_tail_s(x, a, b);
+        x->after[k] = x->after_prefix[b] - x->after_prefix[a];
+        x->gather[k] = overlapped ? predict_zero_stream_s(x->cm, a, b, PREDICT_ZERO_GATHER) : 0.0;
+        x->reduce[k] = overlapped ? predict_zero_stream_s(x->cm, a, b, PREDICT_ZERO_REDUCE) : 0.0;
+    }
+    /* overlapped ZeRO-2: what the first forwards do not hide of the gather
+     * of the update delays the pipeline's fill (predict.c) */
+    plan pl = {.num_stages = p,
+               .num_chunks = 1,
+               .chunk_start = (int *)start,
+               .tensor_parallel = x->cm->tensor_parallel > 0 ? x->cm->tensor_parallel : 1,
+               .data_parallel = x->dp};
+    x->fwd[0] += predict_zero_update_exposed_s(x->cm, x->c, &pl, PREDICT_SENDS_RANK_ORDER);
+    csimd_zero zero = {x->after, x->gather, x->reduce, x->rec};
+    return csimd_gpipe_makespan_s(p, m, x->fwd, x->bwd, x->comm, &zero, x->tail);
 }

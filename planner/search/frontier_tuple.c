@@ -59,6 +59,7 @@ typedef struct stage_eval {
     int num_levels;
     stage_level *levels;
     frontier_set points; /* (S_s, M_s); left = level, right = index in its chain result */
+    double chain_less_s; /* S_s − S'_s: blocking ZeRO reduce-scatters (predict.h) */
 } stage_eval;
 
 typedef struct tuple_eval {
@@ -221,7 +222,7 @@ static int tuple_sweep(const tuple_eval *te, double **mus_out, frontier_set *out
                 break;
             }
             const frontier_point *q = &te->stages[s].points.points[k];
-            sum += q->time_s;
+            sum += q->time_s - te->stages[s].chain_less_s;
             max = fmax(max, q->time_s);
             mem = fmax(mem, q->memory_bytes);
         }
@@ -344,6 +345,8 @@ int ft_tuple_evaluate(const wl_workload *w, const cl_cluster *c, const tuple *t,
     for (int s = 0; s < t->pp && !rc; s++) {
         te.stages[s].first = te.pl.chunk_start[s];
         te.stages[s].last = te.pl.chunk_start[s + 1];
+        te.stages[s].chain_less_s =
+            predict_zero_chain_less_s(&cm, te.stages[s].first, te.stages[s].last);
         te.tail_s = fmax(te.tail_s, predict_stage_tail_s(&cm, c, &te.pl, s));
         rc = stage_solve(&te, s);
     }

@@ -67,6 +67,19 @@ double predict_zero_stream_s(const cm_model *cm, int first, int last, int what)
     return sum;
 }
 
+double predict_zero_reduce_s(const cm_model *cm, int first, int last)
+{
+    double sum = 0.0;
+    for (int l = first; l < last; l++)
+        sum += cm->layers[l].zero_backward_s - cm->layers[l].zero_forward_s;
+    return sum;
+}
+
+double predict_zero_chain_less_s(const cm_model *cm, int first, int last)
+{
+    return cm_zero_overlapped(cm) ? 0.0 : predict_zero_reduce_s(cm, first, last);
+}
+
 double predict_dp_allreduce_s(const cl_cluster *c, int tp, int dp, double grad_bytes)
 {
     if (!c || dp <= 1)
@@ -114,9 +127,9 @@ double predict_stage_tail_s(const cm_model *cm, const cl_cluster *c, const plan 
                         ? 0.0
                         : predict_dp_sync_s(cm, c, pl->tensor_parallel, pl->data_parallel, first,
                                             last, grad_bytes);
-    /* overlapped ZeRO-2/3: the last reduce-scatter ends before the step */
-    return sync_s + predict_zero_stream_s(cm, first, last, PREDICT_ZERO_REDUCE) +
-           cm_optimizer_step_s(cm, first, last);
+    /* ZeRO-2/3: the last reduce-scatter, after the last backward's send,
+     * ends before the step */
+    return sync_s + predict_zero_reduce_s(cm, first, last) + cm_optimizer_step_s(cm, first, last);
 }
 
 double predict_zero_update_exposed_s(const cm_model *cm, const cl_cluster *c, const plan *pl,
@@ -169,10 +182,12 @@ double predict_1f1b_iteration_s(const cm_model *cm, const cl_cluster *c, const p
             stage_s += predict_layer_s(cm, pl, l, false);
             ends_s += predict_layer_s(cm, pl, l, shifted);
         }
-        sum += ends_s;
+        /* blocking ZeRO-2/3: each reduce-scatter holds the stage after its
+         * backward's send, off the fill and drain (the last is in the tail) */
+        int first = pl->chunk_start[s], last = pl->chunk_start[s + 1];
+        sum += ends_s - predict_zero_chain_less_s(cm, first, last);
         /* overlapped ZeRO-2/3: a stage's steady state is its compute or its
          * collectives' stream, whichever is longer */
-        int first = pl->chunk_start[s], last = pl->chunk_start[s + 1];
         max = fmax(max, fmax(stage_s, predict_zero_stream_s(cm, first, last, PREDICT_ZERO_ALL)));
         tail = fmax(tail, predict_stage_tail_s(cm, c, pl, s));
     }

@@ -9,6 +9,8 @@
  *         + exposed CP exchange_l + ZeRO-2/3 collectives_l) + 2·c_s + g_s,
  * S'_s = S_s, or S_s without its recompute when the plan shifts it (Merak's
  * shifted critical path: the warm-up and cool-down micro-batches skip it),
+ * and without ZeRO-2/3's blocking reduce-scatters, which the engine runs
+ * after the backward's send (predict_zero_chain_less_s()),
  * c_s the send of stage s's output to stage s + 1 (none after the last),
  * g_s the TP all-gathers stage s runs on what it receives when boundary
  * tensors are scattered (scatter/gather p2p without SP: the activation from
@@ -86,6 +88,20 @@ double predict_layer_s(const cm_model *cm, const plan *pl, int l, bool skip_reco
 enum { PREDICT_ZERO_ALL, PREDICT_ZERO_GATHER, PREDICT_ZERO_REDUCE };
 double predict_zero_stream_s(const cm_model *cm, int first, int last, int what);
 
+/* ZeRO-2/3 (cm_model.sharding at least optim_grads over two or more
+ * replicas), the layers [first, last): the reduce-scatter of their
+ * gradients per micro-batch, blocking or overlapped; 0 without sharding.
+ * The engine runs it after the backward's send (sched_parallel_finish()),
+ * so the last one is in the stage's tail. */
+double predict_zero_reduce_s(const cm_model *cm, int first, int last);
+
+/* What the pipeline's fill and drain do not wait for of S_s: the blocking
+ * reduce-scatters of predict_zero_reduce_s() (each after its backward's
+ * send, it holds the stage but not the gradient on its way upstream); 0
+ * when overlapped (predict_layer_s() leaves them out already) or without
+ * sharding.  Σ_s S'_s is less this. */
+double predict_zero_chain_less_s(const cm_model *cm, int first, int last);
+
 /* Ring all-reduce of grad_bytes over dp data-parallel replicas,
  * 2(d−1)(α + S/(d·B)), on the scale-up fabric when the replicas of one TP
  * rank (tp ranks apart) share a server.  0 for dp ≤ 1 or without a cluster. */
@@ -102,9 +118,10 @@ double predict_dp_sync_s(const cm_model *cm, const cl_cluster *c, int tp, int dp
                          int last, double grad_bytes);
 
 /* AR_s + O_s: stage s's data-parallel all-reduce and optimizer step.  With
- * ZeRO-2/3's collectives overlapped (cm_model.zero_overlap), AR_s is the last
- * reduce-scatter, and ZeRO-2's gather of the update is not in it (the next
- * iteration's forwards hide it: predict_zero_update_exposed_s()). */
+ * ZeRO-2/3, AR_s is the last reduce-scatter (predict_zero_reduce_s()) plus
+ * predict_dp_sync_s(), and with their collectives overlapped
+ * (cm_model.zero_overlap) ZeRO-2's gather of the update is not in it (the
+ * next iteration's forwards hide it: predict_zero_update_exposed_s()). */
 double predict_stage_tail_s(const cm_model *cm, const cl_cluster *c, const plan *pl, int s);
 
 /* ZeRO-2 with --dp-overlap (sim/engine/engine_overlap.c): every stage
