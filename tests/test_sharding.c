@@ -305,6 +305,56 @@ static void test_blocking_reduce_scatters_are_off_the_pipeline_chain(void)
     }
 }
 
+/* Interleaved 1F1B with v chunks of one layer per stage, the same F, B, as
+ * above and, blocking, ZeRO-2's reduce-scatter r after each chunk's
+ * backward or ZeRO-3's gathers g before each chunk's forward and backward
+ * as well.  The steady state repeats F + B + 2g + r per chunk and
+ * micro-batch, the fill and drain cross the other p − 1 stages one chunk at
+ * a time, without the reduce-scatters, which follow the sends:
+ *   T = (p − 1)(F + B + 2g) + m·v·(F + B + 2g + r),
+ * the prediction's max S + (Σ S' − max S')/v + (m − 1)·max S with
+ * S = v(F + B + 2g + r), S' = v(F + B + 2g).  The engine runs exactly this
+ * while r ≤ F + B; beyond, the reduce-scatters pace the fill too
+ * (p = 4, v = 2, m = 8, r = 4 s: 124 s against 121 s). */
+static void test_interleaved_zero_in_closed_form(void)
+{
+    const int dp = 2, shapes[][3] = {{2, 2, 4}, {2, 3, 4}, {4, 2, 8}, {4, 3, 8}};
+    const double F = 1.0, B = 2.0, reduce = 400e6, r = ring_half_s(dp, reduce);
+    for (int zero3 = 0; zero3 < 2; zero3++)
+        for (int i = 0; i < 4; i++) {
+            int p = shapes[i][0], v = shapes[i][1], m = shapes[i][2];
+            double gather = zero3 ? 300e6 : 0.0, g = zero3 ? ring_half_s(dp, gather) : 0.0;
+            cm_model cm;
+            test_uniform_model(&cm, p * v);
+            cm.sharding = zero3 ? WL_SHARD_OPTIM_GRADS_PARAMS : WL_SHARD_OPTIM_GRADS;
+            cm.data_parallel = dp;
+            for (int l = 0; l < p * v; l++) {
+                cm_layer *ly = &cm.layers[l];
+                ly->output_bytes = ly->params = 0;
+                ly->zero_reduce_bytes = reduce;
+                ly->zero_gather_bytes = gather;
+                ly->zero_forward_s = g; /* cm_sharding_layer()'s, on this fabric */
+                ly->zero_backward_s = g + r;
+            }
+            plan pl;
+            test_chunked_plan(&pl, p, v, m, 1, SCHED_INTERLEAVED);
+            pl.data_parallel = dp;
+            double want = (p - 1) * (F + B + 2 * g) + m * v * (F + B + 2 * g + r);
+            test_sim_result res;
+            CU_ASSERT_EQUAL_FATAL(test_simulate_plan(p == 2 ? "platforms/test_flat_4.xml"
+                                                            : "platforms/test_flat_8.xml",
+                                                     &cm, &pl, NULL, &res),
+                                  0);
+            CU_ASSERT_EQUAL_FATAL(res.rc, 0);
+            ASSERT_REL(res.iteration_s, want, 1e-9);
+            cl_cluster c = test_npu_cluster(2 * p, 1);
+            ASSERT_REL(predict_interleaved_iteration_s(&cm, &c, &pl, PREDICT_SENDS_RANK_ORDER),
+                       want, 1e-12);
+            plan_free(&pl);
+            cm_free(&cm);
+        }
+}
+
 static void test_the_loader_keeps_the_levels_consistent(void)
 {
     test_expect_override_error("workloads/llama3_405b_1f1b.json",
@@ -334,5 +384,6 @@ void register_sharding_tests(void)
         {"ZeRO-3 collectives on a flat platform", test_zero3_collectives_on_a_flat_platform},
         {"blocking reduce-scatters are off the pipeline's chain",
          test_blocking_reduce_scatters_are_off_the_pipeline_chain},
+        {"interleaved ZeRO-2/3 in closed form", test_interleaved_zero_in_closed_form},
         {"the loader keeps the levels consistent", test_the_loader_keeps_the_levels_consistent});
 }

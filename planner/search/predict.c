@@ -221,13 +221,14 @@ double predict_interleaved_iteration_s(const cm_model *cm, const cl_cluster *c, 
                                        predict_sends sends)
 {
     int p = pl->num_stages, v = pl->num_chunks > 0 ? pl->num_chunks : 1;
-    if (cm->sharding >= WL_SHARD_OPTIM_GRADS || pl->merak_shifted_recompute ||
-        pl->micro_batch_sizes)
+    if (pl->merak_shifted_recompute || pl->micro_batch_sizes || zero2_update_overlapped(cm))
         return 0.0;
     int chunks = p * v;
-    double sum = 0.0, max = 0.0, tail = 0.0;
+    /* the bottleneck stage's S and S', Σ S' */
+    double max = 0.0, max_chain = 0.0, sum_chain = 0.0, tail = 0.0;
     for (int s = 0; s < p; s++) {
-        double stage_s = 0.0, grad_bytes = 0.0, step_s = 0.0;
+        double stage_s = 0.0, grad_bytes = 0.0, step_s = 0.0, less_s = 0.0, stream_s = 0.0;
+        double sync_s = 0.0;
         for (int j = 0; j < v; j++) {
             int k = j * p + s, first = pl->chunk_start[k], last = pl->chunk_start[k + 1];
             for (int l = first; l < last; l++) {
@@ -241,12 +242,30 @@ double predict_interleaved_iteration_s(const cm_model *cm, const cl_cluster *c, 
             if (k + 1 < chunks)
                 stage_s += cm->layers[last - 1].recv_gather_s;
             step_s += cm_optimizer_step_s(cm, first, last);
+            less_s += predict_zero_chain_less_s(cm, first, last);
+            stream_s += predict_zero_stream_s(cm, first, last, PREDICT_ZERO_ALL);
+            if (cm->sharding >= WL_SHARD_OPTIM_GRADS) /* ZeRO-2's gather of the update */
+                sync_s += predict_dp_sync_s(cm, c, pl->tensor_parallel, pl->data_parallel, first,
+                                            last, 0.0);
         }
-        sum += stage_s;
-        max = fmax(max, stage_s);
-        tail = fmax(tail, predict_dp_sync_s(cm, c, pl->tensor_parallel, pl->data_parallel, 0, 0,
-                                            grad_bytes) +
-                              step_s);
+        if (cm->sharding < WL_SHARD_OPTIM_GRADS)
+            sync_s =
+                predict_dp_sync_s(cm, c, pl->tensor_parallel, pl->data_parallel, 0, 0, grad_bytes);
+        /* overlapped ZeRO-3: the last reduce-scatter (chunk 0's) ends before
+         * the step; blocking, it is in S_b */
+        if (cm_zero_overlapped(cm))
+            sync_s += predict_zero_reduce_s(cm, pl->chunk_start[s], pl->chunk_start[s + 1]);
+        stage_s = fmax(stage_s, stream_s);
+        sum_chain += stage_s - less_s;
+        if (stage_s > max) {
+            max = stage_s;
+            max_chain = stage_s - less_s;
+        }
+        tail = fmax(tail, sync_s + step_s);
     }
-    return predict_critical_path_s(max + (sum - max) / v, max, pl->num_micro_batches, tail);
+    /* overlapped ZeRO-3: stage 0's first gather has nothing to hide behind */
+    double first_gather_s =
+        predict_zero_stream_s(cm, pl->chunk_start[0], pl->chunk_start[1], PREDICT_ZERO_GATHER);
+    return max + (sum_chain - max_chain) / v + first_gather_s + (pl->num_micro_batches - 1) * max +
+           tail;
 }

@@ -149,13 +149,19 @@ double predict_1f1b_iteration_s(const cm_model *cm, const cl_cluster *c, const p
 /* Megatron's interleaved 1F1B with v chunks per stage (Narayanan et al.
  * SC'21 §2.2: the fill and the drain cross each stage at 1/v of its time,
  * a bubble of (p − 1)/v stage times):
- *   T = max S + (Σ_s S_s − max S)/v + (m − 1)·max S + max_s (AR_s + O_s),
+ *   T = S_b + (Σ_s S'_s − S'_b)/v + (m − 1)·S_b + max_s (AR_s + O_s),
  * S_s over all v chunks of stage s (chunk j·p + s), 2·c_k for every chunk k
  * that sends its output on (the last stage's chunk to stage 0's next one
- * included: p·v − 1 boundaries) and the all-gathers of what it receives.
- * Exact for identical chunks without communication, (m·v + p − 1)·chunk;
- * v = 1 gives the 1F1B formula.  Not for ZeRO-2/3 sharding, Merak's shifted
- * recompute or uneven micro-batches: 0 (no prediction). */
+ * included: p·v − 1 boundaries) and the all-gathers of what it receives,
+ * b the stage of the largest S_s, S'_s = S_s less its blocking ZeRO-2/3
+ * reduce-scatters (which follow the sends: predict_zero_chain_less_s()).
+ * Exact for identical chunks without communication, (m·v + p − 1)·chunk,
+ * and with blocking ZeRO-2/3 (p − 1)·chunk' + m·v·chunk (tests/
+ * test_sharding.c); v = 1 gives the 1F1B formula without sharding.  With
+ * ZeRO-3 overlapped, S_s is at least its collectives' stream and stage 0's
+ * first gather is added, as for 1F1B.  Not for overlapped ZeRO-2 (its
+ * gather of the update, chunk by chunk, has no formula here), Merak's
+ * shifted recompute or uneven micro-batches: 0 (no prediction). */
 double predict_interleaved_iteration_s(const cm_model *cm, const cl_cluster *c, const plan *pl,
                                        predict_sends sends);
 
