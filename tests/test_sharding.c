@@ -293,13 +293,59 @@ static void test_blocking_reduce_scatters_are_off_the_pipeline_chain(void)
             cl_cluster c = test_npu_cluster(4, 1);
             ASSERT_REL(predict_1f1b_iteration_s(&cm, &c, &pl, PREDICT_SENDS_RANK_ORDER), want_1f1b,
                        1e-12);
-        } else { /* CSIMD's recurrence, as csimd_predict_s() fills it */
+        } else { /* CSIMD's recurrence on the same stages */
             const double fwd[] = {F, F, F, F, F, F, F, F}, bwd[] = {B, B, B, B, B, B, B, B};
             const double comm[8] = {0}, after[] = {r, r};
             const csimd_zero zero = {.after_s = after};
             ASSERT_REL(csimd_gpipe_makespan_s(2, m, fwd, bwd, comm, &zero, NULL), want_gpipe,
                        1e-12);
         }
+        plan_free(&pl);
+        cm_free(&cm);
+    }
+}
+
+/* CSIMD's prediction (csimd_predict_s(), on a planning context of the
+ * model) of the two GPipe stages above, ZeRO-2 blocking and overlapped, and
+ * the engine's run of them.  Overlapped, a reduce-scatter (r < B) hides
+ * behind the next backward and only stage 0's last one is exposed:
+ * (m + 1)(F + B) + r; blocking (m + 1)(F + B) + m·r as above. */
+static void test_csimd_prices_zero2_as_the_engine_runs_it(void)
+{
+    const int dp = 2, m = 4;
+    const double reduce = 400e6, r = ring_half_s(dp, reduce), F = 1.0, B = 2.0;
+    for (int overlap = 0; overlap < 2; overlap++) {
+        double want = (m + 1) * (F + B) + (overlap ? r : m * r);
+        cm_model cm;
+        test_uniform_model(&cm, 2);
+        cm.sharding = WL_SHARD_OPTIM_GRADS;
+        cm.data_parallel = dp;
+        cm.zero_overlap = overlap;
+        cm.micro_batch_size = 1;
+        for (int l = 0; l < 2; l++) {
+            cm_layer *ly = &cm.layers[l];
+            ly->output_bytes = ly->params = 0;
+            ly->zero_reduce_bytes = reduce;
+            ly->zero_backward_s = r;
+        }
+        plan pl;
+        test_uniform_plan(&pl, 2, m, 1, SCHED_GPIPE);
+        pl.data_parallel = dp;
+        engine_options o;
+        engine_init_options(&o);
+        o.dp_overlap = overlap;
+        test_sim_result res;
+        CU_ASSERT_EQUAL_FATAL(test_simulate_plan("platforms/test_flat_4.xml", &cm, &pl, &o, &res),
+                              0);
+        CU_ASSERT_EQUAL_FATAL(res.rc, 0);
+        ASSERT_REL(res.iteration_s, want, 1e-9);
+        cl_cluster c = test_npu_cluster(4, 1); /* no boundary tensor: free sends */
+        c.scaleup_latency_s = c.scaleout_latency_s = 0.0;
+        csimd_ctx *x;
+        CU_ASSERT_EQUAL_FATAL(csimd_context_new(&cm, &c, 2, dp, m, m, RECOMPUTE_NONE, &x), 0);
+        const int start[] = {0, 1, 2}, sizes[] = {1, 1, 1, 1};
+        ASSERT_REL(csimd_predict_s(x, start, sizes), want, 1e-12);
+        csimd_context_free(x);
         plan_free(&pl);
         cm_free(&cm);
     }
@@ -385,5 +431,7 @@ void register_sharding_tests(void)
         {"blocking reduce-scatters are off the pipeline's chain",
          test_blocking_reduce_scatters_are_off_the_pipeline_chain},
         {"interleaved ZeRO-2/3 in closed form", test_interleaved_zero_in_closed_form},
+        {"CSIMD prices ZeRO-2 as the engine runs it",
+         test_csimd_prices_zero2_as_the_engine_runs_it},
         {"the loader keeps the levels consistent", test_the_loader_keeps_the_levels_consistent});
 }

@@ -59,11 +59,12 @@ static double stage_lower_bound(const bound_ctx *bc, int k, int s, int e)
         lb += boundary_s(x, k - 1, bc->first, s - 1) + bc->sends[(k - 1) * L + s - 1];
     if (k + 1 < x->p)
         lb += boundary_s(x, k, bc->bwd_first, e - 1) + bc->sends[k * L + e - 1];
-    /* busy holds every blocking reduce-scatter (after_prefix); the last
-     * follows the last send, beside the upstream layers' backward */
-    double after = x->after_prefix[e] - x->after_prefix[s];
+    /* busy holds every blocking reduce-scatter; the last reduce-scatter,
+     * blocking or overlapped, follows the last send, beside the upstream
+     * layers' backward */
+    double reduce = csimd_stage_reduce_s(x, s, e), after = x->zero_overlapped ? 0.0 : reduce;
     return lb - after +
-           fmax(bc->bwd_last->backward_prefix_s[s], after + csimd_stage_tail_s(x, s, e));
+           fmax(bc->bwd_last->backward_prefix_s[s], reduce + csimd_stage_tail_s(x, s, e));
 }
 
 /* sends[k][l]: every micro-batch's tensor across boundary k after layer l. */

@@ -38,7 +38,8 @@ static int busy_prefix(csimd_ctx *x, const int *sizes, double *busy)
         if (!row)
             return -1;
         for (int l = 0; l <= x->num_layers; l++)
-            busy[l] += row->forward_prefix_s[l] + row->backward_prefix_s[l] + x->after_prefix[l];
+            busy[l] += row->forward_prefix_s[l] + row->backward_prefix_s[l] +
+                       (x->zero_overlapped ? 0.0 : x->reduce_prefix[l]);
     }
     return 0;
 }

@@ -20,7 +20,9 @@
 #define BACKWARD_REVERSED 1
 
 /* Every layer at one micro-batch size: prefix sums of forward and backward
- * time and each layer's output bytes. */
+ * time and each layer's output bytes.  The times are what the pipeline's
+ * chain waits for: without ZeRO-2/3's reduce-scatters (reduce_prefix) and,
+ * overlapped, without their gathers either (csimd_time.c). */
 typedef struct csimd_row {
     double *forward_prefix_s;   /* [L + 1] */
     double *backward_prefix_s;  /* [L + 1] */
@@ -38,9 +40,11 @@ typedef struct csimd_ctx {
     double *kept_prefix;  /* [L + 1] activation bytes kept per sample */
     double *transient;    /* [L] recompute working set per sample */
     double *grad_prefix;  /* [L + 1] gradient bytes */
-    /* [L + 1] ZeRO-2/3's blocking reduce-scatters per micro-batch, which
-     * follow the backward's send and so are not in the rows */
-    double *after_prefix;
+    /* [L + 1] ZeRO-2/3's reduce-scatters per micro-batch, never in the rows:
+     * blocking (!zero_overlapped) they hold the stage after the backward's
+     * send, overlapped they run on a stream of their own */
+    double *reduce_prefix;
+    bool zero_overlapped;
     csimd_row **rows;                       /* [samples + 1], filled on first use */
     double *fwd, *bwd, *comm, *rec;         /* [p * m] scratch of one evaluation */
     double *tail, *after, *gather, *reduce; /* [p] */
@@ -66,6 +70,7 @@ void csimd_context_free(csimd_ctx *x);
 const csimd_row *csimd_context_row(csimd_ctx *x, int b);
 bool csimd_stage_fits(const csimd_ctx *x, int first, int last, int max_b);
 int csimd_max_size(const int *sizes, int m);
+double csimd_stage_reduce_s(const csimd_ctx *x, int first, int last);
 double csimd_stage_tail_s(const csimd_ctx *x, int first, int last);
 double csimd_predict_s(csimd_ctx *x, const int *start, const int *sizes);
 

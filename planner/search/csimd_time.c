@@ -30,7 +30,9 @@
  * the shipped platforms prediction and simulation agree to 1e-6.  ZeRO-2/3's
  * collectives enter as the engine runs them (csimd_gpipe_makespan_s): a
  * blocking reduce-scatter after the backward's send, off the chain; with
- * --dp-overlap, gathers and reduce-scatters on streams of their own.
+ * --dp-overlap, gathers and reduce-scatters on streams of their own (ZeRO-2's
+ * gather of the update at the iteration's start is the 1F1B estimate,
+ * predict_zero_update_exposed_s()).
  * Memory (GPipe keeps every micro-batch): static + (B/b0)*kept activations +
  * (max b_j / b0)*largest recompute transient + workspace <= HBM per stage,
  * a bound that is never below memory.c's replay, so plans always fit.
@@ -117,19 +119,24 @@ double csimd_gpipe_makespan_s(int p, int m, const double *forward_s, const doubl
     return t;
 }
 
+static void row_free(csimd_row *row)
+{
+    if (!row)
+        return;
+    free(row->forward_prefix_s);
+    free(row->backward_prefix_s);
+    free(row->recompute_prefix_s);
+    free(row->output_bytes);
+    free(row);
+}
+
 void csimd_context_free(csimd_ctx *x)
 {
     if (!x)
         return;
     if (x->rows)
         for (int b = 0; b <= x->samples; b++)
-            if (x->rows[b]) {
-                free(x->rows[b]->forward_prefix_s);
-                free(x->rows[b]->backward_prefix_s);
-                free(x->rows[b]->recompute_prefix_s);
-                free(x->rows[b]->output_bytes);
-                free(x->rows[b]);
-            }
+            row_free(x->rows[b]);
     free(x->rows);
     free(x->same_node);
     free(x->state_prefix);
@@ -144,7 +151,7 @@ void csimd_context_free(csimd_ctx *x)
     free(x->after);
     free(x->gather);
     free(x->reduce);
-    free(x->after_prefix);
+    free(x->reduce_prefix);
     free(x);
 }
 
@@ -158,7 +165,7 @@ static void context_fill_layers(csimd_ctx *x)
             x->state_prefix[l] + ly->state_bytes + mem_zero_overlap_layer_bytes(x->cm, l);
         x->kept_prefix[l + 1] = x->kept_prefix[l] + ly->activation_bytes[x->recompute] * per_sample;
         x->grad_prefix[l + 1] = x->grad_prefix[l] + ly->grad_bytes;
-        x->after_prefix[l + 1] = x->after_prefix[l] + predict_zero_chain_less_s(cm, l, l + 1);
+        x->reduce_prefix[l + 1] = x->reduce_prefix[l] + predict_zero_reduce_s(cm, l, l + 1);
         double all = ly->activation_bytes[RECOMPUTE_NONE];
         x->transient[l] = (all - ly->activation_bytes[x->recompute]) * per_sample;
     }
@@ -199,10 +206,11 @@ int csimd_context_new(const cm_model *cm, const cl_cluster *c, int p, int dp, in
     x->after = calloc((size_t)p, sizeof(double));
     x->gather = calloc((size_t)p, sizeof(double));
     x->reduce = calloc((size_t)p, sizeof(double));
-    x->after_prefix = calloc((size_t)L + 1, sizeof(double));
+    x->reduce_prefix = calloc((size_t)L + 1, sizeof(double));
+    x->zero_overlapped = cm_zero_overlapped(cm);
     if (!x->same_node || !x->state_prefix || !x->kept_prefix || !x->grad_prefix || !x->transient ||
         !x->rows || !x->fwd || !x->bwd || !x->comm || !x->rec || !x->tail || !x->after ||
-        !x->gather || !x->reduce || !x->after_prefix) {
+        !x->gather || !x->reduce || !x->reduce_prefix) {
         csimd_context_free(x);
         return -1;
     }
@@ -230,13 +238,7 @@ const csimd_row *csimd_context_row(csimd_ctx *x, int b)
     }
     if (!row || !row->forward_prefix_s || !row->backward_prefix_s || !row->recompute_prefix_s ||
         !row->output_bytes) {
-        if (row) {
-            free(row->forward_prefix_s);
-            free(row->backward_prefix_s);
-            free(row->recompute_prefix_s);
-            free(row->output_bytes);
-            free(row);
-        }
+        row_free(row);
         x->failed = true;
         return NULL;
     }
@@ -244,11 +246,11 @@ const csimd_row *csimd_context_row(csimd_ctx *x, int b)
         cm_layer at;
         cm_layer_at_batch(x->cm, l, b, &at);
         /* ZeRO-2/3: the row holds what the pipeline's chain waits for; the
-         * blocking reduce-scatters follow the send (after_prefix), the
+         * blocking reduce-scatters follow the send (reduce_prefix), the
          * overlapped collectives run on streams of their own */
-        double zero_f = cm_zero_overlapped(x->cm) ? at.zero_forward_s : 0.0;
-        double zero_b = cm_zero_overlapped(x->cm) ? at.zero_backward_s
-                                                  : predict_zero_chain_less_s(x->cm, l, l + 1);
+        double zero_f = x->zero_overlapped ? at.zero_forward_s : 0.0;
+        double zero_b =
+            x->zero_overlapped ? at.zero_backward_s : x->reduce_prefix[l + 1] - x->reduce_prefix[l];
         row->forward_prefix_s[l + 1] = row->forward_prefix_s[l] + cm_forward_total_s(&at) - zero_f;
         row->backward_prefix_s[l + 1] =
             row->backward_prefix_s[l] + cm_backward_total_s(&at, x->recompute) - zero_b;
@@ -287,19 +289,31 @@ static bool plan_fits(const csimd_ctx *x, const int *start, const int *sizes)
     return true;
 }
 
-/* What follows the last backward's send of the stage holding layers
- * [first, last) and its blocking reduce-scatter (after_prefix): the 1F1B
- * tail of predict_stage_tail_s() (data-parallel sync, overlapped ZeRO's last
- * reduce-scatter, optimizer step) less that reduce-scatter. */
+/* A plan view of p stages cut at start[p + 1], for the 1F1B prediction's
+ * pieces (predict.h) */
+static plan stage_plan(const csimd_ctx *x, int p, int *start)
+{
+    return (plan){.num_stages = p,
+                  .num_chunks = 1,
+                  .chunk_start = start,
+                  .tensor_parallel = x->cm->tensor_parallel > 0 ? x->cm->tensor_parallel : 1,
+                  .data_parallel = x->dp};
+}
+
+double csimd_stage_reduce_s(const csimd_ctx *x, int first, int last)
+{
+    return x->reduce_prefix[last] - x->reduce_prefix[first];
+}
+
+/* What follows the last reduce-scatter of the stage holding layers
+ * [first, last) (the recurrence runs it, blocking or overlapped): the 1F1B
+ * tail of predict_stage_tail_s() (data-parallel sync, optimizer step) less
+ * that reduce-scatter. */
 double csimd_stage_tail_s(const csimd_ctx *x, int first, int last)
 {
-    plan pl = {.num_stages = 1,
-               .num_chunks = 1,
-               .chunk_start = (int[]){first, last},
-               .tensor_parallel = x->cm->tensor_parallel > 0 ? x->cm->tensor_parallel : 1,
-               .data_parallel = x->dp};
-    return predict_stage_tail_s(x->cm, x->c, &pl, 0) -
-           (x->after_prefix[last] - x->after_prefix[first]);
+    int range[2] = {first, last};
+    plan pl = stage_plan(x, 1, range);
+    return predict_stage_tail_s(x->cm, x->c, &pl, 0) - csimd_stage_reduce_s(x, first, last);
 }
 
 /* Predicted iteration time of cuts `start` [p + 1] and sizes [m]; INFINITY
@@ -322,21 +336,17 @@ double csimd_predict_s(csimd_ctx *x, const int *start, const int *sizes)
                 x->comm[k * m + j] = cl_p2p_time(x->c, row->output_bytes[b - 1], x->same_node[k]);
         }
     }
-    bool overlapped = cm_zero_overlapped(x->cm);
     for (int k = 0; k < p; k++) {
         int a = start[k], b = start[k + 1];
+        double reduce = csimd_stage_reduce_s(x, a, b);
         x->tail[k] = csimd_stage_tail_s(x, a, b);
-        x->after[k] = x->after_prefix[b] - x->after_prefix[a];
-        x->gather[k] = overlapped ? predict_zero_stream_s(x->cm, a, b, PREDICT_ZERO_GATHER) : 0.0;
-        x->reduce[k] = overlapped ? predict_zero_stream_s(x->cm, a, b, PREDICT_ZERO_REDUCE) : 0.0;
+        x->after[k] = x->zero_overlapped ? 0.0 : reduce;
+        x->reduce[k] = x->zero_overlapped ? reduce : 0.0;
+        x->gather[k] = predict_zero_stream_s(x->cm, a, b, PREDICT_ZERO_GATHER);
     }
     /* overlapped ZeRO-2: what the first forwards do not hide of the gather
      * of the update delays the pipeline's fill (predict.c) */
-    plan pl = {.num_stages = p,
-               .num_chunks = 1,
-               .chunk_start = (int *)start,
-               .tensor_parallel = x->cm->tensor_parallel > 0 ? x->cm->tensor_parallel : 1,
-               .data_parallel = x->dp};
+    plan pl = stage_plan(x, p, (int *)start);
     x->fwd[0] += predict_zero_update_exposed_s(x->cm, x->c, &pl, PREDICT_SENDS_RANK_ORDER);
     csimd_zero zero = {x->after, x->gather, x->reduce, x->rec};
     return csimd_gpipe_makespan_s(p, m, x->fwd, x->bwd, x->comm, &zero, x->tail);

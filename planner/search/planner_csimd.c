@@ -20,9 +20,9 @@
  * csimd_internal.h declares what they share.  This file checks the job and
  * runs one method per recompute option: the three planners.
  *
- * csimd_gpipe_makespan_s, csimd_context_new / _free, csimd_predict_s and
- * csimd_imd_cuts are also entry points for tests/test_csimd.c (declared
- * there; planner.h only registers planners).
+ * csimd_internal.h's functions are also entry points for the tests
+ * (test_csimd.c and test_sharding.c include it; planner.h only registers
+ * planners).
  */
 
 #include <math.h>

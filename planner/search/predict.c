@@ -56,15 +56,13 @@ double predict_zero_stream_s(const cm_model *cm, int first, int last, int what)
 {
     if (!cm_zero_overlapped(cm))
         return 0.0;
-    double sum = 0.0;
-    for (int l = first; l < last; l++) {
-        const cm_layer *ly = &cm->layers[l];
-        double gather_s = ly->zero_forward_s, reduce_s = ly->zero_backward_s - ly->zero_forward_s;
-        sum += what == PREDICT_ZERO_ALL      ? ly->zero_forward_s + ly->zero_backward_s
-               : what == PREDICT_ZERO_GATHER ? gather_s
-                                             : reduce_s;
-    }
-    return sum;
+    double reduce_s = predict_zero_reduce_s(cm, first, last), gather_s = 0.0;
+    if (what == PREDICT_ZERO_REDUCE)
+        return reduce_s;
+    for (int l = first; l < last; l++)
+        gather_s += cm->layers[l].zero_forward_s;
+    /* ZeRO-3 gathers before the forward and the backward (0 for ZeRO-2) */
+    return what == PREDICT_ZERO_GATHER ? gather_s : 2.0 * gather_s + reduce_s;
 }
 
 double predict_zero_reduce_s(const cm_model *cm, int first, int last)
@@ -95,19 +93,24 @@ double predict_dp_allreduce_s(const cl_cluster *c, int tp, int dp, double grad_b
     return cm_ring_allreduce_s(&dp_view, dp, grad_bytes);
 }
 
-double predict_dp_sync_s(const cm_model *cm, const cl_cluster *c, int tp, int dp, int first,
-                         int last, double grad_bytes)
+double predict_dp_sync_bytes_s(const cm_model *cm, const cl_cluster *c, int tp, int dp,
+                               double param_bytes, double grad_bytes)
 {
     int group = dp * (cm->context_parallel > 1 ? cm->context_parallel : 1);
     if (cm->sharding >= WL_SHARD_OPTIM_GRADS_PARAMS)
         return 0.0; /* reduce-scattered per micro-batch, parameters gathered per pass */
-    if (cm->sharding == WL_SHARD_OPTIM_GRADS) {
-        double param_bytes = 0.0;
-        for (int l = first; l < last; l++)
-            param_bytes += cm->layers[l].params * cm->weight_bytes_per_param;
+    if (cm->sharding == WL_SHARD_OPTIM_GRADS)
         return cm_dp_ring_allgather_s(c, tp, group, param_bytes);
-    }
     return predict_dp_allreduce_s(c, tp, group, grad_bytes);
+}
+
+double predict_dp_sync_s(const cm_model *cm, const cl_cluster *c, int tp, int dp, int first,
+                         int last, double grad_bytes)
+{
+    double param_bytes = 0.0;
+    for (int l = first; l < last; l++)
+        param_bytes += cm->layers[l].params * cm->weight_bytes_per_param;
+    return predict_dp_sync_bytes_s(cm, c, tp, dp, param_bytes, grad_bytes);
 }
 
 /* ZeRO-2 with its collectives overlapped: the gather of the update leaves
@@ -227,13 +230,14 @@ double predict_interleaved_iteration_s(const cm_model *cm, const cl_cluster *c, 
     /* the bottleneck stage's S and S', Σ S' */
     double max = 0.0, max_chain = 0.0, sum_chain = 0.0, tail = 0.0;
     for (int s = 0; s < p; s++) {
-        double stage_s = 0.0, grad_bytes = 0.0, step_s = 0.0, less_s = 0.0, stream_s = 0.0;
-        double sync_s = 0.0;
+        double stage_s = 0.0, grad_bytes = 0.0, param_bytes = 0.0, step_s = 0.0, less_s = 0.0;
+        double stream_s = 0.0;
         for (int j = 0; j < v; j++) {
             int k = j * p + s, first = pl->chunk_start[k], last = pl->chunk_start[k + 1];
             for (int l = first; l < last; l++) {
                 stage_s += predict_layer_s(cm, pl, l, false);
                 grad_bytes += cm->layers[l].grad_bytes;
+                param_bytes += cm->layers[l].params * cm->weight_bytes_per_param;
             }
             if (c && k + 1 < chunks)
                 stage_s += 2.0 * predict_chunk_boundary_s(cm, c, pl, k, sends);
@@ -244,20 +248,19 @@ double predict_interleaved_iteration_s(const cm_model *cm, const cl_cluster *c, 
             step_s += cm_optimizer_step_s(cm, first, last);
             less_s += predict_zero_chain_less_s(cm, first, last);
             stream_s += predict_zero_stream_s(cm, first, last, PREDICT_ZERO_ALL);
-            if (cm->sharding >= WL_SHARD_OPTIM_GRADS) /* ZeRO-2's gather of the update */
-                sync_s += predict_dp_sync_s(cm, c, pl->tensor_parallel, pl->data_parallel, first,
-                                            last, 0.0);
         }
-        if (cm->sharding < WL_SHARD_OPTIM_GRADS)
-            sync_s =
-                predict_dp_sync_s(cm, c, pl->tensor_parallel, pl->data_parallel, 0, 0, grad_bytes);
+        /* one sync of the stage's chunks (ZeRO-2: one gather of the update,
+         * as the op lists post it) */
+        double sync_s = predict_dp_sync_bytes_s(cm, c, pl->tensor_parallel, pl->data_parallel,
+                                                param_bytes, grad_bytes);
         /* overlapped ZeRO-3: the last reduce-scatter (chunk 0's) ends before
          * the step; blocking, it is in S_b */
         if (cm_zero_overlapped(cm))
             sync_s += predict_zero_reduce_s(cm, pl->chunk_start[s], pl->chunk_start[s + 1]);
         stage_s = fmax(stage_s, stream_s);
         sum_chain += stage_s - less_s;
-        if (stage_s > max) {
+        if (stage_s > max ||
+            (stage_s == max && stage_s - less_s > max_chain)) { /* ties: larger S' */
             max = stage_s;
             max_chain = stage_s - less_s;
         }
