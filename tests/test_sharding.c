@@ -253,6 +253,29 @@ static void test_zero3_collectives_on_a_flat_platform(void)
     cm_free(&cm);
 }
 
+/* The layers of the pipeline cases below: F = 1 s, B = 2 s (the uniform
+ * model), no boundary tensor and no parameters, ZeRO-2 (gather_bytes 0) or
+ * ZeRO-3 over dp replicas, priced as cm_sharding_layer() would on the flat
+ * fabric. */
+static void zero_pipeline_model(cm_model *cm, int layers, int dp, double reduce_bytes,
+                                double gather_bytes, bool overlap)
+{
+    test_uniform_model(cm, layers);
+    cm->sharding = gather_bytes > 0 ? WL_SHARD_OPTIM_GRADS_PARAMS : WL_SHARD_OPTIM_GRADS;
+    cm->data_parallel = dp;
+    cm->zero_overlap = overlap;
+    cm->micro_batch_size = 1;
+    double g = gather_bytes > 0 ? ring_half_s(dp, gather_bytes) : 0.0;
+    for (int l = 0; l < layers; l++) {
+        cm_layer *ly = &cm->layers[l];
+        ly->output_bytes = ly->params = 0;
+        ly->zero_reduce_bytes = reduce_bytes;
+        ly->zero_gather_bytes = gather_bytes;
+        ly->zero_forward_s = g;
+        ly->zero_backward_s = g + ring_half_s(dp, reduce_bytes);
+    }
+}
+
 /* Blocking ZeRO-2 on two stages of one layer each (F = 1 s, B = 2 s, no
  * boundary tensor, no parameters to gather after the step), DP 2 on the
  * flat platform: the engine runs each micro-batch's reduce-scatter, r, after
@@ -272,15 +295,7 @@ static void test_blocking_reduce_scatters_are_off_the_pipeline_chain(void)
     for (int k = 0; k < 2; k++) {
         schedule_kind sched = k ? SCHED_GPIPE : SCHED_1F1B;
         cm_model cm;
-        test_uniform_model(&cm, 2);
-        cm.sharding = WL_SHARD_OPTIM_GRADS;
-        cm.data_parallel = dp;
-        for (int l = 0; l < 2; l++) {
-            cm_layer *ly = &cm.layers[l];
-            ly->output_bytes = ly->params = 0;
-            ly->zero_reduce_bytes = reduce;
-            ly->zero_backward_s = r; /* what cm_sharding_layer() gives on this fabric */
-        }
+        zero_pipeline_model(&cm, 2, dp, reduce, 0.0, false);
         plan pl;
         test_uniform_plan(&pl, 2, m, 1, sched);
         pl.data_parallel = dp;
@@ -317,17 +332,7 @@ static void test_csimd_prices_zero2_as_the_engine_runs_it(void)
     for (int overlap = 0; overlap < 2; overlap++) {
         double want = (m + 1) * (F + B) + (overlap ? r : m * r);
         cm_model cm;
-        test_uniform_model(&cm, 2);
-        cm.sharding = WL_SHARD_OPTIM_GRADS;
-        cm.data_parallel = dp;
-        cm.zero_overlap = overlap;
-        cm.micro_batch_size = 1;
-        for (int l = 0; l < 2; l++) {
-            cm_layer *ly = &cm.layers[l];
-            ly->output_bytes = ly->params = 0;
-            ly->zero_reduce_bytes = reduce;
-            ly->zero_backward_s = r;
-        }
+        zero_pipeline_model(&cm, 2, dp, reduce, 0.0, overlap);
         plan pl;
         test_uniform_plan(&pl, 2, m, 1, SCHED_GPIPE);
         pl.data_parallel = dp;
@@ -371,17 +376,7 @@ static void test_interleaved_zero_in_closed_form(void)
             int p = shapes[i][0], v = shapes[i][1], m = shapes[i][2];
             double gather = zero3 ? 300e6 : 0.0, g = zero3 ? ring_half_s(dp, gather) : 0.0;
             cm_model cm;
-            test_uniform_model(&cm, p * v);
-            cm.sharding = zero3 ? WL_SHARD_OPTIM_GRADS_PARAMS : WL_SHARD_OPTIM_GRADS;
-            cm.data_parallel = dp;
-            for (int l = 0; l < p * v; l++) {
-                cm_layer *ly = &cm.layers[l];
-                ly->output_bytes = ly->params = 0;
-                ly->zero_reduce_bytes = reduce;
-                ly->zero_gather_bytes = gather;
-                ly->zero_forward_s = g; /* cm_sharding_layer()'s, on this fabric */
-                ly->zero_backward_s = g + r;
-            }
+            zero_pipeline_model(&cm, p * v, dp, reduce, gather, false);
             plan pl;
             test_chunked_plan(&pl, p, v, m, 1, SCHED_INTERLEAVED);
             pl.data_parallel = dp;
