@@ -1,7 +1,8 @@
 /*
  * test_overlap.c -- the data-parallel gradient sync against closed forms:
  * bucketed and overlapped with the backward pass (--dp-overlap), and the
- * distributed optimizer's reduce-scatter + all-gather.
+ * distributed optimizer's reduce-scatter + all-gather; the planners'
+ * prediction (predict.h) of each against the same closed form.
  *
  * One stage (p = 1), 4 data-parallel replicas on the flat platform
  * (test_flat_4.xml: every route B = 1e9 B/s, α = 10 µs), one layer with
@@ -25,6 +26,7 @@
 #include <string.h>
 
 #include "engine.h"
+#include "predict.h"
 #include "testutil.h"
 
 /* The iteration time of the case above (-1 when the run failed); a refusal's
@@ -57,6 +59,38 @@ static double run_forward(bool overlap, double bucket_bytes, int fold, double ga
     return rc || out.rc ? -1 : out.iteration_s;
 }
 
+/* The planners' prediction of the same case (predict_1f1b_iteration_s()),
+ * on a cluster view of the flat platform: gather_ratio 0.5 is the
+ * distributed optimizer (10M parameters of 2 bytes against 40 MB of
+ * gradients), 0 plain data parallelism. */
+static double predicted(bool overlap, double bucket_bytes, double gather_ratio, double forward_s)
+{
+    cm_model cm;
+    plan pl;
+    test_uniform_model(&cm, 1);
+    cm.layers[0].forward_s = forward_s;
+    cm.layers[0].backward_s = 200e-3;
+    cm.layers[0].grad_bytes = 40e6;
+    cm.layers[0].params = gather_ratio > 0 ? 10e6 : 0;
+    cm.weight_bytes_per_param = 2;
+    cm.sharding = gather_ratio > 0 ? WL_SHARD_OPTIM : WL_SHARD_NO_SHARD;
+    cm.data_parallel = 4;
+    cm.zero_overlap = overlap;
+    cm.dp_bucket_bytes = bucket_bytes;
+    test_uniform_plan(&pl, 1, 2, 1, SCHED_1F1B);
+    pl.data_parallel = 4;
+    cl_cluster c;
+    memset(&c, 0, sizeof c);
+    c.num_npus = 4;
+    c.npus_per_node = 1;
+    c.scaleout_latency_s = c.scaleup_latency_s = 10e-6;
+    c.scaleout_bandwidth_Bps = c.scaleup_bandwidth_Bps = 1e9;
+    double t = predict_1f1b_iteration_s(&cm, &c, &pl, PREDICT_SENDS_RANK_ORDER);
+    plan_free(&pl);
+    cm_free(&cm);
+    return t;
+}
+
 static double run_checked(bool overlap, double bucket_bytes, int fold, double gather_ratio,
                           char *error, size_t error_size)
 {
@@ -81,11 +115,13 @@ static double ring_half_s(double bytes) { return 3 * (10e-6 + bytes / (4 * 1e9))
 static void test_without_overlap_the_allreduce_follows_the_backward(void)
 {
     ASSERT_REL(run(false, 0, 0), 0.402 + ring_s(40e6), 1e-6);
+    ASSERT_REL(predicted(false, 0, 0, 1e-3), 0.402 + ring_s(40e6), 1e-12);
 }
 
 static void test_overlap_exposes_only_the_last_bucket(void)
 {
     ASSERT_REL(run(true, 10e6, 0), 0.402 + ring_s(10e6), 1e-6);
+    ASSERT_REL(predicted(true, 10e6, 0, 1e-3), 0.402 + ring_s(10e6), 1e-12);
 }
 
 /* One bucket as large as the gradients is ready only when the backward
@@ -93,6 +129,7 @@ static void test_overlap_exposes_only_the_last_bucket(void)
 static void test_one_bucket_hides_nothing(void)
 {
     ASSERT_REL(run(true, 40e6, 0), 0.402 + ring_s(40e6), 1e-6);
+    ASSERT_REL(predicted(true, 40e6, 0, 1e-3), 0.402 + ring_s(40e6), 1e-12);
 }
 
 /* Folding is refused with the overlap: the folded replicas' pipeline
@@ -109,6 +146,8 @@ static void test_folding_is_refused_with_overlap(void)
 static void test_distributed_optimizer_is_reduce_scatter_then_half_all_gather(void)
 {
     ASSERT_REL(run_with(false, 0, 0, 0.5), 0.402 + ring_half_s(40e6) + ring_half_s(20e6), 1e-6);
+    ASSERT_REL(predicted(false, 0, 0.5, 1e-3), 0.402 + ring_half_s(40e6) + ring_half_s(20e6),
+               1e-12);
 }
 
 /* --dp-overlap with the distributed optimizer, F = 1 ms: every piece of the
@@ -119,6 +158,7 @@ static void test_overlapped_param_gather_before_each_forward_piece(void)
     double gather = ring_half_s(5e6), forward_end = 4 * gather + 0.25e-3;
     ASSERT_REL(run_forward(true, 10e6, 0, 0.5, 1e-3, NULL, 0),
                forward_end + 0.401 + ring_half_s(10e6), 1e-6);
+    ASSERT_REL(predicted(true, 10e6, 0.5, 1e-3), forward_end + 0.401 + ring_half_s(10e6), 1e-12);
 }
 
 /* F = 100 ms: pieces of 25 ms outlast a 3.78 ms gather, only the first
@@ -127,6 +167,8 @@ static void test_overlapped_param_gather_hides_behind_the_forward(void)
 {
     ASSERT_REL(run_forward(true, 10e6, 0, 0.5, 100e-3, NULL, 0),
                ring_half_s(5e6) + 0.2 + 0.4 + ring_half_s(10e6), 1e-6);
+    ASSERT_REL(predicted(true, 10e6, 0.5, 100e-3), ring_half_s(5e6) + 0.2 + 0.4 + ring_half_s(10e6),
+               1e-12);
 }
 
 /* The interleaved schedule: p = 2 stages of v = 3 one-layer chunks, m = 2,

@@ -7,7 +7,7 @@
  *   stage times), which the engine reproduces on a platform with free
  *   communication (checked here too).
  * - v = 1 is the 1F1B prediction, on a plan with uneven stages and sends.
- * - overlapped ZeRO-2 and Merak's shifted recompute are not predicted (0).
+ * - Merak's shifted recompute is not predicted (0); ZeRO-2 is (test_sharding.c).
  */
 #include <string.h>
 
@@ -71,20 +71,16 @@ static void test_one_chunk_is_the_1f1b_prediction(void)
     cm_free(&cm);
 }
 
-static void test_overlapped_zero2_and_shifted_recompute_are_not_predicted(void)
+static void test_shifted_recompute_is_not_predicted(void)
 {
     cm_model cm;
     plan pl;
     test_uniform_model(&cm, 4);
     test_chunked_plan(&pl, 2, 2, 4, 1, SCHED_INTERLEAVED);
     CU_ASSERT(predict_interleaved_iteration_s(&cm, NULL, &pl, PREDICT_SENDS_RANK_ORDER) > 0);
-    cm.sharding = WL_SHARD_OPTIM_GRADS; /* blocking: predicted (test_sharding.c) */
+    cm.sharding = WL_SHARD_OPTIM_GRADS; /* ZeRO-2: predicted (test_sharding.c) */
     CU_ASSERT(predict_interleaved_iteration_s(&cm, NULL, &pl, PREDICT_SENDS_RANK_ORDER) > 0);
-    cm.data_parallel = 2; /* overlapped: the gather of the update has no formula here */
-    cm.zero_overlap = true;
-    CU_ASSERT_EQUAL(predict_interleaved_iteration_s(&cm, NULL, &pl, PREDICT_SENDS_RANK_ORDER), 0);
     cm.sharding = WL_SHARD_NO_SHARD;
-    cm.zero_overlap = false;
     pl.merak_shifted_recompute = true;
     CU_ASSERT_EQUAL(predict_interleaved_iteration_s(&cm, NULL, &pl, PREDICT_SENDS_RANK_ORDER), 0);
     plan_free(&pl);
@@ -97,6 +93,5 @@ void register_predict_interleaved_tests(void)
                {"identical chunks: (m·v + p − 1)·chunk, as the engine runs it",
                 test_identical_chunks_give_the_published_time},
                {"one chunk: the 1F1B prediction", test_one_chunk_is_the_1f1b_prediction},
-               {"overlapped ZeRO-2 and shifted recompute: no prediction",
-                test_overlapped_zero2_and_shifted_recompute_are_not_predicted});
+               {"shifted recompute: no prediction", test_shifted_recompute_is_not_predicted});
 }

@@ -101,6 +101,10 @@ double predict_dp_sync_bytes_s(const cm_model *cm, const cl_cluster *c, int tp, 
         return 0.0; /* reduce-scattered per micro-batch, parameters gathered per pass */
     if (cm->sharding == WL_SHARD_OPTIM_GRADS)
         return cm_dp_ring_allgather_s(c, tp, group, param_bytes);
+    if (cm->sharding == WL_SHARD_OPTIM) /* reduce-scatter the gradients, gather the parameters */
+        return (predict_dp_allreduce_s(c, tp, group, grad_bytes) +
+                predict_dp_allreduce_s(c, tp, group, param_bytes)) /
+               2.0;
     return predict_dp_allreduce_s(c, tp, group, grad_bytes);
 }
 
@@ -120,13 +124,51 @@ static bool zero2_update_overlapped(const cm_model *cm)
     return cm_zero_overlapped(cm) && cm->sharding == WL_SHARD_OPTIM_GRADS;
 }
 
+static int dp_group(const cm_model *cm, const plan *pl)
+{
+    return pl->data_parallel * (cm->context_parallel > 1 ? cm->context_parallel : 1);
+}
+
+/* --dp-overlap without ZeRO-2/3 (no_shard, or the distributed optimizer):
+ * gradient buckets reduced during the last backward, and with the
+ * distributed optimizer the gather of the update during the next
+ * iteration's first forwards (sim/engine/engine_overlap.c). */
+static bool dp_buckets_overlapped(const cm_model *cm, const plan *pl)
+{
+    return cm->zero_overlap && cm->sharding < WL_SHARD_OPTIM_GRADS && dp_group(cm, pl) >= 2;
+}
+
+double predict_dp_bucket_exposed_s(const cm_model *cm, const cl_cluster *c, const plan *pl,
+                                   int first, int last)
+{
+    double grad_bytes = 0.0, backward_s = 0.0;
+    for (int l = first; l < last; l++) {
+        const cm_layer *ly = &cm->layers[l];
+        grad_bytes += ly->grad_bytes;
+        backward_s +=
+            ly->backward_s + ly->weight_grad_s + ly->tp_backward_s + cm_backward_extra_s(ly);
+    }
+    if (!c || grad_bytes <= 0 || !dp_buckets_overlapped(cm, pl))
+        return 0.0;
+    double n = ceil(grad_bytes / cm_dp_bucket_bytes(cm->dp_bucket_bytes, pl->data_parallel));
+    double r = predict_dp_allreduce_s(c, pl->tensor_parallel, dp_group(cm, pl), grad_bytes / n);
+    if (cm->sharding == WL_SHARD_OPTIM)
+        r /= 2.0; /* the reduce-scatter: half the ring */
+    /* bucket k handed over at (k+1)/n of the backward, the buckets one
+     * after another: the last ends max_k ((k+1)·d/n + (n−k)·r), k = 0 or
+     * n − 1, after the backward's start */
+    return fmax(r, n * r - (n - 1.0) * backward_s / n);
+}
+
 double predict_stage_tail_s(const cm_model *cm, const cl_cluster *c, const plan *pl, int s)
 {
     int first = pl->chunk_start[s], last = pl->chunk_start[s + 1];
     double grad_bytes = 0.0;
     for (int l = first; l < last; l++)
         grad_bytes += cm->layers[l].grad_bytes;
-    double sync_s = zero2_update_overlapped(cm)
+    double sync_s = dp_buckets_overlapped(cm, pl)
+                        ? predict_dp_bucket_exposed_s(cm, c, pl, first, last)
+                    : zero2_update_overlapped(cm)
                         ? 0.0
                         : predict_dp_sync_s(cm, c, pl->tensor_parallel, pl->data_parallel, first,
                                             last, grad_bytes);
@@ -138,22 +180,26 @@ double predict_stage_tail_s(const cm_model *cm, const cl_cluster *c, const plan 
 double predict_zero_update_exposed_s(const cm_model *cm, const cl_cluster *c, const plan *pl,
                                      predict_sends sends)
 {
-    int dp = pl->data_parallel;
-    int group = dp * (cm->context_parallel > 1 ? cm->context_parallel : 1);
-    if (!zero2_update_overlapped(cm) || !c || group < 2)
+    int dp = pl->data_parallel, group = dp_group(cm, pl);
+    bool optim = dp_buckets_overlapped(cm, pl) && cm->sharding == WL_SHARD_OPTIM;
+    if (!(zero2_update_overlapped(cm) || optim) || !c || group < 2)
         return 0.0;
     /* the engine's bucket (sim/engine/engine_overlap.c, overlap_build) */
     double bucket_bytes = cm_dp_bucket_bytes(cm->dp_bucket_bytes, dp);
     double exposed = 0.0, start = 0.0; /* start: stage s's first forward, unhindered */
     for (int s = 0; s < pl->num_stages; s++) {
         int first = pl->chunk_start[s], last = pl->chunk_start[s + 1];
-        double params = 0.0, forward_s = 0.0;
+        double params = 0.0, grad_bytes = 0.0, forward_s = 0.0;
         for (int l = first; l < last; l++) {
             params += cm->layers[l].params;
+            grad_bytes += cm->layers[l].grad_bytes;
             forward_s += cm_forward_total_s(&cm->layers[l]);
         }
-        double b = cm_dp_param_buckets(params, bucket_bytes);
-        if (params > 0) {
+        /* ZeRO-2 cuts the update by parameters, the distributed optimizer
+         * into as many buckets as the gradients */
+        double b =
+            optim ? ceil(grad_bytes / bucket_bytes) : cm_dp_param_buckets(params, bucket_bytes);
+        if (params > 0 && b > 0) {
             double g = cm_dp_ring_allgather_s(c, pl->tensor_parallel, group,
                                               params * cm->weight_bytes_per_param / b);
             /* piece k of the forward after bucket k: it ends at
@@ -224,7 +270,7 @@ double predict_interleaved_iteration_s(const cm_model *cm, const cl_cluster *c, 
                                        predict_sends sends)
 {
     int p = pl->num_stages, v = pl->num_chunks > 0 ? pl->num_chunks : 1;
-    if (pl->merak_shifted_recompute || pl->micro_batch_sizes || zero2_update_overlapped(cm))
+    if (pl->merak_shifted_recompute || pl->micro_batch_sizes)
         return 0.0;
     int chunks = p * v;
     /* the bottleneck stage's S and S', Σ S' */
@@ -251,7 +297,12 @@ double predict_interleaved_iteration_s(const cm_model *cm, const cl_cluster *c, 
         }
         /* one sync of the stage's chunks (ZeRO-2: one gather of the update,
          * as the op lists post it) */
-        double sync_s = predict_dp_sync_bytes_s(cm, c, pl->tensor_parallel, pl->data_parallel,
+        double sync_s =
+            dp_buckets_overlapped(cm, pl) /* chunk 0's backward is the stage's last */
+                ? predict_dp_bucket_exposed_s(cm, c, pl, pl->chunk_start[s], pl->chunk_start[s + 1])
+                : zero2_update_overlapped(cm)
+                      ? 0.0
+                      : predict_dp_sync_bytes_s(cm, c, pl->tensor_parallel, pl->data_parallel,
                                                 param_bytes, grad_bytes);
         /* overlapped ZeRO-3: the last reduce-scatter (chunk 0's) ends before
          * the step; blocking, it is in S_b */
@@ -269,6 +320,9 @@ double predict_interleaved_iteration_s(const cm_model *cm, const cl_cluster *c, 
     /* overlapped ZeRO-3: stage 0's first gather has nothing to hide behind */
     double first_gather_s =
         predict_zero_stream_s(cm, pl->chunk_start[0], pl->chunk_start[1], PREDICT_ZERO_GATHER);
-    return max + (sum_chain - max_chain) / v + first_gather_s + (pl->num_micro_batches - 1) * max +
-           tail;
+    /* the gather of the update (distributed optimizer or ZeRO-2, overlapped):
+     * what the first forwards of chunk 0 do not hide */
+    double update_s = predict_zero_update_exposed_s(cm, c, pl, sends);
+    return max + (sum_chain - max_chain) / v + first_gather_s + update_s +
+           (pl->num_micro_batches - 1) * max + tail;
 }

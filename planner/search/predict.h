@@ -110,8 +110,9 @@ double predict_dp_allreduce_s(const cl_cluster *c, int tp, int dp, double grad_b
 /* AR_s: the gradient sync at the end of the iteration of the layers
  * [first, last) of grad_bytes, over the dp·cp replicas of Megatron's
  * data-parallel group with context parallelism: the ring all-reduce of
- * predict_dp_allreduce_s() with no_shard and optim (whose reduce-scatter
- * and all-gather take the same ring time), the all-gather of the parameters
+ * predict_dp_allreduce_s() with no_shard, with optim its reduce-scatter of
+ * the gradients and all-gather of the parameters (half a ring each, the
+ * parameters at the weights' width), the all-gather of the parameters
  * with optim_grads (its gradients are reduce-scattered per micro-batch, in
  * the layers' zero_backward_s), nothing with optim_grads_params. */
 double predict_dp_sync_s(const cm_model *cm, const cl_cluster *c, int tp, int dp, int first,
@@ -121,16 +122,32 @@ double predict_dp_sync_s(const cm_model *cm, const cl_cluster *c, int tp, int dp
 double predict_dp_sync_bytes_s(const cm_model *cm, const cl_cluster *c, int tp, int dp,
                                double param_bytes, double grad_bytes);
 
+/* --dp-overlap (cm_model.zero_overlap) without ZeRO-2/3: what the last
+ * backward of the layers [first, last), d long, does not hide of their
+ * gradient sync (sim/engine/engine_overlap.c): n = ⌈G/bucket⌉ buckets of
+ * G/n bytes each, bucket k handed over at (k + 1)·d/n, reduced one after
+ * another in r (the ring all-reduce of G/n, or with the distributed
+ * optimizer its reduce-scatter, half of it), the last ending
+ * max(r, n·r − (n − 1)·d/n) after the backward.  0 without the overlap, a
+ * cluster, gradients or two data-parallel replicas. */
+double predict_dp_bucket_exposed_s(const cm_model *cm, const cl_cluster *c, const plan *pl,
+                                   int first, int last);
+
 /* AR_s + O_s: stage s's data-parallel all-reduce and optimizer step.  With
  * ZeRO-2/3, AR_s is the last reduce-scatter (predict_zero_reduce_s()) plus
  * predict_dp_sync_s(), and with their collectives overlapped
  * (cm_model.zero_overlap) ZeRO-2's gather of the update is not in it (the
- * next iteration's forwards hide it: predict_zero_update_exposed_s()). */
+ * next iteration's forwards hide it: predict_zero_update_exposed_s()).
+ * With --dp-overlap and no ZeRO-2/3, AR_s is predict_dp_bucket_exposed_s(),
+ * the distributed optimizer's gather of the update, as ZeRO-2's, at the
+ * next iteration's start. */
 double predict_stage_tail_s(const cm_model *cm, const cl_cluster *c, const plan *pl, int s);
 
-/* ZeRO-2 with --dp-overlap (sim/engine/engine_overlap.c): every stage
- * gathers the previous step's update of its parameters P_s at the
- * iteration's start, in b_s = ⌈4·P_s/bucket⌉ buckets (cm_model's
+/* ZeRO-2 or the distributed optimizer with --dp-overlap
+ * (sim/engine/engine_overlap.c): every stage gathers the previous step's
+ * update of its parameters P_s at the iteration's start, in b_s =
+ * ⌈4·P_s/bucket⌉ buckets (the distributed optimizer: as many as its
+ * gradients, ⌈G_s/bucket⌉; cm_model's
  * dp_bucket_bytes, 0: Megatron's max(40M, 1M·dp) fp32 gradients) of ring
  * all-gather time g_s each, back to back, while its first forward F_s runs
  * in b_s pieces, piece k after bucket k; that forward, starting unhindered
@@ -138,8 +155,8 @@ double predict_stage_tail_s(const cm_model *cm, const cl_cluster *c, const plan 
  * receives), ends max(g_s, b_s·g_s − (b_s − 1)·F_s/b_s) − t_s late when that
  * is positive.  The pipeline's fill waits for the latest: the result is the
  * largest over the stages, at least 0 (stage 0's: g_0 when g_0 ≤ F_0/b_0,
- * else b_0·g_0 − (b_0 − 1)·F_0/b_0).  0 without ZeRO-2, the overlap, a
- * cluster or two data-parallel replicas. */
+ * else b_0·g_0 − (b_0 − 1)·F_0/b_0).  0 without ZeRO-2 or the distributed
+ * optimizer, the overlap, a cluster or two data-parallel replicas. */
 double predict_zero_update_exposed_s(const cm_model *cm, const cl_cluster *c, const plan *pl,
                                      predict_sends sends);
 
@@ -163,9 +180,14 @@ double predict_1f1b_iteration_s(const cm_model *cm, const cl_cluster *c, const p
  * and with blocking ZeRO-2/3 (p − 1)·chunk' + m·v·chunk (tests/
  * test_sharding.c); v = 1 gives the 1F1B formula without sharding.  With
  * ZeRO-3 overlapped, S_s is at least its collectives' stream and stage 0's
- * first gather is added, as for 1F1B.  Not for overlapped ZeRO-2 (its
- * gather of the update, chunk by chunk, has no formula here), Merak's
- * shifted recompute or uneven micro-batches: 0 (no prediction). */
+ * first gather is added, as for 1F1B.  With --dp-overlap the gradient
+ * buckets of chunk 0 (the stage's last backward) set AR_s
+ * (predict_dp_bucket_exposed_s()), and the gather of the update
+ * (distributed optimizer, ZeRO-2) adds what chunk 0's first forwards do
+ * not hide (predict_zero_update_exposed_s(); the engine gathers chunk 1's
+ * with it and later chunks' at Megatron's launch points, after those
+ * forwards).  Not for Merak's shifted recompute or uneven micro-batches: 0
+ * (no prediction). */
 double predict_interleaved_iteration_s(const cm_model *cm, const cl_cluster *c, const plan *pl,
                                        predict_sends sends);
 
