@@ -29,6 +29,28 @@
 #include "predict.h"
 #include "testutil.h"
 
+/* The case above: gather_ratio 0.5 is the distributed optimizer (10M
+ * parameters of 2 bytes against 40 MB of gradients), 0 plain data
+ * parallelism; overlap and bucket_bytes as --dp-overlap and
+ * --dp-bucket-bytes, for the planners' prediction (the engine takes them
+ * from its options). */
+static void case_model(double forward_s, double gather_ratio, bool overlap, double bucket_bytes,
+                       cm_model *cm, plan *pl)
+{
+    test_uniform_model(cm, 1);
+    cm->layers[0].forward_s = forward_s;
+    cm->layers[0].backward_s = 200e-3;
+    cm->layers[0].grad_bytes = 40e6;
+    cm->layers[0].params = gather_ratio > 0 ? 10e6 : 0;
+    cm->weight_bytes_per_param = 2;
+    cm->sharding = gather_ratio > 0 ? WL_SHARD_OPTIM : WL_SHARD_NO_SHARD;
+    cm->data_parallel = 4;
+    cm->zero_overlap = overlap;
+    cm->dp_bucket_bytes = bucket_bytes;
+    test_uniform_plan(pl, 1, 2, 1, SCHED_1F1B);
+    pl->data_parallel = 4;
+}
+
 /* The iteration time of the case above (-1 when the run failed); a refusal's
  * message goes to `error` instead of stderr when error is not NULL. */
 static double run_forward(bool overlap, double bucket_bytes, int fold, double gather_ratio,
@@ -36,13 +58,7 @@ static double run_forward(bool overlap, double bucket_bytes, int fold, double ga
 {
     cm_model cm;
     plan pl;
-    test_uniform_model(&cm, 1);
-    cm.layers[0].forward_s = forward_s;
-    cm.layers[0].backward_s = 200e-3;
-    cm.layers[0].grad_bytes = 40e6;
-    cm.data_parallel = 4;
-    test_uniform_plan(&pl, 1, 2, 1, SCHED_1F1B);
-    pl.data_parallel = 4;
+    case_model(forward_s, gather_ratio, overlap, bucket_bytes, &cm, &pl);
     engine_options o;
     engine_init_options(&o);
     o.dp_overlap = overlap;
@@ -60,25 +76,12 @@ static double run_forward(bool overlap, double bucket_bytes, int fold, double ga
 }
 
 /* The planners' prediction of the same case (predict_1f1b_iteration_s()),
- * on a cluster view of the flat platform: gather_ratio 0.5 is the
- * distributed optimizer (10M parameters of 2 bytes against 40 MB of
- * gradients), 0 plain data parallelism. */
+ * on a cluster view of the flat platform. */
 static double predicted(bool overlap, double bucket_bytes, double gather_ratio, double forward_s)
 {
     cm_model cm;
     plan pl;
-    test_uniform_model(&cm, 1);
-    cm.layers[0].forward_s = forward_s;
-    cm.layers[0].backward_s = 200e-3;
-    cm.layers[0].grad_bytes = 40e6;
-    cm.layers[0].params = gather_ratio > 0 ? 10e6 : 0;
-    cm.weight_bytes_per_param = 2;
-    cm.sharding = gather_ratio > 0 ? WL_SHARD_OPTIM : WL_SHARD_NO_SHARD;
-    cm.data_parallel = 4;
-    cm.zero_overlap = overlap;
-    cm.dp_bucket_bytes = bucket_bytes;
-    test_uniform_plan(&pl, 1, 2, 1, SCHED_1F1B);
-    pl.data_parallel = 4;
+    case_model(forward_s, gather_ratio, overlap, bucket_bytes, &cm, &pl);
     cl_cluster c;
     memset(&c, 0, sizeof c);
     c.num_npus = 4;
