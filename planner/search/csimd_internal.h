@@ -39,7 +39,6 @@ typedef struct csimd_ctx {
     double *state_prefix; /* [L + 1] static bytes + the ZeRO overlap's reserve */
     double *kept_prefix;  /* [L + 1] activation bytes kept per sample */
     double *transient;    /* [L] recompute working set per sample */
-    double *grad_prefix;  /* [L + 1] gradient bytes */
     /* [L + 1] ZeRO-2/3's reduce-scatters per micro-batch, never in the rows:
      * blocking (!zero_overlapped) they hold the stage after the backward's
      * send, overlapped they run on a stream of their own */

@@ -45,18 +45,6 @@
 #include "memory.h"
 #include "predict.h"
 
-/* GPipe iteration time of p stages and m micro-batches: forward_s[k*m + j],
- * backward_s[k*m + j], comm_s[k*m + j] (the tensor of micro-batch j across
- * boundary k, k < p-1, either way) and tail_s[k] after stage k's last
- * backward (NULL: none).  Sends block their stage until the tensor arrives.
- * zero (NULL: none) adds ZeRO-2/3's collectives per stage, as the engine
- * runs them (schedule_parallel.c, engine_overlap.c): after_s[k], blocking,
- * holds the stage after each backward's send; with --dp-overlap,
- * gather_s[k] runs before every pass on a gather stream, launched when the
- * stage's previous compute op starts (the first at once; a backward pass is
- * its recompute, recompute_s[k*m + j], then the backward op), and reduce_s[k] after
- * each backward's send on a reduce-scatter stream, the stage going on once
- * the previous one has ended; the tail waits for the last. */
 /* One stage's clock in the recurrence below: its last op's end, when it
  * may go on, when the gather its next pass waits for ends, when its last
  * reduce-scatter ends, and when its network port is free (the gathers and
@@ -79,6 +67,19 @@ static double pass_start(stage_clock *c, double ready, double gather_s, double l
     return at;
 }
 
+/* GPipe iteration time of p stages and m micro-batches: forward_s[k*m + j],
+ * backward_s[k*m + j], comm_s[k*m + j] (the tensor of micro-batch j across
+ * boundary k, k < p-1, either way) and tail_s[k] after stage k's last
+ * backward (NULL: none).  Sends block their stage until the tensor arrives.
+ * zero (NULL: none) adds ZeRO-2/3's collectives per stage, as the engine
+ * runs them (schedule_parallel.c, engine_overlap.c): after_s[k], blocking,
+ * holds the stage after each backward's send; with --dp-overlap,
+ * gather_s[k] runs before every pass on a gather stream, launched when the
+ * stage's previous compute op starts (the first at once; a backward pass
+ * is its recompute, recompute_s[k*m + j], then the backward op), and
+ * reduce_s[k] after each backward's send on a reduce-scatter stream, the
+ * stage going on once the previous one has ended; the tail waits for the
+ * last. */
 double csimd_gpipe_makespan_s(int p, int m, const double *forward_s, const double *backward_s,
                               const double *comm_s, const csimd_zero *zero, const double *tail_s)
 {
@@ -142,7 +143,6 @@ void csimd_context_free(csimd_ctx *x)
     free(x->state_prefix);
     free(x->kept_prefix);
     free(x->transient);
-    free(x->grad_prefix);
     free(x->fwd);
     free(x->bwd);
     free(x->comm);
@@ -164,7 +164,6 @@ static void context_fill_layers(csimd_ctx *x)
         x->state_prefix[l + 1] =
             x->state_prefix[l] + ly->state_bytes + mem_zero_overlap_layer_bytes(x->cm, l);
         x->kept_prefix[l + 1] = x->kept_prefix[l] + ly->activation_bytes[x->recompute] * per_sample;
-        x->grad_prefix[l + 1] = x->grad_prefix[l] + ly->grad_bytes;
         x->reduce_prefix[l + 1] = x->reduce_prefix[l] + predict_zero_reduce_s(cm, l, l + 1);
         double all = ly->activation_bytes[RECOMPUTE_NONE];
         x->transient[l] = (all - ly->activation_bytes[x->recompute]) * per_sample;
@@ -195,7 +194,6 @@ int csimd_context_new(const cm_model *cm, const cl_cluster *c, int p, int dp, in
     x->same_node = calloc((size_t)p, sizeof *x->same_node);
     x->state_prefix = calloc((size_t)L + 1, sizeof(double));
     x->kept_prefix = calloc((size_t)L + 1, sizeof(double));
-    x->grad_prefix = calloc((size_t)L + 1, sizeof(double));
     x->transient = calloc((size_t)L, sizeof(double));
     x->rows = calloc((size_t)samples + 1, sizeof *x->rows);
     x->fwd = calloc((size_t)p * m, sizeof(double));
@@ -208,9 +206,9 @@ int csimd_context_new(const cm_model *cm, const cl_cluster *c, int p, int dp, in
     x->reduce = calloc((size_t)p, sizeof(double));
     x->reduce_prefix = calloc((size_t)L + 1, sizeof(double));
     x->zero_overlapped = cm_zero_overlapped(cm);
-    if (!x->same_node || !x->state_prefix || !x->kept_prefix || !x->grad_prefix || !x->transient ||
-        !x->rows || !x->fwd || !x->bwd || !x->comm || !x->rec || !x->tail || !x->after ||
-        !x->gather || !x->reduce || !x->reduce_prefix) {
+    if (!x->same_node || !x->state_prefix || !x->kept_prefix || !x->transient || !x->rows ||
+        !x->fwd || !x->bwd || !x->comm || !x->rec || !x->tail || !x->after || !x->gather ||
+        !x->reduce || !x->reduce_prefix) {
         csimd_context_free(x);
         return -1;
     }
@@ -306,14 +304,13 @@ double csimd_stage_reduce_s(const csimd_ctx *x, int first, int last)
 }
 
 /* What follows the last reduce-scatter of the stage holding layers
- * [first, last) (the recurrence runs it, blocking or overlapped): the 1F1B
- * tail of predict_stage_tail_s() (data-parallel sync, optimizer step) less
- * that reduce-scatter. */
+ * [first, last) (the recurrence runs it, blocking or overlapped): its
+ * data-parallel sync and optimizer step (predict_stage_end_s()). */
 double csimd_stage_tail_s(const csimd_ctx *x, int first, int last)
 {
     int range[2] = {first, last};
     plan pl = stage_plan(x, 1, range);
-    return predict_stage_tail_s(x->cm, x->c, &pl, 0) - csimd_stage_reduce_s(x, first, last);
+    return predict_stage_end_s(x->cm, x->c, &pl, first, last);
 }
 
 /* Predicted iteration time of cuts `start` [p + 1] and sizes [m]; INFINITY

@@ -141,12 +141,10 @@ static bool dp_buckets_overlapped(const cm_model *cm, const plan *pl)
 double predict_dp_bucket_exposed_s(const cm_model *cm, const cl_cluster *c, const plan *pl,
                                    int first, int last)
 {
-    double grad_bytes = 0.0, backward_s = 0.0;
+    double grad_bytes = 0.0, backward_s = 0.0; /* the backward op, its recompute apart */
     for (int l = first; l < last; l++) {
-        const cm_layer *ly = &cm->layers[l];
-        grad_bytes += ly->grad_bytes;
-        backward_s +=
-            ly->backward_s + ly->weight_grad_s + ly->tp_backward_s + cm_backward_extra_s(ly);
+        grad_bytes += cm->layers[l].grad_bytes;
+        backward_s += cm_backward_total_s(&cm->layers[l], RECOMPUTE_NONE);
     }
     if (!c || grad_bytes <= 0 || !dp_buckets_overlapped(cm, pl))
         return 0.0;
@@ -160,21 +158,38 @@ double predict_dp_bucket_exposed_s(const cm_model *cm, const cl_cluster *c, cons
     return fmax(r, n * r - (n - 1.0) * backward_s / n);
 }
 
+/* AR_s without ZeRO-2/3's last reduce-scatter: the sync of a stage whose
+ * last backward is the layers [first, last) (an interleaved stage's chunk
+ * 0) and whose parameters and gradients are param_bytes and grad_bytes. */
+static double stage_sync_s(const cm_model *cm, const cl_cluster *c, const plan *pl, int first,
+                           int last, double param_bytes, double grad_bytes)
+{
+    if (dp_buckets_overlapped(cm, pl))
+        return predict_dp_bucket_exposed_s(cm, c, pl, first, last);
+    if (zero2_update_overlapped(cm))
+        return 0.0;
+    return predict_dp_sync_bytes_s(cm, c, pl->tensor_parallel, pl->data_parallel, param_bytes,
+                                   grad_bytes);
+}
+
+double predict_stage_end_s(const cm_model *cm, const cl_cluster *c, const plan *pl, int first,
+                           int last)
+{
+    double grad_bytes = 0.0, param_bytes = 0.0;
+    for (int l = first; l < last; l++) {
+        grad_bytes += cm->layers[l].grad_bytes;
+        param_bytes += cm->layers[l].params * cm->weight_bytes_per_param;
+    }
+    return stage_sync_s(cm, c, pl, first, last, param_bytes, grad_bytes) +
+           cm_optimizer_step_s(cm, first, last);
+}
+
 double predict_stage_tail_s(const cm_model *cm, const cl_cluster *c, const plan *pl, int s)
 {
     int first = pl->chunk_start[s], last = pl->chunk_start[s + 1];
-    double grad_bytes = 0.0;
-    for (int l = first; l < last; l++)
-        grad_bytes += cm->layers[l].grad_bytes;
-    double sync_s = dp_buckets_overlapped(cm, pl)
-                        ? predict_dp_bucket_exposed_s(cm, c, pl, first, last)
-                    : zero2_update_overlapped(cm)
-                        ? 0.0
-                        : predict_dp_sync_s(cm, c, pl->tensor_parallel, pl->data_parallel, first,
-                                            last, grad_bytes);
     /* ZeRO-2/3: the last reduce-scatter, after the last backward's send,
-     * ends before the step */
-    return sync_s + predict_zero_reduce_s(cm, first, last) + cm_optimizer_step_s(cm, first, last);
+     * ends before the sync and the step */
+    return predict_zero_reduce_s(cm, first, last) + predict_stage_end_s(cm, c, pl, first, last);
 }
 
 double predict_zero_update_exposed_s(const cm_model *cm, const cl_cluster *c, const plan *pl,
@@ -297,13 +312,8 @@ double predict_interleaved_iteration_s(const cm_model *cm, const cl_cluster *c, 
         }
         /* one sync of the stage's chunks (ZeRO-2: one gather of the update,
          * as the op lists post it) */
-        double sync_s =
-            dp_buckets_overlapped(cm, pl) /* chunk 0's backward is the stage's last */
-                ? predict_dp_bucket_exposed_s(cm, c, pl, pl->chunk_start[s], pl->chunk_start[s + 1])
-                : zero2_update_overlapped(cm)
-                      ? 0.0
-                      : predict_dp_sync_bytes_s(cm, c, pl->tensor_parallel, pl->data_parallel,
-                                                param_bytes, grad_bytes);
+        double sync_s = stage_sync_s(cm, c, pl, pl->chunk_start[s], pl->chunk_start[s + 1],
+                                     param_bytes, grad_bytes);
         /* overlapped ZeRO-3: the last reduce-scatter (chunk 0's) ends before
          * the step; blocking, it is in S_b */
         if (cm_zero_overlapped(cm))

@@ -143,6 +143,12 @@ double predict_dp_bucket_exposed_s(const cm_model *cm, const cl_cluster *c, cons
  * next iteration's start. */
 double predict_stage_tail_s(const cm_model *cm, const cl_cluster *c, const plan *pl, int s);
 
+/* The same for the layers [first, last) without ZeRO-2/3's last
+ * reduce-scatter: what follows it (CSIMD's recurrence runs that
+ * reduce-scatter itself). */
+double predict_stage_end_s(const cm_model *cm, const cl_cluster *c, const plan *pl, int first,
+                           int last);
+
 /* ZeRO-2 or the distributed optimizer with --dp-overlap
  * (sim/engine/engine_overlap.c): every stage gathers the previous step's
  * update of its parameters P_s at the iteration's start, in b_s =
