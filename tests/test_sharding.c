@@ -276,6 +276,25 @@ static void zero_pipeline_model(cm_model *cm, int layers, int dp, double reduce_
     }
 }
 
+/* Two stages of zero_pipeline_model()'s layers with ZeRO-2 over dp
+ * replicas on the flat platform, m micro-batches of schedule k, run by the
+ * engine (--dp-overlap as overlap): the iteration time, *cm and *pl left for
+ * the caller to price and free. */
+static double simulate_two_stages(schedule_kind k, int m, int dp, double reduce_bytes, bool overlap,
+                                  cm_model *cm, plan *pl)
+{
+    zero_pipeline_model(cm, 2, dp, reduce_bytes, 0.0, overlap);
+    test_uniform_plan(pl, 2, m, 1, k);
+    pl->data_parallel = dp;
+    engine_options o;
+    engine_init_options(&o);
+    o.dp_overlap = overlap;
+    test_sim_result res;
+    CU_ASSERT_EQUAL(test_simulate_plan("platforms/test_flat_4.xml", cm, pl, &o, &res), 0);
+    CU_ASSERT_EQUAL(res.rc, 0);
+    return res.rc ? -1.0 : res.iteration_s;
+}
+
 /* Blocking ZeRO-2 on two stages of one layer each (F = 1 s, B = 2 s, no
  * boundary tensor, no parameters to gather after the step), DP 2 on the
  * flat platform: the engine runs each micro-batch's reduce-scatter, r, after
@@ -293,17 +312,11 @@ static void test_blocking_reduce_scatters_are_off_the_pipeline_chain(void)
     const double want_1f1b = 2 * (F + B) + (m - 1) * (F + B + r) + r;
     const double want_gpipe = (m + 1) * (F + B) + m * r;
     for (int k = 0; k < 2; k++) {
-        schedule_kind sched = k ? SCHED_GPIPE : SCHED_1F1B;
         cm_model cm;
-        zero_pipeline_model(&cm, 2, dp, reduce, 0.0, false);
         plan pl;
-        test_uniform_plan(&pl, 2, m, 1, sched);
-        pl.data_parallel = dp;
-        test_sim_result res;
-        CU_ASSERT_EQUAL_FATAL(test_simulate_plan("platforms/test_flat_4.xml", &cm, &pl, NULL, &res),
-                              0);
-        CU_ASSERT_EQUAL_FATAL(res.rc, 0);
-        ASSERT_REL(res.iteration_s, k ? want_gpipe : want_1f1b, 1e-9);
+        double t =
+            simulate_two_stages(k ? SCHED_GPIPE : SCHED_1F1B, m, dp, reduce, false, &cm, &pl);
+        ASSERT_REL(t, k ? want_gpipe : want_1f1b, 1e-9);
         if (!k) {
             cl_cluster c = test_npu_cluster(4, 1);
             ASSERT_REL(predict_1f1b_iteration_s(&cm, &c, &pl, PREDICT_SENDS_RANK_ORDER), want_1f1b,
@@ -332,18 +345,8 @@ static void test_csimd_prices_zero2_as_the_engine_runs_it(void)
     for (int overlap = 0; overlap < 2; overlap++) {
         double want = (m + 1) * (F + B) + (overlap ? r : m * r);
         cm_model cm;
-        zero_pipeline_model(&cm, 2, dp, reduce, 0.0, overlap);
         plan pl;
-        test_uniform_plan(&pl, 2, m, 1, SCHED_GPIPE);
-        pl.data_parallel = dp;
-        engine_options o;
-        engine_init_options(&o);
-        o.dp_overlap = overlap;
-        test_sim_result res;
-        CU_ASSERT_EQUAL_FATAL(test_simulate_plan("platforms/test_flat_4.xml", &cm, &pl, &o, &res),
-                              0);
-        CU_ASSERT_EQUAL_FATAL(res.rc, 0);
-        ASSERT_REL(res.iteration_s, want, 1e-9);
+        ASSERT_REL(simulate_two_stages(SCHED_GPIPE, m, dp, reduce, overlap, &cm, &pl), want, 1e-9);
         cl_cluster c = test_npu_cluster(4, 1); /* no boundary tensor: free sends */
         c.scaleup_latency_s = c.scaleout_latency_s = 0.0;
         csimd_ctx *x;
