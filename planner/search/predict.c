@@ -318,12 +318,14 @@ double predict_interleaved_iteration_s(const cm_model *cm, const cl_cluster *c, 
          * the step; blocking, it is in S_b */
         if (cm_zero_overlapped(cm))
             sync_s += predict_zero_reduce_s(cm, pl->chunk_start[s], pl->chunk_start[s + 1]);
+        /* the fill and drain run the compute chain; overlapped ZeRO-2/3's
+         * stream only paces the steady state, as in the 1F1B prediction */
+        double chain_s = stage_s - less_s;
         stage_s = fmax(stage_s, stream_s);
-        sum_chain += stage_s - less_s;
-        if (stage_s > max ||
-            (stage_s == max && stage_s - less_s > max_chain)) { /* ties: larger S' */
+        sum_chain += chain_s;
+        if (stage_s > max || (stage_s == max && chain_s > max_chain)) { /* ties: larger S' */
             max = stage_s;
-            max_chain = stage_s - less_s;
+            max_chain = chain_s;
         }
         tail = fmax(tail, sync_s + step_s);
     }
