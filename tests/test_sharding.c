@@ -399,6 +399,50 @@ static void test_interleaved_zero_in_closed_form(void)
         }
 }
 
+/* Overlapped ZeRO-2 whose reduce-scatters outlast the compute (r = 4 s
+ * per one-layer chunk against F + B = 3 s), interleaved: stage 0's first
+ * backward ends after micro-batch 0's forward through the p·v chunks and
+ * the backwards of the last row of chunks on the p stages (no boundary
+ * tensor), p·v·F + p·B; from then its stream is busy to the end, m·v
+ * reduce-scatters back to back (the worker waits for the previous one
+ * before it hands the next over), the last one ending the iteration (no
+ * parameters: no step, no gather of the update):
+ *   T = p·v·F + p·B + m·v·r.
+ * Pricing the stream as the steady state of the 1F1B-style path alone
+ * gives (p − 1)(F + B) + r + m·v·r, short by p(v − 1)F + F + B − r (1 to
+ * 3 s here).  Where other stages' streams hold stage 0's backwards back (p = 4,
+ * m = 8) the engine takes longer than this bound (docs/planners.md). */
+static void test_stream_bound_zero2_starts_at_the_first_backward(void)
+{
+    const int dp = 2, shapes[][3] = {{2, 2, 4}, {2, 3, 4}, {2, 2, 8}, {4, 2, 4}};
+    const double F = 1.0, B = 2.0, reduce = 8000e6, r = ring_half_s(dp, reduce);
+    CU_ASSERT_DOUBLE_EQUAL(r, 4.0, 1e-3); /* the stream outlasts F + B */
+    for (int i = 0; i < 4; i++) {
+        int p = shapes[i][0], v = shapes[i][1], m = shapes[i][2];
+        cm_model cm;
+        zero_pipeline_model(&cm, p * v, dp, reduce, 0.0, true);
+        plan pl;
+        test_chunked_plan(&pl, p, v, m, 1, SCHED_INTERLEAVED);
+        pl.data_parallel = dp;
+        engine_options o;
+        engine_init_options(&o);
+        o.dp_overlap = true;
+        test_sim_result res;
+        CU_ASSERT_EQUAL_FATAL(
+            test_simulate_plan(p == 2 ? "platforms/test_flat_4.xml" : "platforms/test_flat_8.xml",
+                               &cm, &pl, &o, &res),
+            0);
+        CU_ASSERT_EQUAL_FATAL(res.rc, 0);
+        double want = p * v * F + p * B + m * v * r;
+        ASSERT_REL(res.iteration_s, want, 1e-6);
+        cl_cluster c = test_npu_cluster(2 * p, 1);
+        ASSERT_REL(predict_interleaved_iteration_s(&cm, &c, &pl, PREDICT_SENDS_RANK_ORDER), want,
+                   1e-6);
+        plan_free(&pl);
+        cm_free(&cm);
+    }
+}
+
 static void test_the_loader_keeps_the_levels_consistent(void)
 {
     test_expect_override_error("workloads/llama3_405b_1f1b.json",
@@ -429,6 +473,8 @@ void register_sharding_tests(void)
         {"blocking reduce-scatters are off the pipeline's chain",
          test_blocking_reduce_scatters_are_off_the_pipeline_chain},
         {"interleaved ZeRO-2/3 in closed form", test_interleaved_zero_in_closed_form},
+        {"stream-bound ZeRO-2 starts at the first backward",
+         test_stream_bound_zero2_starts_at_the_first_backward},
         {"CSIMD prices ZeRO-2 as the engine runs it",
          test_csimd_prices_zero2_as_the_engine_runs_it},
         {"the loader keeps the levels consistent", test_the_loader_keeps_the_levels_consistent});

@@ -281,6 +281,45 @@ double predict_chunk_boundary_s(const cm_model *cm, const cl_cluster *c, const p
     return cl_p2p_time(c, bytes, same);
 }
 
+/* Overlapped ZeRO-2 whose reduce-scatters outlast the compute: stage s's
+ * stream starts with its first backward, at t0_s, micro-batch 0's forward
+ * through the p·v chunks and the backwards of the last row of chunks from
+ * stage p − 1 down to s, and then runs its m·v reduce-scatters back to back
+ * before the step.  The fill's pace does not bind it: a bound the
+ * iteration cannot beat, however the fill goes. */
+static double zero2_stream_bound_s(const cm_model *cm, const cl_cluster *c, const plan *pl,
+                                   predict_sends sends)
+{
+    if (!cm_zero_overlapped(cm) || cm->sharding != WL_SHARD_OPTIM_GRADS)
+        return 0.0;
+    int p = pl->num_stages, v = pl->num_chunks > 0 ? pl->num_chunks : 1, chunks = p * v;
+    double t0 = 0.0, bound = 0.0;
+    /* micro-batch 0's forward, chunk by chunk, with the sends between */
+    for (int k = 0; k < chunks; k++) {
+        for (int l = pl->chunk_start[k]; l < pl->chunk_start[k + 1]; l++)
+            t0 += cm_forward_total_s(&cm->layers[l]);
+        if (c && k + 1 < chunks)
+            t0 += predict_chunk_boundary_s(cm, c, pl, k, sends) +
+                  cm->layers[pl->chunk_start[k + 1] - 1].recv_gather_s;
+    }
+    for (int s = p - 1; s >= 0; s--) {
+        int k = (v - 1) * p + s;
+        if (c && s < p - 1) /* the gradient from chunk k + 1 */
+            t0 += predict_chunk_boundary_s(cm, c, pl, k, sends) +
+                  cm->layers[pl->chunk_start[k + 1] - 1].recv_gather_s;
+        for (int l = pl->chunk_start[k]; l < pl->chunk_start[k + 1]; l++)
+            t0 += predict_layer_s(cm, pl, l, false) - cm_forward_total_s(&cm->layers[l]);
+        double stream_s = 0.0, step_s = 0.0;
+        for (int j = 0; j < v; j++) {
+            int first = pl->chunk_start[j * p + s], last = pl->chunk_start[j * p + s + 1];
+            stream_s += predict_zero_reduce_s(cm, first, last);
+            step_s += cm_optimizer_step_s(cm, first, last);
+        }
+        bound = fmax(bound, t0 + pl->num_micro_batches * stream_s + step_s);
+    }
+    return bound;
+}
+
 double predict_interleaved_iteration_s(const cm_model *cm, const cl_cluster *c, const plan *pl,
                                        predict_sends sends)
 {
@@ -335,6 +374,7 @@ double predict_interleaved_iteration_s(const cm_model *cm, const cl_cluster *c, 
     /* the gather of the update (distributed optimizer or ZeRO-2, overlapped):
      * what the first forwards of chunk 0 do not hide */
     double update_s = predict_zero_update_exposed_s(cm, c, pl, sends);
-    return max + (sum_chain - max_chain) / v + first_gather_s + update_s +
-           (pl->num_micro_batches - 1) * max + tail;
+    double path_s = max + (sum_chain - max_chain) / v + first_gather_s + update_s +
+                    (pl->num_micro_batches - 1) * max + tail;
+    return fmax(path_s, update_s + zero2_stream_bound_s(cm, c, pl, sends));
 }
