@@ -65,6 +65,10 @@ expect_error "plan for another batch" 2 "global_batch_size" --plan "$TMP/plan.js
     ok || ko "--dp-overlap with another algorithm runs"
 expect_error "fold on a tapered fabric" 1 "tapered" --fold-dp 2 tests/data/test_64npu_tapered.xml "$W8" \
     --set data_parallel_size=16
+for fabric in dragonfly torus rail; do
+    expect_error "fold on a $fabric" 1 "cannot fold on platforms/test_${fabric}_64.xml: it is a" \
+        --fold-dp 2 "platforms/test_${fabric}_64.xml" "$W8" --set data_parallel_size=16
+done
 expect_error "fold with overlap" 1 "dp-overlap" --dp-overlap --fold-dp 2 platforms/test_64npu.xml \
     "$W8" --set data_parallel_size=16
 expect_error "overlap with async PipeDream" 1 "PipeDream" --dp-overlap --schedule pipedream "$P8" "$W8"

@@ -191,6 +191,15 @@ int engine_run(const sim_platform *pf, const wl_workload *w, const cm_model *cm,
                           "cannot fold on %s: its fat tree is tapered (%.2g:1), so the folded "
                           "replicas' missing pipeline traffic would change the contention",
                           pf->cluster.name, 1 / pf->cluster.fabric_taper);
+    if (!rc && o->fold_dp > 0 && o->fold_dp != pl->data_parallel && pf->fold_blocker[0])
+        /* Measured: GPT-3 175B on a 1,024-NPU dragonfly 3.4% faster folded,
+         * small_gpt on test_rail_64.xml 0.15% (docs/design.md, Folding). */
+        rc = np_error_set(err, NP_EXIT_USAGE, "<command line>", "--fold-dp", 0,
+                          "cannot fold on %s: it is %s, where a folded-away replica's "
+                          "stage-to-stage flows can meet another replica's collectives on a "
+                          "link, so leaving them out would change the contention (folding "
+                          "is exact on non-blocking fat trees with servers in rank order)",
+                          pf->cluster.name, pf->fold_blocker);
     int sizes[PLACE_DIMS] = {e.tp, e.cp, e.dp, e.p};
     placement_split split;
     bool across =

@@ -67,7 +67,8 @@ int platform_load_with(const char *path, const platform_limits *lim, sim_platfor
     memset(out, 0, sizeof *out);
     np_error_clear(err);
     double taper = 1.0;
-    int rc = platform_precheck(path, lim, &taper, err);
+    char fold_blocker[sizeof out->fold_blocker];
+    int rc = platform_precheck(path, lim, &taper, fold_blocker, sizeof fold_blocker, err);
     if (!rc)
         rc = platform_load_into_simgrid(path, err);
     if (rc)
@@ -94,8 +95,11 @@ int platform_load_with(const char *path, const platform_limits *lim, sim_platfor
     platform_ports_free(&ports);
     if (rc)
         platform_free(out);
-    else
+    else {
         out->cluster.fabric_taper = taper;
+        if (fold_blocker[0])
+            memcpy(out->fold_blocker, fold_blocker, sizeof out->fold_blocker);
+    }
     return rc;
 }
 

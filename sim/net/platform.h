@@ -31,6 +31,11 @@ typedef struct sim_platform {
     int nic_planes;                 /* 1 or 2 */
     int plane_policy;               /* nic_plane_policy: PLANE_SPLIT or PLANE_HASH */
     sg_host_t *plane1_port_of_rank; /* [num_npus] plane-1 port hosts pl1-R, or NULL */
+    /* Why --fold-dp would not be exact here ("" where it is): a fabric that
+     * is not a fat tree of per-NPU down-links (a torus, a dragonfly), or a
+     * rail-optimised one, where one replica's stage-to-stage flows and
+     * another's collectives can meet on a link (engine_run refuses). */
+    char fold_blocker[96];
 } sim_platform;
 
 /* How a transfer between two NPUs of a dual-plane platform uses the planes

@@ -270,10 +270,14 @@ static int dragonfly_size(const char *path, const char *text, const char *tag, c
 /* Size of one <cluster>: hosts plus their private links (the fat tree's
  * when it is one).  The taper of a FAT_TREE goes to *taper. */
 static int cluster_size(const char *path, const char *text, const char *tag, const char *end,
-                        double *elements, double *taper, np_error *err)
+                        double *elements, double *taper, char *fold_blocker, size_t size,
+                        np_error *err)
 {
     char topology[32] = "", params[256] = "", radical[256] = "";
     tag_attribute(tag, end, "topology", topology, sizeof topology);
+    if (!fold_blocker[0] && (strcmp(topology, "TORUS") == 0 || strcmp(topology, "DRAGONFLY") == 0))
+        snprintf(fold_blocker, size, "a %s (cluster topology %s, line %d)",
+                 topology[0] == 'T' ? "torus" : "dragonfly", topology, line_of(text, tag));
     tag_attribute(tag, end, "radical", radical, sizeof radical);
     int has_params = tag_attribute(tag, end, "topo_parameters", params, sizeof params);
     if (strcmp(topology, "FAT_TREE") == 0 && has_params) {
@@ -304,9 +308,11 @@ static int cluster_size(const char *path, const char *text, const char *tag, con
 
 /* ------------------------------------------------------------------ check */
 
-int platform_precheck(const char *path, const platform_limits *lim, double *taper, np_error *err)
+int platform_precheck(const char *path, const platform_limits *lim, double *taper,
+                      char *fold_blocker, size_t size, np_error *err)
 {
     *taper = 1.0;
+    fold_blocker[0] = '\0';
     char *text = read_platform_text(path, err);
     if (!text)
         return err ? err->code : NP_EXIT_INPUT;
@@ -338,7 +344,7 @@ int platform_precheck(const char *path, const platform_limits *lim, double *tape
     while (!rc && (end = next_element(end, &tag)) != NULL) {
         if (!tag_is(tag, end, "cluster"))
             continue;
-        rc = cluster_size(path, text, tag, end, &elements, taper, err);
+        rc = cluster_size(path, text, tag, end, &elements, taper, fold_blocker, size, err);
         if (!rc && elements > lim->max_elements)
             rc = np_error_set(err, NP_EXIT_INPUT, path, "topo_parameters", line_of(text, tag),
                               "the platform has at least %.3g hosts, switches and links, over "

@@ -20,7 +20,8 @@
 
 /* Checks the file before SimGrid parses it (platform_file.c): the error, or
  * 0 with *taper set to the fabric taper (1 unless a tapered FAT_TREE). */
-int platform_precheck(const char *path, const platform_limits *lim, double *taper, np_error *err);
+int platform_precheck(const char *path, const platform_limits *lim, double *taper,
+                      char *fold_blocker, size_t size, np_error *err);
 /* Line of the first <prop ... id="name" in the file, 0 if not found:
  * SimGrid does not keep where a property came from. */
 int platform_prop_line(const char *path, const char *name);

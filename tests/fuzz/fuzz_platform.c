@@ -29,7 +29,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     np_error err;
     np_error_clear(&err);
     double taper = -1;
-    int rc = platform_precheck(path, &lim, &taper, &err);
+    char fold_blocker[96];
+    int rc = platform_precheck(path, &lim, &taper, fold_blocker, sizeof fold_blocker, &err);
     if (rc == 0 && !(taper > 0 && taper <= 1)) {
         fprintf(stderr, "fuzz_platform: accepted a platform with taper %g\n", taper);
         abort();
