@@ -380,6 +380,15 @@ expect_error "--moe-policy all with --trace" 1 "cannot be combined with --trace"
     --moe-policy all --trace "$TMP/t.json" "$PM" "$WM"
 expect_error "--moe-policy without the MoE replay" 1 "needs the MoE replay" \
     --moe-policy switch "$P8" "$W8"
+# --moe-policy all checks every policy before it writes a row: all or nothing
+expect_error "--moe-policy all without the MoE replay" 1 "no policy was run" \
+    --moe-policy all --csv "$TMP/moe_none.csv" "$P8" "$W8"
+[ ! -e "$TMP/moe_none.csv" ] && ok || ko "--moe-policy all that cannot run writes no row"
+"$SIMRUN" --quiet --moe-policy all --csv "$TMP/moe_ov.csv" \
+    --set overlap_moe_expert_parallel_comm=true "$PM" "$WM" >"$TMP/out" 2>"$TMP/err"
+[ $? -ne 0 ] && grep -q "policy 'fastermoe' cannot run here" "$TMP/err" &&
+    [ ! -e "$TMP/moe_ov.csv" ] && ok ||
+    ko "--moe-policy all with one policy that cannot run: no row, the policy named"
 rm -f "$TMP/moe.csv"
 "$SIMRUN" --moe-policy all --csv "$TMP/moe.csv" --set global_batch_size=32 "$PM" "$WM" \
     >"$TMP/out" 2>"$TMP/err" && [ "$(grep -c 'moe\[' "$TMP/out")" -eq 4 ] &&

@@ -83,6 +83,7 @@ typedef struct job {
     int several;         /* --planner all: output files get the planner's name */
     int moe_policy;      /* moe_policy_kind (cli_moe_policy.c) */
     int moe_policy_all;  /* --moe-policy all: 1, and 2 while its loop runs */
+    int check_only;      /* simulate_and_report only checks the run (engine_options) */
     const char *planner; /* the planner's canonical name, or "all" (cli_planner_name()) */
     moe_trace moe_trace; /* --moe-trace (counts NULL without one; cli_moe.c) */
     int moe_trace_step;
@@ -149,9 +150,11 @@ void cli_moe_options(const cli *c, const job *j, engine_options *eo);
 /* --moe-policy NAME|all into j->moe_policy / j->moe_policy_all.  0 or an
  * np_exit_code. */
 int cli_moe_policy_load(const cli *c, job *j, np_error *err);
-/* --moe-policy all: runs `one` (simrun's simulate_and_report) once per
- * policy with j->moe_policy set, stopping at the first error.  0 or an
- * np_exit_code. */
+/* --moe-policy all: checks every policy first (`one` with j->check_only
+ * set, which writes nothing), so that a policy that cannot run stops the
+ * command before any row is written; then runs `one` (simrun's
+ * simulate_and_report) once per policy with j->moe_policy set, stopping at
+ * the first error.  0 or an np_exit_code. */
 typedef int (*cli_moe_run_fn)(const cli *c, job *j, plan *pl, np_error *err);
 int cli_moe_each_policy(const cli *c, job *j, plan *pl, cli_moe_run_fn one, np_error *err);
 

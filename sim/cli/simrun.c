@@ -39,18 +39,25 @@ static int simulate_and_report(const cli *c, job *j, plan *pl, np_error *err)
     schedule sc = {0};
     engine_result res = {0};
     int rc = planner_cost_model_for(&j->w, &j->pf.cluster, &j->cm, pl, &own, &cm, err);
-    if (!rc && plan_out)
+    if (!rc && plan_out && !j->check_only)
         rc = plan_write_json(plan_out, pl, c->workload_path, err);
     if (!rc)
         rc = sched_build(pl, cm, &sc, err);
     engine_options eo = cli_engine_options(c, j);
     cli_moe_options(c, j, &eo); /* MoE hook */
+    eo.check_only = j->check_only != 0;
     cli_progress progress;
-    if (!rc)
+    if (!rc && !j->check_only)
         cli_progress_attach(c, j, cm, pl, &progress, &eo);
     if (!rc)
         rc = engine_run(&j->pf, &j->w, cm, pl, &sc, &eo, &res, err);
     cli_progress_clear(c);
+    if (j->check_only) {
+        sched_free(&sc);
+        if (cm == &own)
+            cm_free(&own);
+        return rc;
+    }
     if (!rc && c->trace_path) {
         trace_options to;
         trace_init_options(&to);

@@ -235,7 +235,7 @@ int engine_run(const sim_platform *pf, const wl_workload *w, const cm_model *cm,
                             e.tp, e.cp, e.dp, e.p, needed, pf->num_npus);
     if ((rc = overlap_build(&e, cm, err)))
         return rc;
-    if ((rc = engine_moe_prepare(&e, w, cm, err))) { /* MoE hook: engine_moe.c */
+    if ((rc = engine_moe_prepare(&e, w, cm, err)) || o->check_only) { /* MoE hook */
         engine_moe_free(&e);
         overlap_free(&e);
         return rc;

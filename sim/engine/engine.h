@@ -95,6 +95,10 @@ typedef struct engine_options {
      * treats a group's ranks alike (engine_symmetry.c, docs/design.md): the
      * times are the same, the fold starts 1/tp of the flows. */
     bool per_rank_flows;
+    /* Check the run and return before simulating: the options, the fold,
+     * the MoE replay and its policy (simrun's --moe-policy all checks every
+     * policy before it writes a row). */
+    bool check_only;
 } engine_options;
 
 void engine_init_options(engine_options *o);
