@@ -10,8 +10,11 @@
 # rows of the uninterrupted sweep; --emit-jobs run by sh, and by GNU parallel
 # when it is installed, gives the same run ids; the Slurm job script run task
 # by task, then --merge, too; --merge drops duplicate run ids keeping an ok
-# row over a failed one; bad sweep files and foreign CSVs are refused with
-# one line.  Ends with "sweep: N passed, N failed".
+# row over a failed one; simrun's --placement, --moe-policy, --moe-trace and
+# --moe-trace-step in a sweep land in their columns, and --memory is refused
+# with its reason; simsweep --help and moetrace --stats to /dev/full exit 4,
+# and moetrace -o DIR names -o; bad sweep files and foreign CSVs are refused
+# with one line.  Ends with "sweep: N passed, N failed".
 set -u
 BUILD=${1:-build}
 cd "$(dirname "$0")/.." || exit 2
@@ -230,6 +233,63 @@ print(" ".join(sorted("%s:%s:%s" % (r["moe_sample_mb"], r["status"], r["global_b
                       for r in csv.DictReader(open(sys.argv[1])))))' "$TMP/moe.csv")
 [ $code -eq 3 ] && [ "$got" = "0:ok:64 1:ok:64 2:failed:" ] && ok ||
     ko "--moe-sample-mb as a sweep axis is the moe_sample_mb column, failed points' too (exit $code, got '$got')"
+
+# --- simrun's options with CSV columns: --placement, --moe-policy, --moe-trace, --moe-trace-step --
+# the same MoE case; --placement and a seeded trace (a path, passed as written) fixed in
+# "options", --moe-policy and --placement varied (a point's own --placement comes after the
+# fixed one, so it wins; the column drops the optional "ep", as simrun writes it), one point on
+# the trace's second step, one that fails (global batch 3) and still says its placement
+"$BUILD/moetrace" -o "$TMP/moe.trace" --workload workloads/moe_21b_32npu.json --top2-share 0.3 \
+    --steps 2 --seed 7 >/dev/null 2>"$TMP/err" || ko "moetrace writes a trace of the 21B MoE"
+cat >"$TMP/placed.json" <<EOF
+{
+  "csv": "$TMP/placed.csv",
+  "platforms": ["platforms/moe_32npu.xml"],
+  "workloads": ["workloads/moe_21b_32npu.json"],
+  "options": ["--placement", "pp-tp-cp-ep-dp", "--moe-trace", "$TMP/moe.trace",
+              "--set", "training.global_batch_size=64"],
+  "vary": {"--moe-policy": ["none", "switch"], "--placement": [false, "tp-cp-ep-dp-pp"]},
+  "points": [{"--moe-trace-step": 1},
+             {"--placement": "dp-tp-cp-pp", "training.global_batch_size": 3}]
+}
+EOF
+"$SWEEP" -j2 "$TMP/placed.json" 2>"$TMP/err"
+code=$?
+got=$(rows "$TMP/placed.csv" >/dev/null 2>"$TMP/err.rows" && $PY -c 'import csv, sys
+print(" ".join(sorted("%s:%s:%s:%s" % (r["placement"], r["moe_policy"], r["moe_trace_step"], r["status"])
+                      for r in csv.DictReader(open(sys.argv[1])))))' "$TMP/placed.csv")
+want="dp-tp-cp-pp:none:0:failed pp-tp-cp-dp:none:0:ok pp-tp-cp-dp:none:1:ok pp-tp-cp-dp:switch:0:ok"
+want="$want tp-cp-dp-pp:none:0:ok tp-cp-dp-pp:switch:0:ok"
+[ $code -eq 3 ] && [ "$got" = "$want" ] && ok ||
+    ko "--placement in options, --moe-policy and --placement varied, --moe-trace-step: the rows' columns (exit $code, got '$got')"
+sum=$(sha256sum "$TMP/moe.trace" | cut -d' ' -f1)
+got=$($PY -c 'import csv, sys
+print(" ".join(sorted(set("%s:%s" % (r["moe_trace"], r["moe_trace_sha256"])
+                          for r in csv.DictReader(open(sys.argv[1]))))))' "$TMP/placed.csv")
+[ "$got" = "$TMP/moe.trace:$sum" ] && ok || ko "every row, the failed one's too, names the trace and its hash (got '$got')"
+printf '{"platforms": ["%s"], "workloads": ["%s"], "options": ["--memory"]}\n' "$P8" "$W8" >"$TMP/mem.json"
+"$SWEEP" -o "$TMP/x.csv" "$TMP/mem.json" 2>"$TMP/err"
+code=$?
+[ $code -eq 2 ] && grep -q 'mem.json: options\[0\]: --memory prints a table .*mem_\* columns' "$TMP/err" &&
+    ok || ko "--memory in options is refused with the reason, exit 2 ($code)"
+
+# --- standard output and output files that cannot be written -----------------------------------
+"$SWEEP" --help >/dev/full 2>"$TMP/err"
+code=$?
+[ $code -eq 4 ] && grep -q "simsweep: cannot write standard output" "$TMP/err" &&
+    ok || ko "simsweep --help > /dev/full fails, exit 4 ($code)"
+"$BUILD/moetrace" --stats "$TMP/moe.trace" >"$TMP/out" 2>"$TMP/err" &&
+    [ "$(wc -l <"$TMP/out")" -eq 25 ] && head -1 "$TMP/out" | grep -q '^step,layer,top2_share,max_over_mean$' &&
+    ok || ko "moetrace --stats prints a row per step and layer"
+"$BUILD/moetrace" --stats "$TMP/moe.trace" >/dev/full 2>"$TMP/err"
+code=$?
+[ $code -eq 4 ] && grep -q "moetrace: cannot write standard output" "$TMP/err" &&
+    ok || ko "moetrace --stats > /dev/full is an output failure, exit 4 ($code)"
+mkdir "$TMP/dir"
+"$BUILD/moetrace" -o "$TMP/dir" --experts 4 --sources 2 --layers 1 --topk 1 --tokens 8 2>"$TMP/err"
+code=$?
+[ $code -eq 4 ] && grep -q -- "dir: -o: is a directory" "$TMP/err" && ! grep -q -- "--moe-trace-out" "$TMP/err" &&
+    ok || ko "moetrace -o DIR names -o, exit 4 ($code)"
 
 # --- refused input --------------------------------------------------------------------------
 printf '{"platforms": ["platforms/test_8npu.xml"], "workloads": ["workloads/small_gpt.json"], "varry": {}}\n' >"$TMP/bad.json"

@@ -129,6 +129,28 @@ static void test_explicit_points(void)
     CU_ASSERT_STRING_EQUAL(joined(&s.points[6], buf, sizeof buf), "--dp-algorithm butterfly");
     sweep_free(&s);
 
+    /* every simrun option with a CSV column, in "options", "vary" and "points"; a
+     * trace file passes as written, as --plan's */
+    rc = load_text("{\"platforms\": [\"@P\"], \"workloads\": [\"@W\"],"
+                   " \"options\": [\"--placement\", \"dp-tp-cp-pp\", \"--allow-large\","
+                   "  \"--moe-trace\", \"traces/t.trace\"],"
+                   " \"vary\": {\"--moe-policy\": [\"none\", \"switch\"],"
+                   "            \"--placement\": [false, \"tp-cp-ep-dp-pp\"]},"
+                   " \"points\": [{\"--moe-trace-step\": 1, \"--allow-large\": true}]}",
+                   &s, &err);
+    CU_ASSERT_EQUAL_FATAL(rc, 0);
+    CU_ASSERT_EQUAL(s.num_points, 5);
+    CU_ASSERT_STRING_EQUAL(joined(&s.points[0], buf, sizeof buf),
+                           "--placement dp-tp-cp-pp --allow-large --moe-trace traces/t.trace "
+                           "--moe-policy none");
+    CU_ASSERT_STRING_EQUAL(joined(&s.points[3], buf, sizeof buf),
+                           "--placement dp-tp-cp-pp --allow-large --moe-trace traces/t.trace "
+                           "--moe-policy switch --placement tp-cp-ep-dp-pp");
+    CU_ASSERT_STRING_EQUAL(joined(&s.points[4], buf, sizeof buf),
+                           "--placement dp-tp-cp-pp --allow-large --moe-trace traces/t.trace "
+                           "--allow-large --moe-trace-step 1");
+    sweep_free(&s);
+
     /* neither: one point per platform x workload */
     rc = load_text("{\"platforms\": [\"@P\"], \"workloads\": [\"@W\"]}", &s, &err);
     CU_ASSERT_EQUAL_FATAL(rc, 0);
@@ -208,6 +230,24 @@ static void test_bad_keys(void)
     expect_bad("{" PW ", \"points\": [{\"planner\": \"All\"}]}", "points[0].planner",
                "one row per planner");
     expect_bad("{" PW ", \"options\": [4]}", "options[0]", "a string");
+    /* simrun's options a sweep may not give, each with its reason */
+    expect_bad("{" PW ", \"vary\": {\"--memory\": [true]}}", "vary.--memory[0]", "mem_*");
+    expect_bad("{" PW ", \"options\": [\"--memory\"]}", "options[0]", "--quiet");
+    expect_bad("{" PW ", \"options\": [\"--progress\"]}", "options[0]", "no progress");
+    expect_bad("{" PW ", \"options\": [\"--help\"]}", "options[0]", "runs nothing");
+    expect_bad("{" PW ", \"points\": [{\"--version\": true}]}", "points[0].--version",
+               "runs nothing");
+    /* --moe-policy all is one row per policy, in any case */
+    expect_bad("{" PW ", \"vary\": {\"--moe-policy\": [\"none\", \"All\"]}}",
+               "vary.--moe-policy[1]", "one row per policy");
+    expect_bad("{" PW ", \"options\": [\"--moe-policy\", \"all\"]}", "options[1]",
+               "one row per policy");
+    expect_bad("{" PW ", \"options\": [\"--moe-trace\"]}", "options[0]", "takes a value");
+    expect_bad("{" PW ", \"vary\": {\"--allow-large\": [1]}}", "vary.--allow-large[0]",
+               "true or false");
+    /* an unknown option's error lists the ones a point can set */
+    expect_bad("{" PW ", \"vary\": {\"--placment\": [\"dp-tp-cp-pp\"]}}", "vary.--placment[0]",
+               "--placement, --moe-policy, --moe-trace, --moe-trace-step");
     /* the file itself: JSON syntax (with the line), duplicate keys, not an object */
     expect_bad("{" PW ",\n \"name\": }", "", "");
     expect_bad("{" PW ", \"name\": \"a\", \"name\": \"b\"}", "", "duplicate");
@@ -272,6 +312,37 @@ static void test_option_kinds(void)
     CU_ASSERT_EQUAL(sweep_option_kind_of("--dp-overlap"), SWEEP_OPT_FLAG);
     CU_ASSERT_EQUAL(sweep_option_kind_of("--cfg=a:b"), SWEEP_OPT_JOINED);
     CU_ASSERT_EQUAL(sweep_option_kind_of("--csv"), SWEEP_OPT_MANAGED);
+    /* every option of simrun --help */
+    const char *values[] = {"--set",
+                            "--planner",
+                            "--plan-out",
+                            "--plan",
+                            "--frontier",
+                            "--schedule",
+                            "--trace",
+                            "--trace-replicas",
+                            "--dp-algorithm",
+                            "--dp-inter-algorithm",
+                            "--dp-radix",
+                            "--ep-alltoall-algorithm",
+                            "--moe-policy",
+                            "--moe-trace",
+                            "--moe-trace-step",
+                            "--moe-sample-mb",
+                            "--placement",
+                            "--dp-bucket-bytes",
+                            "--fold-dp"};
+    for (size_t i = 0; i < sizeof values / sizeof values[0]; i++)
+        CU_ASSERT_EQUAL(sweep_option_kind_of(values[i]), SWEEP_OPT_VALUE);
+    const char *flags[] = {"--dp-overlap", "--shifted-recompute", "--per-rank-flows", "--stages",
+                           "--allow-large"};
+    for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++)
+        CU_ASSERT_EQUAL(sweep_option_kind_of(flags[i]), SWEEP_OPT_FLAG);
+    const char *managed[] = {"--csv",    "--run-id", "--csv-header", "--version",
+                             "--memory", "--quiet",  "--progress",   "--help"};
+    for (size_t i = 0; i < sizeof managed / sizeof managed[0]; i++)
+        CU_ASSERT_EQUAL(sweep_option_kind_of(managed[i]), SWEEP_OPT_MANAGED);
+    CU_ASSERT_EQUAL(sweep_option_kind_of("--log=root.thresh:info"), SWEEP_OPT_JOINED);
     CU_ASSERT_EQUAL(sweep_option_kind_of("--schedule=gpipe"), SWEEP_OPT_UNKNOWN);
     CU_ASSERT_EQUAL(sweep_option_kind_of("--nothing"), SWEEP_OPT_UNKNOWN);
 }

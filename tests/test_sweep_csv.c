@@ -210,6 +210,26 @@ static void test_failure_row(void)
                                 "2,\"simrun: w.json: bad, \"\"very\"\"\"\n");
     free(row);
 
+    /* --placement as simrun writes it: without the optional "ep"; text simrun
+     * refuses as given */
+    const char *orders[][2] = {{"tp-cp-ep-dp-pp", "tp-cp-dp-pp"},
+                               {"pp-ep-dp-tp-cp", "pp-dp-tp-cp"},
+                               {"dp-tp-cp-pp", "dp-tp-cp-pp"},
+                               {"tp--cp", "tp--cp"},
+                               {"tp-cp-", "tp-cp-"}};
+    for (int i = 0; i < 5; i++) {
+        char *placed[] = {"--placement", (char *)orders[i][0]};
+        sweep_point q = p;
+        q.args = placed;
+        q.num_args = 2;
+        row = sweep_failure_row("placement,moe_policy,status", &q, "v1", 1, "e", &len);
+        char expected[64];
+        snprintf(expected, sizeof expected, "%s,none,failed\n", orders[i][1]);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(row);
+        CU_ASSERT_STRING_EQUAL(row, expected);
+        free(row);
+    }
+
     /* the defaults simsweep writes are those simrun writes */
     engine_options eo;
     engine_init_options(&eo);

@@ -9,7 +9,9 @@
  *   moetrace --stats FILE
  * Generator options: --steps S (1), --top2-share X or --zipf S (default:
  * --zipf 0, uniform popularity), --drift D (0), --seed N (1).
- * Exit codes as simrun's: 1 command line, 2 input file, 4 output failure.
+ * Exit codes as simrun's: 1 command line, 2 input file, 4 output failure
+ * (the -o file, or standard output for --stats and --help: moetrace --stats
+ * FILE > /dev/full fails).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -19,6 +21,7 @@
 #include "moe.h"
 #include "moe_trace.h"
 #include "np_error.h"
+#include "np_file.h"
 
 #define MAX_SETS 64
 
@@ -56,6 +59,30 @@ static int parse_number(const char *opt, const char *text, double lo, double hi,
     return 0;
 }
 
+/* Flushes standard output at exit, as simrun does: a table or usage that did
+ * not reach its reader is an output failure.  0 or NP_EXIT_INTERNAL. */
+static int finish_stdout(void)
+{
+    errno = 0;
+    int e = fflush(stdout) != 0 ? (errno ? errno : EIO) : 0;
+    if (!e && ferror(stdout))
+        e = EIO;
+    if (!e)
+        return 0;
+    fprintf(stderr, "moetrace: cannot write standard output: %s\n", strerror(e));
+    return NP_EXIT_INTERNAL;
+}
+
+/* A failure to write the trace, naming -o (moe_trace_write()'s errors name
+ * simrun's option instead). */
+static int write_failed(np_error *err)
+{
+    char buf[1200];
+    snprintf(err->key, sizeof err->key, "-o");
+    fprintf(stderr, "moetrace: %s\n", np_error_format(err, buf, sizeof buf));
+    return err->code;
+}
+
 static int print_stats(const char *path)
 {
     moe_trace t;
@@ -73,7 +100,7 @@ static int print_stats(const char *path)
             printf("%d,%d,%.6f,%.6f\n", s, l, st.top2_share, st.max_over_mean);
         }
     moe_trace_free(&t);
-    return 0;
+    return finish_stdout();
 }
 
 /* Experts, sources, MoE layers, topk and tokens from a workload. */
@@ -109,7 +136,7 @@ int main(int argc, char **argv)
         const char *o = argv[i];
         if (!strcmp(o, "-h") || !strcmp(o, "--help")) {
             fputs(usage, stdout);
-            return 0;
+            return finish_stdout(); /* --help > /dev/full */
         }
         if (i + 1 >= argc)
             return cmdline("%s needs a value", o);
@@ -168,6 +195,9 @@ int main(int argc, char **argv)
         return cmdline("give --workload, or all of --experts, --sources, --layers, --topk and "
                        "--tokens%s",
                        "");
+    np_error err; /* a directory, a missing folder, ...: refused before any work */
+    if (np_file_check_target(out, "-o", NP_FILE_REPLACE, &err))
+        return write_failed(&err);
     if (workload) {
         int rc = from_workload(workload, sets, num_sets, &p);
         if (rc)
@@ -177,12 +207,9 @@ int main(int argc, char **argv)
     char why[256];
     if (moe_trace_generate(&p, &t, why, sizeof why))
         return cmdline("%s", why);
-    np_error err;
     int rc = moe_trace_write(out, &t, &err);
-    if (rc) {
-        char buf[1200];
-        fprintf(stderr, "moetrace: %s\n", np_error_format(&err, buf, sizeof buf));
-    }
+    if (rc)
+        rc = write_failed(&err);
     moe_trace_free(&t);
     return rc;
 }

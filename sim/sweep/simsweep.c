@@ -299,13 +299,29 @@ static int run(args *a, np_error *err)
     return rc;
 }
 
+/* Flushes standard output at exit, as simrun does (sim/cli's finish_stdout):
+ * a listing or --help that did not reach its reader (simsweep --help >
+ * /dev/full) is an output failure, said on stderr.  0 or NP_EXIT_INTERNAL. */
+static int finish_stdout(void)
+{
+    errno = 0;
+    int e = fflush(stdout) != 0 ? (errno ? errno : EIO) : 0;
+    if (!e && ferror(stdout))
+        e = EIO;
+    if (!e)
+        return 0;
+    fprintf(stderr, "simsweep: cannot write standard output: %s\n", strerror(e));
+    return NP_EXIT_INTERNAL;
+}
+
 int main(int argc, char **argv)
 {
     args a = {0};
     int rc = parse_args(argc, argv, &a);
     if (rc >= 0) {
         free(a.positional);
-        return rc;
+        int out = finish_stdout(); /* --help > /dev/full */
+        return rc ? rc : out;
     }
     np_error err;
     np_error_clear(&err);
@@ -315,9 +331,6 @@ int main(int argc, char **argv)
         char buf[1400];
         fprintf(stderr, "simsweep: %s\n", np_error_format(&err, buf, sizeof buf));
     }
-    if (fflush(stdout) != 0 || ferror(stdout)) {
-        fprintf(stderr, "simsweep: cannot write standard output: %s\n", strerror(errno));
-        return rc ? rc : NP_EXIT_INTERNAL;
-    }
-    return rc;
+    int out = finish_stdout();
+    return rc ? rc : out;
 }

@@ -18,49 +18,108 @@
 
 #include "sweep_internal.h"
 
-/* simrun's options (sim/cli), by how they take their value. */
+/* simrun's options (sim/cli, simrun --help), by how they take their value;
+ * the ones a sweep may not give say why.  A value that is a file (--plan,
+ * --moe-trace) is passed as written: relative to the folder simsweep runs
+ * in, as simrun's arguments are. */
 static const struct {
     const char *name;
     sweep_option_kind kind;
+    const char *refused; /* SWEEP_OPT_MANAGED: why a sweep cannot give it */
 } options[] = {
-    {"--planner", SWEEP_OPT_VALUE},
-    {"--schedule", SWEEP_OPT_VALUE},
-    {"--plan", SWEEP_OPT_VALUE},
-    {"--plan-out", SWEEP_OPT_VALUE},
-    {"--frontier", SWEEP_OPT_VALUE},
-    {"--trace", SWEEP_OPT_VALUE},
-    {"--trace-replicas", SWEEP_OPT_VALUE},
-    {"--dp-algorithm", SWEEP_OPT_VALUE},
-    {"--dp-inter-algorithm", SWEEP_OPT_VALUE},
-    {"--dp-radix", SWEEP_OPT_VALUE},
-    {"--ep-alltoall-algorithm", SWEEP_OPT_VALUE},
-    {"--dp-bucket-bytes", SWEEP_OPT_VALUE},
-    {"--fold-dp", SWEEP_OPT_VALUE},
-    {"--moe-sample-mb", SWEEP_OPT_VALUE},
-    {"--set", SWEEP_OPT_VALUE}, /* in "options" only: vary workload keys instead */
-    {"--dp-overlap", SWEEP_OPT_FLAG},
-    {"--per-rank-flows", SWEEP_OPT_FLAG},
-    {"--shifted-recompute", SWEEP_OPT_FLAG},
-    {"--stages", SWEEP_OPT_FLAG},
-    {"--cfg", SWEEP_OPT_JOINED},
-    {"--log", SWEEP_OPT_JOINED},
-    {"--csv", SWEEP_OPT_MANAGED},
-    {"--quiet", SWEEP_OPT_MANAGED},
-    {"--run-id", SWEEP_OPT_MANAGED},
-    {"--csv-header", SWEEP_OPT_MANAGED},
-    {"--version", SWEEP_OPT_MANAGED},
-    {"--help", SWEEP_OPT_MANAGED},
+    {"--planner", SWEEP_OPT_VALUE, NULL},
+    {"--schedule", SWEEP_OPT_VALUE, NULL},
+    {"--plan", SWEEP_OPT_VALUE, NULL},
+    {"--plan-out", SWEEP_OPT_VALUE, NULL},
+    {"--frontier", SWEEP_OPT_VALUE, NULL},
+    {"--trace", SWEEP_OPT_VALUE, NULL},
+    {"--trace-replicas", SWEEP_OPT_VALUE, NULL},
+    {"--dp-algorithm", SWEEP_OPT_VALUE, NULL},
+    {"--dp-inter-algorithm", SWEEP_OPT_VALUE, NULL},
+    {"--dp-radix", SWEEP_OPT_VALUE, NULL},
+    {"--ep-alltoall-algorithm", SWEEP_OPT_VALUE, NULL},
+    {"--dp-bucket-bytes", SWEEP_OPT_VALUE, NULL},
+    {"--fold-dp", SWEEP_OPT_VALUE, NULL},
+    {"--placement", SWEEP_OPT_VALUE, NULL},
+    {"--moe-policy", SWEEP_OPT_VALUE, NULL},
+    {"--moe-trace", SWEEP_OPT_VALUE, NULL},
+    {"--moe-trace-step", SWEEP_OPT_VALUE, NULL},
+    {"--moe-sample-mb", SWEEP_OPT_VALUE, NULL},
+    {"--set", SWEEP_OPT_VALUE, NULL}, /* in "options" only: vary workload keys instead */
+    {"--dp-overlap", SWEEP_OPT_FLAG, NULL},
+    {"--per-rank-flows", SWEEP_OPT_FLAG, NULL},
+    {"--shifted-recompute", SWEEP_OPT_FLAG, NULL},
+    {"--stages", SWEEP_OPT_FLAG, NULL},
+    {"--allow-large", SWEEP_OPT_FLAG, NULL},
+    {"--cfg", SWEEP_OPT_JOINED, NULL},
+    {"--log", SWEEP_OPT_JOINED, NULL},
+    {"--csv", SWEEP_OPT_MANAGED, "simsweep sets --csv itself (the sweep's \"csv\" or -o)"},
+    {"--quiet", SWEEP_OPT_MANAGED, "simsweep sets --quiet itself"},
+    {"--run-id", SWEEP_OPT_MANAGED, "simsweep sets --run-id itself (the point's run id)"},
+    {"--memory", SWEEP_OPT_MANAGED,
+     "--memory prints a table and simsweep runs simrun with --quiet, which refuses it; the "
+     "CSV's mem_* columns hold the fullest stage's memory"},
+    {"--progress", SWEEP_OPT_MANAGED,
+     "simsweep runs simrun with --quiet, which shows no progress; simsweep reports its own"},
+    {"--csv-header", SWEEP_OPT_MANAGED, "--csv-header prints the header and runs nothing"},
+    {"--version", SWEEP_OPT_MANAGED, "--version prints simrun's version and runs nothing"},
+    {"--help", SWEEP_OPT_MANAGED, "--help prints simrun's usage and runs nothing"},
 };
 #define NUM_OPTIONS (int)(sizeof options / sizeof options[0])
 
-sweep_option_kind sweep_option_kind_of(const char *arg)
+/* The entry of arg ("--name" or "--name=VALUE"), or -1. */
+static int option_index(const char *arg)
 {
     size_t n = strcspn(arg, "=");
     for (int i = 0; i < NUM_OPTIONS; i++)
         if (strlen(options[i].name) == n && strncmp(arg, options[i].name, n) == 0)
-            return arg[n] == '=' && options[i].kind != SWEEP_OPT_JOINED ? SWEEP_OPT_UNKNOWN
-                                                                        : options[i].kind;
-    return SWEEP_OPT_UNKNOWN;
+            return i;
+    return -1;
+}
+
+sweep_option_kind sweep_option_kind_of(const char *arg)
+{
+    int i = option_index(arg);
+    if (i < 0)
+        return SWEEP_OPT_UNKNOWN;
+    return arg[strcspn(arg, "=")] == '=' && options[i].kind != SWEEP_OPT_JOINED ? SWEEP_OPT_UNKNOWN
+                                                                                : options[i].kind;
+}
+
+/* Why a sweep may not give arg (a SWEEP_OPT_MANAGED option). */
+static const char *refusal(const char *arg)
+{
+    int i = option_index(arg);
+    return i >= 0 && options[i].refused ? options[i].refused : "simsweep sets it itself";
+}
+
+/* "--planner, --schedule, ..., --cfg": the options a point can set, for the
+ * error naming an unknown one. */
+static const char *settable_options(void)
+{
+    static char list[1024];
+    if (!list[0])
+        for (int i = 0; i < NUM_OPTIONS; i++)
+            if ((options[i].kind == SWEEP_OPT_VALUE || options[i].kind == SWEEP_OPT_FLAG ||
+                 strcmp(options[i].name, "--cfg") == 0) &&
+                strcmp(options[i].name, "--set") != 0)
+                snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s",
+                         list[0] ? ", " : "", options[i].name);
+    return list;
+}
+
+/* Option values that make simrun write more than one row: a point is one. */
+static const char *many_rows(const char *option, const char *value)
+{
+    if (strcasecmp(value, "all") != 0) /* simrun matches names in any case */
+        return NULL;
+    if (strcmp(option, "--planner") == 0)
+        return "--planner all writes one row per planner, a point is one row: vary "
+               "\"--planner\" over the planners' names";
+    if (strcmp(option, "--moe-policy") == 0)
+        return "--moe-policy all writes one row per policy, a point is one row: vary "
+               "\"--moe-policy\" over the policies' names";
+    return NULL;
 }
 
 static const char *const top_keys[] = {"name",      "description", "csv",    "platforms",
@@ -131,24 +190,18 @@ static int check_point_value(const char *path, const char *where, const char *ke
     if (kind == SWEEP_OPT_JOINED && strcmp(key, "--cfg") != 0)
         kind = SWEEP_OPT_UNKNOWN; /* --log: logging, not a point's identity */
     if (kind == SWEEP_OPT_MANAGED)
-        return FAIL(err, path, where, "simsweep sets %s itself", key);
+        return FAIL(err, path, where, "%s", refusal(key));
     if (kind == SWEEP_OPT_UNKNOWN || strcmp(key, "--set") == 0)
         return FAIL(err, path, where,
-                    "not a simrun option a point can set; expected one of --planner, --schedule, "
-                    "--plan, --plan-out, --frontier, --trace, --trace-replicas, --dp-algorithm, "
-                    "--dp-inter-algorithm, --dp-radix, --ep-alltoall-algorithm, "
-                    "--dp-bucket-bytes, --fold-dp, --moe-sample-mb, --dp-overlap, "
-                    "--per-rank-flows, --shifted-recompute, --stages, --cfg, or a workload "
-                    "key");
+                    "not a simrun option a point can set; expected one of %s, or a workload key",
+                    settable_options());
     if (kind == SWEEP_OPT_FLAG && !json_is_boolean(v))
         return fail_type(err, path, where, "true or false (a flag)", v);
     if (kind != SWEEP_OPT_FLAG && !(json_is_string(v) || json_is_number(v) || json_is_false(v)))
         return fail_type(err, path, where, "a string or a number (or false to omit it)", v);
-    if (strcmp(key, "--planner") == 0 && json_is_string(v) &&
-        !strcasecmp(json_string_value(v), "all"))
-        return FAIL(err, path, where,
-                    "--planner all writes one row per planner, a point is one row: vary "
-                    "\"--planner\" over the planners' names");
+    const char *why = json_is_string(v) ? many_rows(key, json_string_value(v)) : NULL;
+    if (why)
+        return FAIL(err, path, where, "%s", why);
     return 0;
 }
 
@@ -189,7 +242,7 @@ static int check_fixed_options(const char *path, const json_t *v, np_error *err)
         const char *a = json_string_value(e);
         sweep_option_kind kind = strncmp(a, "--", 2) == 0 ? sweep_option_kind_of(a) : 0;
         if (kind == SWEEP_OPT_MANAGED)
-            return FAIL(err, path, where, "simsweep sets %s itself", a);
+            return FAIL(err, path, where, "%s", refusal(a));
         if (kind == SWEEP_OPT_UNKNOWN)
             return FAIL(err, path, where,
                         "'%s' is not a simrun option (\"options\" holds options and their "
@@ -203,9 +256,11 @@ static int check_fixed_options(const char *path, const json_t *v, np_error *err)
             return FAIL(err, path, where, "%s takes a value: the next string of the array", a);
         const char *value = json_string_value(json_array_get(v, i));
         snprintf(where, sizeof where, "options[%zu]", i);
-        if ((strcmp(a, "--planner") == 0 && strcasecmp(value, "all") == 0) ||
-            (strcmp(a, "--set") == 0 &&
-             (strcasecmp(value, "planner=all") == 0 || strcasecmp(value, "planner=\"all\"") == 0)))
+        const char *why = many_rows(a, value);
+        if (why)
+            return FAIL(err, path, where, "%s", why);
+        if (strcmp(a, "--set") == 0 &&
+            (strcasecmp(value, "planner=all") == 0 || strcasecmp(value, "planner=\"all\"") == 0))
             return FAIL(err, path, where,
                         "planner all writes one row per planner, a point is "
                         "one row: vary \"--planner\" over the planners' names");

@@ -84,7 +84,28 @@ typedef struct identity {
     const char *value[NUM_OPTION_COLUMNS]; /* by option_columns, NULL: not given */
     char *overrides, *cfg;
     char sha[NP_SHA256_HEX_SIZE], trace_sha[NP_SHA256_HEX_SIZE];
+    char placement[64]; /* --placement as simrun writes it */
 } identity;
+
+/* --placement's order as simrun's column has it (placement_name(): the four
+ * dimensions, without the optional "ep", which only says where the expert
+ * groups lie): "tp-cp-ep-dp-pp" is written "tp-cp-dp-pp".  Any other text is
+ * kept as given. */
+static const char *placement_column(const char *order, char *buf, size_t size)
+{
+    size_t n = 0;
+    for (const char *w = order;; w++) {
+        size_t len = strcspn(w, "-");
+        if (len == 0 || n + len + 2 > size) /* "tp--cp", "tp-", "": simrun refuses it */
+            return order;
+        if (!(len == 2 && strncmp(w, "ep", 2) == 0))
+            n += (size_t)snprintf(buf + n, size - n, "%s%.*s", n ? "-" : "", (int)len, w);
+        w += len;
+        if (!*w)
+            break;
+    }
+    return n ? buf : order;
+}
 
 static int read_identity(const sweep_point *p, identity *id)
 {
@@ -105,6 +126,8 @@ static int read_identity(const sweep_point *p, identity *id)
                 id->value[k] = kind == SWEEP_OPT_FLAG ? "1" : value;
     }
     for (int k = 0; k < NUM_OPTION_COLUMNS; k++) { /* an unreadable file: no hash */
+        if (id->value[k] && strcmp(option_columns[k].column, "placement") == 0)
+            id->value[k] = placement_column(id->value[k], id->placement, sizeof id->placement);
         if (id->value[k] && strcmp(option_columns[k].column, "plan_file") == 0)
             (void)np_sha256_file(id->value[k], id->sha);
         if (id->value[k] && strcmp(option_columns[k].column, "moe_trace") == 0)
