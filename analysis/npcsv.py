@@ -9,6 +9,12 @@ value is ever filled in silently.  Rows whose status column (simsweep's
 sweeps, docs/csv-format.md) is not "ok" are the rows of failed points, with
 no results: they are left out, and a line on stderr says how many.
 
+Writing: save() takes the figure's file name from -o (check_output: a .png,
+.pdf or .svg file in a directory that exists, not a directory), writes a
+temporary file next to it and renames it over the name when complete, so a
+failure leaves no partial file; a bad name is an InputError naming the option
+and the path.
+
 Plotting: matplotlib with the Agg backend (no display needed).  Debian's
 python3-matplotlib is what scripts/install-deps.sh installs, for
 /usr/bin/python3; another python3 first on PATH may not see it, which is why
@@ -18,6 +24,7 @@ the scripts start with #!/usr/bin/python3 and the error says so.
 import csv
 import os
 import sys
+import tempfile
 
 EXIT_INPUT = 2
 
@@ -120,14 +127,55 @@ def pyplot():
     return plt
 
 
-def save(fig, path):
+# The figure formats the output may name; its extension picks the format.
+FORMATS = (".png", ".pdf", ".svg")
+
+
+def check_output(path, option="-o"):
+    """The format of the figure file path names ('png', 'pdf' or 'svg'), or an
+    InputError naming option and path: a directory, a name without one of
+    FORMATS' extensions (out.csv, myplot) and a directory that does not exist
+    are refused before anything is written."""
+    name = f"{option} {path}" if option else path
+    if os.path.isdir(path):
+        raise InputError(f"{name}: is a directory, expected a .png, .pdf or .svg file")
+    extension = os.path.splitext(path)[1].lower()
+    if extension not in FORMATS:
+        raise InputError(f"{name}: expected a .png, .pdf or .svg file "
+                         "(the extension picks the format)")
     directory = os.path.dirname(path) or "."
     if not os.path.isdir(directory):
-        raise InputError(f"{path}: cannot write: directory '{directory}' does not exist")
+        raise InputError(f"{name}: cannot write: directory '{directory}' does not exist")
+    return extension[1:]
+
+
+def save(fig, path, option="-o", dpi=120, bbox_inches="tight"):
+    """Writes fig to path (check_output first): to a temporary file next to
+    it, renamed over path once complete, so that a failure leaves no partial
+    file (and an earlier figure at path intact).  option names the
+    command-line option of path in messages (None: the path alone)."""
+    fmt = check_output(path, option)
+    name = f"{option} {path}" if option else path
+    target = os.path.realpath(path)  # a symbolic link is written through
+    tmp = None
     try:
-        fig.savefig(path, dpi=120, bbox_inches="tight")
+        fd, tmp = tempfile.mkstemp(dir=os.path.dirname(target),
+                                   prefix=f".{os.path.basename(target)}.", suffix=".tmp")
+        os.close(fd)
+        fig.savefig(tmp, format=fmt, dpi=dpi, bbox_inches=bbox_inches)
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)  # mkstemp's 0600, as open() would have made it
+        os.replace(tmp, target)
+        tmp = None
     except OSError as e:
-        raise InputError(f"{path}: cannot write: {e.strerror}") from None
+        raise InputError(f"{name}: cannot write: {e.strerror or e}") from None
+    finally:
+        if tmp is not None:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
 
 
 def short_name(path):

@@ -261,7 +261,8 @@ def plot(table, args):
 def run():
     ap = argparse.ArgumentParser(description="Pareto frontier of plans, time vs memory.")
     ap.add_argument("csv", help="frontier CSV (columns in analysis/README.md)")
-    ap.add_argument("-o", "--output", required=True, help="PNG file to write")
+    ap.add_argument("-o", "--output", required=True,
+                    help="figure to write: a .png, .pdf or .svg file")
     ap.add_argument("--group", help="column whose values get separate frontiers")
     ap.add_argument("--title", help="figure title; name the workload and platform (the "
                     "frontier CSV does not record them)")
@@ -274,6 +275,7 @@ def run():
     ap.add_argument("--linear", action="store_true",
                     help="a linear time axis even where times span two decades")
     args = ap.parse_args()
+    npcsv.check_output(args.output)  # before reading: a bad -o writes nothing
     table = npcsv.read_table(args.csv, COLUMNS + ([args.group] if args.group else []))
     plot(table, args)
 

@@ -9,55 +9,35 @@ and step, and draws three panels, each the mean over the steps with the
 smallest and largest step as error bars: the iteration time, the
 all-to-all time next to the expert copies' broadcasts and reductions, and
 the wasted work (padding FLOPs, and the share of assignments dropped).
-Prints the per-policy means as a table.  Exit 2 on bad input, naming the
-file.
+Prints the per-policy means as a table.  PNG may also name a .pdf or .svg
+file.  Exit 2 on bad input, naming the file (npcsv, analysis/README.md).
 """
 
-import csv
-import sys
+import argparse
 
-try:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-except ImportError:
-    sys.exit("plot_moe_policies.py: matplotlib is missing: run it with /usr/bin/python3 "
-             "(Debian's python3-matplotlib, scripts/install-deps.sh)")
+import npcsv
 
 POLICIES = ["none", "switch", "fastermoe", "efficientmoe"]
-NEEDED = ["workload", "platform", "moe_policy", "trace_step", "iteration_s", "moe_alltoall_s",
-          "moe_copy_s", "moe_padding_flops", "moe_dropped_tokens", "moe_assignments",
-          "peak_bytes"]
-
-
-def fail(msg):
-    print("plot_moe_policies.py: " + msg, file=sys.stderr)
-    sys.exit(2)
+NUMBERS = ["trace_step", "iteration_s", "moe_alltoall_s", "moe_copy_s", "moe_padding_flops",
+           "moe_dropped_tokens", "moe_assignments", "peak_bytes"]
+NEEDED = ["workload", "platform", "moe_policy"] + NUMBERS
 
 
 def read(path):
-    try:
-        with open(path, newline="") as f:
-            rows = list(csv.DictReader(f))
-    except OSError as e:
-        fail("%s: cannot read: %s" % (path, e.strerror))
-    if not rows:
-        fail("%s: no rows" % path)
-    for c in NEEDED:
-        if c not in rows[0]:
-            fail("%s: no column '%s'" % (path, c))
+    """(workload, platform, {policy: [{column: value}, one per row]})."""
+    table = npcsv.read_table(path, NEEDED)
     data = {}
-    for n, r in enumerate(rows, start=2):
+    for i, r in enumerate(table.rows):
         p = r["moe_policy"]
         if p not in POLICIES:
-            fail("%s:%d: moe_policy '%s', expected one of %s" % (path, n, p, ", ".join(POLICIES)))
-        try:
-            v = {c: float(r[c]) for c in NEEDED[3:]}
-        except ValueError:
-            fail("%s:%d: a number is missing in %s" % (path, n, ", ".join(NEEDED[3:])))
+            raise npcsv.InputError(f"{path}:{table.lines[i]}: column 'moe_policy': '{p}', "
+                                   f"expected one of {', '.join(POLICIES)}")
+        v = {c: table.number(i, c) for c in NUMBERS}
+        if not v["moe_assignments"] > 0:  # the dropped share divides by it
+            raise npcsv.InputError(f"{path}:{table.lines[i]}: column 'moe_assignments': "
+                                   f"expected a positive number, got '{r['moe_assignments']}'")
         data.setdefault(p, []).append(v)
-    return rows[0]["workload"], rows[0]["platform"], data
+    return table.rows[0]["workload"], table.rows[0]["platform"], data
 
 
 def stats(values):
@@ -65,10 +45,22 @@ def stats(values):
     return m, m - min(values), max(values) - m
 
 
-def main():
-    if len(sys.argv) not in (3, 4):
-        fail("usage: plot_moe_policies.py CSV PNG [TRACE_AND_STEPS]")
-    workload, platform, data = read(sys.argv[1])
+def run():
+    ap = argparse.ArgumentParser(
+        description="The MoE policies compared: iteration time, all-to-all and copy time, "
+        "padding and dropped assignments, each the mean over the trace steps with the "
+        "smallest and largest step as error bars; prints the means as a table.")
+    ap.add_argument("csv", metavar="CSV", help="simrun --csv rows with a trace_step column "
+                    "appended, one row per policy and step (scripts/moe_experiment.sh)")
+    ap.add_argument("png", metavar="PNG", help="figure to write: a .png, .pdf or .svg file")
+    ap.add_argument("trace_and_steps", nargs="?", metavar="TRACE_AND_STEPS",
+                    default="skewed trace (top-2 share 0.7), mean of steps 1-4",
+                    help="the title's description of the trace and steps (default: the "
+                    "21B experiment's, '%(default)s')")
+    args = ap.parse_args()
+    npcsv.check_output(args.png, None)  # before reading: a bad PNG name writes nothing
+    workload, platform, data = read(args.csv)
+    plt = npcsv.pyplot()
     names = [p for p in POLICIES if p in data]
     fig, ax = plt.subplots(1, 3, figsize=(15, 4.6))
     x = range(len(names))
@@ -106,10 +98,9 @@ def main():
         a.set_xticks(list(x))
         a.set_xticklabels(names)
         a.set_xlabel("MoE policy")
-    what = sys.argv[3] if len(sys.argv) == 4 else "skewed trace (top-2 share 0.7), mean of steps 1-4"
-    fig.suptitle("MoE policies: %s on %s, %s" % (workload, platform, what))
+    fig.suptitle("MoE policies: %s on %s, %s" % (workload, platform, args.trace_and_steps))
     fig.tight_layout()
-    fig.savefig(sys.argv[2], dpi=110)
+    npcsv.save(fig, args.png, None, dpi=110, bbox_inches=None)
     print("policy        iter_s   a2a_s  copy_s  padding_PFLOP  dropped_%  peak_GB")
     for i, p in enumerate(names):
         peak = sum(r["peak_bytes"] for r in data[p]) / len(data[p]) / 1e9
@@ -118,4 +109,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    npcsv.main("plot_moe_policies", run)

@@ -175,12 +175,14 @@ def run():
     ap = argparse.ArgumentParser(description="Iteration time (with speed-up), bubble and peak "
                                  "memory per planner, one row of panels per configuration.")
     ap.add_argument("csv", help="results CSV written by simrun --csv")
-    ap.add_argument("-o", "--output", required=True, help="PNG file to write")
+    ap.add_argument("-o", "--output", required=True,
+                    help="figure to write: a .png, .pdf or .svg file")
     ap.add_argument("--baseline", default="megatron",
                     help="planner the speed-ups are relative to (default: megatron)")
     ap.add_argument("--where", action="append", metavar="COLUMN=VALUE",
                     help="keep only rows where COLUMN equals VALUE (repeatable)")
     args = ap.parse_args()
+    npcsv.check_output(args.output)  # before reading: a bad -o writes nothing
     table = npcsv.read_table(args.csv, COLUMNS)
     plot(table, args.baseline, args.output, npcsv.parse_where(table, args.where))
 

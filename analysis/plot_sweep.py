@@ -169,8 +169,10 @@ def run():
                     help="start the y axis at Y in the axis' unit (e.g. 0), not at the data")
     ap.add_argument("--title", help="figure title (default: 'Y vs X' in words); the "
                     "workloads and platforms drawn are always named under it")
-    ap.add_argument("-o", "--output", required=True, help="PNG file to write")
+    ap.add_argument("-o", "--output", required=True,
+                    help="figure to write: a .png, .pdf or .svg file")
     args = ap.parse_args()
+    npcsv.check_output(args.output)  # before reading: a bad -o writes nothing
     needed = [args.x, args.y] + ([args.group] if args.group else [])
     table = npcsv.read_table(args.csv, needed)
     rows = npcsv.parse_where(table, args.where)

@@ -116,6 +116,102 @@ expect_error "frontier bad feasible" "column 'feasible'" plot_frontier.py "$TMP/
 expect_error "frontier feasible without time" "notime.csv:2: column 'iteration_s'" \
     plot_frontier.py "$TMP/notime.csv" -o "$TMP/bad.png"
 
+# ---- plot_moe_policies.py, and the output name ----------------------------------
+# Two steps of results/moe/policies.csv (four policies each).
+head -1 results/moe/policies.csv >"$TMP/moe.csv"
+grep -E ',[12]$' results/moe/policies.csv >>"$TMP/moe.csv"
+expect_png moe_policies "$TMP/m.png" plot_moe_policies.py "$TMP/moe.csv" "$TMP/m.png" "two steps"
+grep -q "^efficientmoe " "$TMP/out" && ok || ko "plot_moe_policies prints the table of means"
+awk -F, 'BEGIN { OFS = "," } NR == 1 { for (i = 1; i <= NF; i++) if ($i == "moe_policy") c = i }
+    NR == 2 { $c = "sometimes" } { print }' "$TMP/moe.csv" >"$TMP/moe_policy.csv"
+expect_error "moe unknown policy" "moe_policy.csv:2: column 'moe_policy': 'sometimes'" \
+    plot_moe_policies.py "$TMP/moe_policy.csv" "$TMP/bad.png"
+expect_error "moe missing column" "cols.csv: missing column" plot_moe_policies.py "$TMP/cols.csv" \
+    "$TMP/bad.png"
+
+# A name that is not a .png/.pdf/.svg file, or an existing directory, is refused
+# by all four scripts before anything is drawn (matplotlib itself would stop
+# with a traceback on out.csv, and write somedir.png and myplot.png).
+# expect_no_figure NAME TEXT SCRIPT ARGS...: non-zero exit, one line on stderr
+# containing TEXT, no traceback, nothing written in $TMP/o (only the empty
+# directory somedir).
+expect_no_figure() {
+    name=$1 text=$2 script=$3
+    shift 3
+    rm -rf "$TMP/o" && mkdir -p "$TMP/o/somedir"
+    "$PYTHON" "analysis/$script" "$@" >"$TMP/out" 2>"$TMP/err"
+    got=$?
+    files=$(cd "$TMP/o" && find . ! -name . ! -name somedir)
+    if [ "$got" -eq 0 ]; then
+        ko "$name: exit 0, expected an error"
+    elif grep -q Traceback "$TMP/err"; then
+        ko "$name: Python traceback"
+    elif [ "$(wc -l <"$TMP/err")" -ne 1 ] || ! grep -q -F -- "$text" "$TMP/err"; then
+        ko "$name: stderr is not one line containing '$text'"
+    elif [ -n "$files" ]; then
+        ko "$name: wrote $files"
+    else
+        ok
+    fi
+}
+for out in "$TMP/o/out.csv" "$TMP/o/somedir" "$TMP/o/myplot"; do
+    what=$(basename "$out")
+    expect_no_figure "planners -o $what" "-o $out: " plot_planners.py "$R" -o "$out"
+    expect_no_figure "sweep -o $what" "-o $out: " plot_sweep.py "$S" --x num_micro_batches \
+        --y iteration_s --group recompute -o "$out"
+    expect_no_figure "frontier -o $what" "-o $out: " plot_frontier.py "$F" -o "$out"
+    expect_no_figure "moe_policies PNG $what" "$out: " plot_moe_policies.py "$TMP/moe.csv" "$out"
+done
+expect_no_figure "sweep -o out.csv says what is expected" \
+    "-o $TMP/o/out.csv: expected a .png, .pdf or .svg file" \
+    plot_sweep.py "$S" --x num_micro_batches --y iteration_s --agg min -o "$TMP/o/out.csv"
+expect_no_figure "sweep -o somedir says it is a directory" "-o $TMP/o/somedir: is a directory" \
+    plot_sweep.py "$S" --x num_micro_batches --y iteration_s --agg min -o "$TMP/o/somedir"
+if "$PYTHON" analysis/plot_sweep.py "$S" --x num_micro_batches --y iteration_s --agg min \
+    -o "$TMP/s.svg" >"$TMP/out" 2>"$TMP/err" && grep -q "<svg" "$TMP/s.svg"
+then ok; else ko "sweep -o s.svg writes an SVG"; fi
+for s in plot_planners.py plot_sweep.py plot_frontier.py plot_moe_policies.py; do
+    if "$PYTHON" "analysis/$s" --help >"$TMP/out" 2>"$TMP/err" && grep -q "^usage:" "$TMP/out"
+    then ok; else ko "$s --help: exit 0 with the usage on stdout"; fi
+done
+# The shared helper refuses such names itself (not only the scripts' early
+# check), and a figure that fails halfway leaves no partial file, and an
+# earlier figure of the same name intact.
+if "$PYTHON" - "$TMP" <<'EOF' 2>"$TMP/err"
+import os, sys
+sys.path.insert(0, "analysis")
+import npcsv
+T = sys.argv[1]
+fig = npcsv.pyplot().figure()
+for name in ("x.csv", "x", ""):
+    path = os.path.join(T, name)
+    try:
+        npcsv.save(fig, path)
+    except npcsv.InputError as e:
+        assert str(e).startswith(f"-o {path}: "), e
+    else:
+        raise AssertionError(f"save wrote {path}")
+    assert not os.path.exists(path + ".png"), path + ".png"
+os.mkdir(os.path.join(T, "half"))
+old = os.path.join(T, "half", "old.png")
+with open(old, "wb") as f:
+    f.write(b"earlier figure")
+def broken(path, **kw):
+    with open(path, "wb") as f:
+        f.write(b"\x89PNG half")
+    raise OSError(28, "No space left on device")
+fig.savefig = broken
+try:
+    npcsv.save(fig, old)
+except npcsv.InputError as e:
+    assert str(e) == f"-o {old}: cannot write: No space left on device", e
+else:
+    raise AssertionError("no error")
+assert os.listdir(os.path.join(T, "half")) == ["old.png"], os.listdir(os.path.join(T, "half"))
+assert open(old, "rb").read() == b"earlier figure"
+EOF
+then ok; else ko "npcsv.save refuses bad names and leaves no partial file"; fi
+
 # ---- what the figures say: labels, titles, panels, cut, log axes ---------------
 expect_png frontier_devices "$TMP/d.png" plot_frontier.py $D/frontier_devices.csv -o "$TMP/d.png"
 expect_png frontier_one_count "$TMP/e.png" plot_frontier.py $D/frontier_devices.csv --devices 16 \
