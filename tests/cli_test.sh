@@ -53,6 +53,10 @@ if tail -1 "$TMP/r.csv" | grep -q 'micro_batch_size=2'; then ok; else ko "--csv 
 if [ "$(awk -F, 'NR>1{print $14}' "$TMP/p.csv" | sort -u | wc -l)" -eq 1 ] &&
     [ "$(wc -l <"$TMP/p.csv")" -eq 3 ]; then ok; else ko "--plan replays a --plan-out plan"; fi
 expect_error "plan for another model" 2 "num_layers" --plan "$TMP/plan.json" --set num_layers=12 "$P8" "$W8"
+expect_error "--schedule against a plan" 1 "is replayed with its own schedule" --plan "$TMP/plan.json" \
+    --schedule zb-h1 "$P8" "$W8"
+expect_error "--set of a key a plan fixes" 1 "fixes recompute_granularity" --plan "$TMP/plan.json" \
+    --set training.recompute_granularity=full "$P8" "$W8"
 expect_error "plan for another batch" 2 "global_batch_size" --plan "$TMP/plan.json" --set global_batch_size=32 \
     "$P8" "$W8"
 

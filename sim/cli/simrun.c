@@ -331,6 +331,42 @@ static int blame_plan_sizes(const cli *c, const job *j, const plan *pl, int rc, 
                         sizes[blamed].value, sizes[blamed].own, reason);
 }
 
+/* What a saved plan fixes and a --set would change in vain: the plan's
+ * schedule, recompute, micro-batching and chunks are replayed as saved, so
+ * --schedule or a --set of one of these keys is refused (else the CSV's
+ * overrides column would name a setting the run did not have). */
+static int check_plan_overrides(const cli *c, const plan *pl, np_error *err)
+{
+    static const char *const fixed[] = {"schedule",         "recompute_granularity",
+                                        "recompute_method", "recompute_num_layers",
+                                        "micro_batch_size", "virtual_pipeline_model_parallel_size"};
+    if (c->schedule && wl_schedule_by_name(c->schedule) != (int)pl->schedule)
+        return np_error_set(err, NP_EXIT_USAGE, "<command line>", "--schedule", 0,
+                            "%s: the plan %s is replayed with its own schedule, %s; drop "
+                            "--schedule or plan again (--plan-out)",
+                            c->schedule, c->plan_in, wl_schedule_name(pl->schedule));
+    for (int i = 0; i < c->num_overrides; i++) {
+        const char *set = c->overrides[i], *eq = strchr(set, '=');
+        size_t n = eq ? (size_t)(eq - set) : strlen(set);
+        const char *dot = memchr(set, '.', n), *key = set;
+        if (dot) { /* training.recompute_granularity: the last part */
+            const char *last = set;
+            for (const char *p = set; p < set + n; p++)
+                if (*p == '.')
+                    last = p + 1;
+            key = last;
+            n -= (size_t)(last - set);
+        }
+        for (size_t k = 0; k < sizeof fixed / sizeof fixed[0]; k++)
+            if (strlen(fixed[k]) == n && strncmp(key, fixed[k], n) == 0)
+                return np_error_set(err, NP_EXIT_USAGE, "<command line>", "--set", 0,
+                                    "%s: the plan %s fixes %s (it is replayed as saved); drop "
+                                    "the --set or plan again (--plan-out)",
+                                    set, c->plan_in, fixed[k]);
+    }
+    return 0;
+}
+
 /* A saved plan must train the workload's batch (tokens/s and the CSV come
  * from it), fill the platform, stay within the size bound, suit the workload
  * (blame_plan_sizes), name only recompute units its layers have, and fit in
@@ -406,7 +442,7 @@ static int run_job(cli *c, job *j, np_error *err)
             return np_error_set(err, NP_EXIT_INPUT, c->plan_in, "", 0, "cannot read: %s",
                                 strerror(e));
         }
-        if (!(rc = check_saved_plan(c, j, &pl, err)) &&
+        if (!(rc = check_plan_overrides(c, &pl, err)) && !(rc = check_saved_plan(c, j, &pl, err)) &&
             !(rc = c->shifted_recompute ? shift_recompute(j, &pl, err) : 0))
             rc = simulate_and_report(c, j, &pl, err);
         plan_free(&pl);
