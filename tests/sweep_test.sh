@@ -75,10 +75,10 @@ EOF
 
 "$SIMRUN" --version >"$TMP/out" 2>"$TMP/err" && grep -q '^simrun [^ ]' "$TMP/out" && ok || ko "simrun --version"
 # the identity columns: --run-id, the options, the plan's hash, --cfg
-"$SIMRUN" --quiet --csv "$TMP/id.csv" --plan-out "$TMP/plan.json" "$P8" "$W8" 2>"$TMP/err" &&
+"$SIMRUN" --quiet --csv "$TMP/id.csv" --set recompute_granularity=full --plan-out "$TMP/plan.json" \
+    "$P8" "$W8" 2>"$TMP/err" &&
     "$SIMRUN" --quiet --csv "$TMP/id.csv" --run-id my.run-1 --plan "$TMP/plan.json" --dp-algorithm butterfly \
-        --dp-radix 2 --dp-overlap --shifted-recompute --set recompute_granularity=full \
-        --cfg=network/crosstraffic:0 "$P8" "$W8" 2>>"$TMP/err"
+        --dp-radix 2 --dp-overlap --shifted-recompute --cfg=network/crosstraffic:0 "$P8" "$W8" 2>>"$TMP/err"
 first=$($PY -c 'import csv,sys; print(list(csv.DictReader(open(sys.argv[1])))[0]["run_id"])' "$TMP/id.csv")
 sum=$(sha256sum "$TMP/plan.json" | cut -d' ' -f1)
 if echo "$first" | grep -q '^[0-9a-f]\{16\}$' && [ "$(rows "$TMP/id.csv" my.run-1 plan_sha256)" = "$sum" ] &&
