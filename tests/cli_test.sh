@@ -76,6 +76,8 @@ done
 expect_error "fold with overlap" 1 "dp-overlap" --dp-overlap --fold-dp 2 platforms/test_64npu.xml \
     "$W8" --set data_parallel_size=16
 expect_error "overlap with async PipeDream" 1 "PipeDream" --dp-overlap --schedule pipedream "$P8" "$W8"
+expect_error "buckets too small to simulate" 1 "<command line>: --dp-bucket-bytes: 1-byte buckets" \
+    --dp-overlap --dp-bucket-bytes 1 "$P8" "$W8"
 expect_error "infinite bucket" 1 "dp-bucket-bytes" --dp-overlap --dp-bucket-bytes inf "$P8" "$W8"
 
 # --- bad command line ---------------------------------------------------------

@@ -50,7 +50,25 @@ static int check(const cli *c, const job *j, const plan *pl, const char *source,
     engine_estimate_platform(&j->pf, &j->cm, pl, &eo, &e);
     engine_limits l;
     limits_of(c, &l);
-    return engine_check_estimate(&e, &l, source, key, what, err);
+    int rc = engine_check_estimate(&e, &l, source, key, what, err);
+    if (rc && eo.dp_overlap && eo.dp_bucket_bytes > 0) {
+        /* The buckets may be what makes it large: blame --dp-bucket-bytes
+         * when Megatron's default bucket keeps the run within the bound. */
+        engine_options defaults = eo;
+        defaults.dp_bucket_bytes = 0.0;
+        engine_estimate d;
+        engine_estimate_platform(&j->pf, &j->cm, pl, &defaults, &d);
+        np_error ignored;
+        if (engine_check_estimate(&d, &l, source, key, what, &ignored) == 0) {
+            char why[64];
+            snprintf(why, sizeof why, "%.6g-byte buckets", eo.dp_bucket_bytes);
+            engine_check_estimate(&e, &l, "<command line>", "--dp-bucket-bytes", why, err);
+            rc = NP_EXIT_USAGE; /* an option's value, as other usage errors */
+            if (err)
+                err->code = rc;
+        }
+    }
+    return rc;
 }
 
 int check_workload_size(const cli *c, const job *j, np_error *err)
