@@ -321,12 +321,17 @@ static void test_bad_platforms_are_input_errors_naming_the_problem(void)
         {"platform_fat_tree_too_large.xml", "topo_parameters", 5, "at least 8e+06 hosts"},
         {"platform_no_hosts.xml", "", 0, "the platform has 0 hosts"},
         {"platform_truncated.xml", "", 0, "cut short"},
+        /* A FAT_TREE's hosts against its radical: fewer once reached
+         * SimGrid's xbt_die ("Insufficient number of radicals"), more loaded
+         * silently as the tree's first hosts. */
+        {"platform_bad_fat_tree.xml", "radical", 5,
+         "has 16 hosts (the product of its m_i), radical=\"0-7\" lists 8"},
+        {"platform_fat_tree_extra_hosts.xml", "radical", 5,
+         "has 8 hosts (the product of its m_i), radical=\"0-15\" lists 16"},
         /* Rejected by SimGrid's own parser: the child did not abort, and the
          * line is SimGrid's (the cluster is built at its end tag, line 14). */
         {"platform_syntax.xml", "", 14, "Unexpected end-tag `</clustre>'"},
         {"platform_bad_number.xml", "", 14, "cannot parse number:fast"},
-        /* xbt_die() inside SimGrid (a CRITICAL log, then abort()). */
-        {"platform_bad_fat_tree.xml", "", 0, "Insufficient number of radicals"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char rel[256];

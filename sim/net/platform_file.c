@@ -288,6 +288,15 @@ static int cluster_size(const char *path, const char *text, const char *tag, con
                                 "expected \"L;m1,..,mL;w1,..,wL;p1,..,pL\" with L from 1 to %d "
                                 "and positive integers, got \"%s\"",
                                 MAX_FAT_TREE_LEVELS, params);
+        double leaves = 1; /* hosts: the product of the m_i */
+        for (int i = 0; i < levels; i++)
+            leaves *= m[i];
+        double hosts = radical[0] ? radical_hosts(radical) : -1;
+        if (radical[0] && hosts != leaves)
+            return np_error_set(err, NP_EXIT_INPUT, path, "radical", line_of(text, tag),
+                                "the FAT_TREE \"%s\" has %.0f hosts (the product of its "
+                                "m_i), radical=\"%s\" lists %.0f: expected the same count",
+                                params, leaves, radical, hosts);
         *elements += fat_tree_elements(levels, m, w, p);
         *taper = fmin(*taper, fat_tree_taper(levels, m, w, p));
         return 0;
