@@ -160,7 +160,7 @@ static void test_h100_16k_is_16384_h100_sxm_with_ndr(void)
      * NVLink4 900 GB/s = 450 GB/s per direction; NDR 400 Gb/s = 50e9 B/s;
      * 0.5 us per link, rank 8 under the same leaf; matmul_efficiency calibrated
      * (docs/validation.md). */
-    static const expected_platform e = {"h100_16k.xml", 16384, 8,    989e12, 80e9, 3.35e12,
+    static const expected_platform e = {"h100_16k.xml", 16384, 8,    989e12, 80e9,   3.35e12,
                                         450e9,          1e-6,  50e9, 1e-6,   0.6623, 5e-6};
     load_and_check(&e);
 }
@@ -170,8 +170,18 @@ static void test_dgx_a100_1024_is_128_dgx_nodes_with_hdr(void)
     /* A100 80GB datasheet: 312 TFLOPS bf16, 2.039 TB/s, NVLink3 300 GB/s per
      * direction; DGX A100: 8 x HDR 200 Gb/s = 25e9 B/s per GPU; matmul_efficiency
      * calibrated (docs/validation.md). */
-    static const expected_platform e = {
-        "dgx_a100_1024.xml", 1024, 8, 312e12, 80e9, 2.039e12, 300e9, 1e-6, 25e9, 1e-6, 0.6582, 5e-6};
+    static const expected_platform e = {"dgx_a100_1024.xml",
+                                        1024,
+                                        8,
+                                        312e12,
+                                        80e9,
+                                        2.039e12,
+                                        300e9,
+                                        1e-6,
+                                        25e9,
+                                        1e-6,
+                                        0.6582,
+                                        5e-6};
     load_and_check(&e);
 }
 
@@ -326,6 +336,9 @@ static void test_bad_platforms_are_input_errors_naming_the_problem(void)
          * silently as the tree's first hosts. */
         {"platform_bad_fat_tree.xml", "radical", 5,
          "has 16 hosts (the product of its m_i), radical=\"0-7\" lists 8"},
+        {"platform_bandwidth_zero.xml", "bw", 5, "expected a positive bandwidth on <cluster>"},
+        {"platform_latency_negative.xml", "lat", 5,
+         "latency of 0 or more on <cluster>, got \"-1us\""},
         {"platform_fat_tree_extra_hosts.xml", "radical", 5,
          "has 8 hosts (the product of its m_i), radical=\"0-15\" lists 16"},
         /* Rejected by SimGrid's own parser: the child did not abort, and the

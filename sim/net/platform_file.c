@@ -317,6 +317,40 @@ static int cluster_size(const char *path, const char *text, const char *tag, con
 
 /* ------------------------------------------------------------------ check */
 
+/* A bandwidth that is not positive or a latency that is negative, in an
+ * element's attribute: SimGrid throws an exception that names neither the
+ * file's line nor the attribute (FatTreeZone), so the reader says it first.
+ * A value that is not a number is left to SimGrid's parser, which names the
+ * line. */
+static int link_figures(const char *path, const char *text, const char *tag, const char *end,
+                        np_error *err)
+{
+    static const struct {
+        const char *element, *attribute;
+        int latency;
+    } figures[] = {{"cluster", "bw", 0},          {"cluster", "lat", 1},
+                   {"cluster", "bb_bw", 0},       {"cluster", "bb_lat", 1},
+                   {"cluster", "loopback_bw", 0}, {"cluster", "loopback_lat", 1},
+                   {"link", "bandwidth", 0},      {"link", "latency", 1},
+                   {"backbone", "bandwidth", 0},  {"backbone", "latency", 1}};
+    for (size_t i = 0; i < sizeof figures / sizeof figures[0]; i++) {
+        char value[64];
+        if (!tag_is(tag, end, figures[i].element) ||
+            !tag_attribute(tag, end, figures[i].attribute, value, sizeof value))
+            continue;
+        char *rest;
+        double v = strtod(value, &rest);
+        if (rest == value)
+            continue;
+        if (figures[i].latency ? v < 0 : !(v > 0))
+            return np_error_set(err, NP_EXIT_INPUT, path, figures[i].attribute, line_of(text, tag),
+                                "expected a %s on <%s>, got \"%s\"",
+                                figures[i].latency ? "latency of 0 or more" : "positive bandwidth",
+                                figures[i].element, value);
+    }
+    return 0;
+}
+
 int platform_precheck(const char *path, const platform_limits *lim, double *taper,
                       char *fold_blocker, size_t size, np_error *err)
 {
@@ -351,6 +385,8 @@ int platform_precheck(const char *path, const platform_limits *lim, double *tape
                          "expected a platform of version 4 (version=\"4.1\"), got \"%s\"", version);
     double elements = 0;
     while (!rc && (end = next_element(end, &tag)) != NULL) {
+        if ((rc = link_figures(path, text, tag, end, err)))
+            break;
         if (!tag_is(tag, end, "cluster"))
             continue;
         rc = cluster_size(path, text, tag, end, &elements, taper, fold_blocker, size, err);
