@@ -220,10 +220,29 @@ static void test_interleaved_with_divisible_micro_batches_fits(void)
     wl_free(&w);
 }
 
+/* A stored string reaches the terminal and the CSV: an escape sequence in
+ * the name (here ESC [ 3 1 m, red text) or a tab in the planner's name is
+ * refused with its position (jansson already refuses a NUL). */
+static void test_control_characters_in_a_name_are_rejected(void)
+{
+    const char *const esc[] = {"name=\"a\\u001b[31mb\""}, *const tab[] = {
+                                                              "planner=\"mega\\ttron\""};
+    wl_workload w;
+    np_error err;
+    CU_ASSERT_NOT_EQUAL(test_wl_load_with("workloads/small_gpt.json", esc, 1, &w, &err), 0);
+    CU_ASSERT_STRING_EQUAL(err.key, "name");
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.text, "control character 0x1b at position 1"));
+    CU_ASSERT_NOT_EQUAL(test_wl_load_with("workloads/small_gpt.json", tab, 1, &w, &err), 0);
+    CU_ASSERT_STRING_EQUAL(err.key, "planner");
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.text, "control character 0x09 at position 4"));
+}
+
 void register_workload_checks_tests(void)
 {
     TEST_SUITE(
         "workload_checks",
+        {"control characters in a name are rejected",
+         test_control_characters_in_a_name_are_rejected},
         {"heads not divisible by tp is rejected", test_heads_not_divisible_by_tp_is_rejected},
         {"query groups not divisible by tp is rejected",
          test_query_groups_not_divisible_by_tp_is_rejected},

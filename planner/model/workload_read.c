@@ -105,6 +105,16 @@ static int read_string(const load_ctx *c, const key_spec *k, const json_t *v, vo
         return fail_type(c, k, v, key);
     if (k->size == 0)
         return 0; /* checked, not stored (description) */
+    /* A stored string reaches the terminal (the table's title) and the CSV:
+     * no control characters (an escape sequence would reach the terminal
+     * raw; a NUL would cut it). */
+    const unsigned char *s = (const unsigned char *)json_string_value(v);
+    for (size_t i = 0; i < length; i++)
+        if (s[i] < 0x20 || s[i] == 0x7f)
+            return wl_fail(c, key,
+                           "expected printable text, got the control character 0x%02x at "
+                           "position %zu",
+                           s[i], i);
     if (length >= k->size)
         return wl_fail(c, key, "expected a string of at most %zu characters, got %zu", k->size - 1,
                        length);
