@@ -78,6 +78,13 @@ expect_error "fold with overlap" 1 "dp-overlap" --dp-overlap --fold-dp 2 platfor
 expect_error "overlap with async PipeDream" 1 "PipeDream" --dp-overlap --schedule pipedream "$P8" "$W8"
 expect_error "buckets too small to simulate" 1 "<command line>: --dp-bucket-bytes: 1-byte buckets" \
     --dp-overlap --dp-bucket-bytes 1 "$P8" "$W8"
+# options that would change nothing are refused, not ignored
+expect_error "--dp-radix without butterfly" 1 "dp-radix is the radix of the butterfly" --dp-radix 8 "$P8" "$W8"
+expect_error "--dp-inter-algorithm without hierarchical" 1 "between-servers part" \
+    --dp-inter-algorithm ring "$P8" "$W8"
+expect_error "--dp-bucket-bytes without --dp-overlap" 1 "sizes the buckets of --dp-overlap" \
+    --dp-bucket-bytes 1e6 "$P8" "$W8"
+expect_error "--trace-replicas without --trace" 1 "add --trace FILE" --trace-replicas 2 "$P8" "$W8"
 expect_error "infinite bucket" 1 "dp-bucket-bytes" --dp-overlap --dp-bucket-bytes inf "$P8" "$W8"
 
 # --- bad command line ---------------------------------------------------------

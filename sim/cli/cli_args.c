@@ -62,12 +62,13 @@ static const char usage_text[] =
     "  --trace FILE       write the timeline as a Chrome trace (Perfetto, chrome://tracing);\n"
     "                     with --planner all one per planner, named as --plan-out's\n"
     "  --trace-replicas N data-parallel replicas per stage in the trace (default 1;\n"
-    "                     \"all\"; with --fold-dp K at most K)\n"
+    "                     \"all\"; with --fold-dp K at most K; needs --trace)\n"
     "  --dp-algorithm A   data-parallel all-reduce (default ring-flow), in any case:\n"
     "%s\n"
     "  --dp-inter-algorithm A  between-servers part of \"hierarchical\": the same names\n"
-    "                     (default ring-flow)\n"
-    "  --dp-radix R       radix of \"butterfly\", at least 2 (default 4)\n"
+    "                     (default ring-flow; needs --dp-algorithm hierarchical)\n"
+    "  --dp-radix R       radix of \"butterfly\", at least 2 (default 4; needs a\n"
+    "                     butterfly, as --dp-algorithm or --dp-inter-algorithm)\n"
     "  --ep-alltoall-algorithm A  expert-parallel all-to-all (default pairwise):\n"
     "%s\n"
     "                     (recorded in the CSV; the MoE replay runs its own pairwise\n"
@@ -88,7 +89,7 @@ static const char usage_text[] =
     "                     optimizer, the parameter all-gather with the next forward\n"
     "                     (overlap_param_gather)\n"
     "  --dp-bucket-bytes N  bucket size for --dp-overlap (default Megatron's:\n"
-    "                     max(40M, 1M x DP) fp32 gradients)\n"
+    "                     max(40M, 1M x DP) fp32 gradients; needs --dp-overlap)\n"
     "  --shifted-recompute  Merak's shifted critical path on any plan: the last p-s\n"
     "                     micro-batches of stage s skip recompute, the last stage never\n"
     "                     recomputes (checked against memory)\n"
@@ -270,6 +271,21 @@ static int parse_collectives(cli *c)
         }
         c->engine.dp_bucket_bytes = v;
     }
+    /* An option that would change nothing is refused, not ignored. */
+    coll_algorithm dp = c->engine.dp_algorithm, inter = c->engine.dp_inter_algorithm;
+    bool hierarchical = dp == COLL_HIERARCHICAL;
+    if (c->dp_inter_algorithm && !hierarchical)
+        return usage_error("--dp-inter-algorithm is the between-servers part of --dp-algorithm "
+                           "hierarchical, and --dp-algorithm is %s: drop it or add "
+                           "--dp-algorithm hierarchical",
+                           c->dp_algorithm ? c->dp_algorithm : "ring-flow (the default)");
+    if (c->dp_radix && dp != COLL_BUTTERFLY && !(hierarchical && inter == COLL_BUTTERFLY))
+        return usage_error("%s", "--dp-radix is the radix of the butterfly all-reduce, which "
+                                 "this run does not use: drop it or add --dp-algorithm butterfly "
+                                 "(or hierarchical with --dp-inter-algorithm butterfly)");
+    if (c->dp_bucket_bytes && !c->dp_overlap)
+        return usage_error("%s", "--dp-bucket-bytes sizes the buckets of --dp-overlap: drop it "
+                                 "or add --dp-overlap");
     return 0;
 }
 
@@ -403,6 +419,9 @@ int parse_args(int argc, char **argv, cli *c)
     if (parse_collectives(c))
         return NP_EXIT_USAGE;
     c->trace_max_replicas = 1;
+    if (c->trace_replicas && !c->trace_path)
+        return usage_error("%s", "--trace-replicas chooses the replicas of --trace's timeline: "
+                                 "drop it or add --trace FILE");
     if (c->trace_replicas && strcmp(c->trace_replicas, "all") == 0)
         c->trace_max_replicas = 0;
     else if (c->trace_replicas &&
