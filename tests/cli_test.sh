@@ -141,6 +141,9 @@ expect_error "plan over the bound" 2 "$TMP/big.json: num_micro_batches: 4194304 
 
 # --- a saved plan's own sizes are the plan file's fault --------------------------------
 sed 's/"tensor_parallel": 1,/"tensor_parallel": 3,/' "$TMP/base.json" >"$TMP/tp3.json"
+sed 's/"planner": "megatron"/"planner": "nonsense"/' "$TMP/base.json" >"$TMP/nonsense.json"
+expect_error "plan by an unknown planner" 2 "$TMP/nonsense.json: planner: \"nonsense\" is not a planner" \
+    --plan "$TMP/nonsense.json" "$P8" "$W8"
 expect_error "plan with tensor_parallel 3" 2 "$TMP/tp3.json: tensor_parallel: 3" --plan "$TMP/tp3.json" "$P8" "$W8"
 grep -q "workloads/small_gpt.json: model.num_attention_heads" "$TMP/err" && ok ||
     ko "the plan's tensor_parallel error gives the workload's reason"

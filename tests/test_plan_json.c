@@ -105,6 +105,18 @@ static void test_bad_plan_files_name_the_key(void)
                  "\"recompute\":[\"none\",\"none\",\"none\"]}",
                  3, "micro_batch_size");
     expect_error("{" GOOD_HEAD "\"num_layers\":\"three\"}", 3, "num_layers");
+    /* what the row reports: a prediction below 0, a gap that is not a
+     * number, a gap without its status, uneven sizes that do not add up to
+     * num_micro_batches x micro_batch_size (4 x 1 here) */
+#define GOOD_PLAN                                                                                  \
+    "{" GOOD_HEAD "\"num_layers\":3,\"chunk_start\":[0,1,3],"                                      \
+    "\"recompute\":[\"none\",\"none\",\"none\"]," GOOD_TAIL
+    expect_error(GOOD_PLAN ",\"predicted_iteration_s\":-1}", 3, "predicted_iteration_s");
+    expect_error(GOOD_PLAN ",\"solver_status\":\"optimal\",\"solver_gap\":\"x\"}", 3, "solver_gap");
+    expect_error(GOOD_PLAN ",\"solver_gap\":0.1}", 3, "solver_gap");
+    expect_error(GOOD_PLAN ",\"solver_status\":7}", 3, "solver_status");
+    expect_error(GOOD_PLAN ",\"micro_batch_sizes\":[1,1,1,2]}", 3, "micro_batch_sizes");
+#undef GOOD_PLAN
 }
 
 static void test_malformed_plan_json_reports_the_line(void)

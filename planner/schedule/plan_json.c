@@ -251,9 +251,30 @@ static int read_plan(reader *r, int num_layers, plan *pl)
         return bad(r, "merak_shifted_recompute", "expected true or false%s", "");
     pl->merak_shifted_recompute = shift && json_is_true(shift);
     json_t *pred = json_object_get(r->root, "predicted_iteration_s");
-    if (pred && !json_is_number(pred))
-        return bad(r, "predicted_iteration_s", "expected a number%s", "");
+    if (pred && !(json_is_number(pred) && json_number_value(pred) >= 0))
+        return bad(r, "predicted_iteration_s", "expected a number of seconds >= 0 (0: none)%s", "");
     pl->predicted_iteration_s = pred ? json_number_value(pred) : 0;
+    /* The solver's report when the plan was made: checked, not replayed (a
+     * replay solves nothing; its row's solver columns stay empty). */
+    json_t *status = json_object_get(r->root, "solver_status");
+    json_t *gap = json_object_get(r->root, "solver_gap");
+    if (status && !json_is_string(status))
+        return bad(r, "solver_status", "expected a string%s", "");
+    if (gap && !(json_is_number(gap) && json_number_value(gap) >= 0))
+        return bad(r, "solver_gap", "expected a number >= 0 (the MIP gap, 0.05 for 5%%)%s", "");
+    if (gap && !status)
+        return bad(r, "solver_gap", "a gap without a solver_status%s", "");
+    if (pl->micro_batch_sizes) { /* uneven micro-batches split m of the reference size */
+        long sum = 0;
+        for (int i = 0; i < pl->num_micro_batches; i++)
+            sum += pl->micro_batch_sizes[i];
+        if (sum != (long)pl->num_micro_batches * pl->micro_batch_size)
+            return np_error_set(r->err, NP_EXIT_INPUT, r->path, "micro_batch_sizes", 0,
+                                "the sizes add up to %ld samples, num_micro_batches x "
+                                "micro_batch_size is %d x %d = %ld: expected the same count",
+                                sum, pl->num_micro_batches, pl->micro_batch_size,
+                                (long)pl->num_micro_batches * pl->micro_batch_size);
+    }
     return plan_check(pl, r->path, r->err);
 }
 

@@ -373,6 +373,11 @@ static int check_plan_overrides(const cli *c, const plan *pl, np_error *err)
  * memory under its own cost model. */
 static int check_saved_plan(const cli *c, const job *j, plan *pl, np_error *err)
 {
+    const char *name = cli_planner_name(pl->planner); /* the table's and CSV's planner */
+    if (!name || strcmp(name, "all") == 0)
+        return np_error_set(err, NP_EXIT_INPUT, c->plan_in, "planner", 0,
+                            "\"%s\" is not a planner's name (simrun --help lists them)",
+                            pl->planner);
     long samples = (long)pl->num_micro_batches * pl->micro_batch_size;
     if (pl->micro_batch_sizes) {
         samples = 0;
