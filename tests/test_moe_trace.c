@@ -101,7 +101,7 @@ static void test_writer_round_trip(void)
     np_error err;
     moe_test_generate(&p, &t);
     temp_file(path, "");
-    CU_ASSERT_EQUAL_FATAL(moe_trace_write(path, &t, &err), 0);
+    CU_ASSERT_EQUAL_FATAL(moe_trace_write(path, "-o", &t, &err), 0);
     CU_ASSERT_EQUAL_FATAL(moe_trace_read(path, &back, &err), 0);
     CU_ASSERT_EQUAL(memcmp(t.counts, back.counts, 6 * 3 * 2 * 2 * sizeof *t.counts), 0);
     moe_trace_free(&t);

@@ -268,10 +268,10 @@ int moe_trace_read(const char *path, moe_trace *out, np_error *err)
 
 /* ---- writing ------------------------------------------------------------- */
 
-int moe_trace_write(const char *path, const moe_trace *t, np_error *err)
+int moe_trace_write(const char *path, const char *option, const moe_trace *t, np_error *err)
 {
     np_file out;
-    if (np_file_begin(&out, path, "--moe-trace-out", err))
+    if (np_file_begin(&out, path, option, err))
         return err->code;
     fprintf(out.f, MAGIC " 1\n# per step, MoE layer and source rank: token-expert assignments to "
                          "each expert (docs/moe-trace-format.md)\n");

@@ -31,8 +31,9 @@ typedef struct moe_trace {
 /* Reads a trace file (strict: every error names the file, the line and the
  * header key or what is wrong).  0 or an np_exit_code. */
 int moe_trace_read(const char *path, moe_trace *out, np_error *err);
-/* Writes t to path (through np_file: a temporary file renamed into place). */
-int moe_trace_write(const char *path, const moe_trace *t, np_error *err);
+/* Writes t to path (through np_file: a temporary file renamed into place);
+ * an error names `option`, the caller's option that gave the path. */
+int moe_trace_write(const char *path, const char *option, const moe_trace *t, np_error *err);
 void moe_trace_free(moe_trace *t);
 /* Allocates a zeroed trace of the given shape; -1 when too large or out of
  * memory. */

@@ -73,12 +73,10 @@ static int finish_stdout(void)
     return NP_EXIT_INTERNAL;
 }
 
-/* A failure to write the trace, naming -o (moe_trace_write()'s errors name
- * simrun's option instead). */
+/* A failure to write the trace (its error names -o). */
 static int write_failed(np_error *err)
 {
     char buf[1200];
-    snprintf(err->key, sizeof err->key, "-o");
     fprintf(stderr, "moetrace: %s\n", np_error_format(err, buf, sizeof buf));
     return err->code;
 }
@@ -207,7 +205,7 @@ int main(int argc, char **argv)
     char why[256];
     if (moe_trace_generate(&p, &t, why, sizeof why))
         return cmdline("%s", why);
-    int rc = moe_trace_write(out, &t, &err);
+    int rc = moe_trace_write(out, "-o", &t, &err);
     if (rc)
         rc = write_failed(&err);
     moe_trace_free(&t);
