@@ -55,8 +55,19 @@ if [ "$(awk -F, 'NR>1{print $14}' "$TMP/p.csv" | sort -u | wc -l)" -eq 1 ] &&
 expect_error "plan for another model" 2 "num_layers" --plan "$TMP/plan.json" --set num_layers=12 "$P8" "$W8"
 expect_error "--schedule against a plan" 1 "is replayed with its own schedule" --plan "$TMP/plan.json" \
     --schedule zb-h1 "$P8" "$W8"
-expect_error "--set of a key a plan fixes" 1 "fixes recompute_granularity" --plan "$TMP/plan.json" \
-    --set training.recompute_granularity=full "$P8" "$W8"
+expect_error "--set of a key a plan fixes" 1 "was made with another recompute_granularity" \
+    --plan "$TMP/plan.json" --set training.recompute_granularity=full "$P8" "$W8"
+expect_error "--set of the split a plan fixes" 1 "another decoder_first_pipeline_num_layers" \
+    --plan "$TMP/plan.json" --set parallel.decoder_first_pipeline_num_layers=1 \
+    --set parallel.decoder_last_pipeline_num_layers=1 "$P8" "$W8"
+# the command line a plan was made with replays it (the keys agree with the plan)
+"$SIMRUN" --quiet --schedule interleaved --set virtual_pipeline_model_parallel_size=2 \
+    --plan-out "$TMP/il.json" "$P8" "$W8" 2>"$TMP/err" &&
+    "$SIMRUN" --quiet --schedule interleaved --set virtual_pipeline_model_parallel_size=2 \
+        --plan "$TMP/il.json" "$P8" "$W8" 2>>"$TMP/err" &&
+    "$SIMRUN" --quiet --set 'schedule="1f1b"' --set training.micro_batch_size=1 --set planner=megatron \
+        --plan "$TMP/plan.json" "$P8" "$W8" 2>>"$TMP/err" && ok ||
+    ko "a plan replays with the keys it was made with"
 expect_error "plan for another batch" 2 "global_batch_size" --plan "$TMP/plan.json" --set global_batch_size=32 \
     "$P8" "$W8"
 
@@ -70,9 +81,15 @@ expect_error "plan for another batch" 2 "global_batch_size" --plan "$TMP/plan.js
 expect_error "fold on a tapered fabric" 1 "tapered" --fold-dp 2 tests/data/test_64npu_tapered.xml "$W8" \
     --set data_parallel_size=16
 for fabric in dragonfly torus rail; do
-    expect_error "fold on a $fabric" 1 "cannot fold on platforms/test_${fabric}_64.xml: it is a" \
+    expect_error "fold on a $fabric" 1 "cannot fold on platforms/test_${fabric}_64.xml: it is" \
         --fold-dp 2 "platforms/test_${fabric}_64.xml" "$W8" --set data_parallel_size=16
 done
+# cross_rail_pxn=0, the documented default, on a fat tree: not a rail fabric
+sed 's|<prop id="npus_per_node" value="8"/>|&<prop id="cross_rail_pxn" value="0"/>|' platforms/test_64npu.xml \
+    >"$TMP/pxn0.xml"
+"$SIMRUN" --quiet --csv "$TMP/pxn0.csv" --fold-dp 2 "$TMP/pxn0.xml" "$W8" --set data_parallel_size=16 \
+    2>"$TMP/err" && grep -q cross_rail_pxn "$TMP/pxn0.xml" && ok ||
+    ko "fold on a fat tree that says cross_rail_pxn=0 (not a rail fabric)"
 expect_error "fold with overlap" 1 "dp-overlap" --dp-overlap --fold-dp 2 platforms/test_64npu.xml \
     "$W8" --set data_parallel_size=16
 expect_error "overlap with async PipeDream" 1 "PipeDream" --dp-overlap --schedule pipedream "$P8" "$W8"
@@ -144,6 +161,10 @@ sed 's/"tensor_parallel": 1,/"tensor_parallel": 3,/' "$TMP/base.json" >"$TMP/tp3
 sed 's/"planner": "megatron"/"planner": "nonsense"/' "$TMP/base.json" >"$TMP/nonsense.json"
 expect_error "plan by an unknown planner" 2 "$TMP/nonsense.json: planner: \"nonsense\" is not a planner" \
     --plan "$TMP/nonsense.json" "$P8" "$W8"
+sed 's/"planner": "megatron"/"planner": "MegaTron"/' "$TMP/base.json" >"$TMP/case.json"
+"$SIMRUN" --quiet --csv "$TMP/case.csv" --plan "$TMP/case.json" "$P8" "$W8" 2>"$TMP/err" &&
+    [ "$(tail -1 "$TMP/case.csv" | cut -d, -f3)" = megatron ] && ok ||
+    ko "a plan's planner name in another case is reported in simrun's"
 expect_error "plan with tensor_parallel 3" 2 "$TMP/tp3.json: tensor_parallel: 3" --plan "$TMP/tp3.json" "$P8" "$W8"
 grep -q "workloads/small_gpt.json: model.num_attention_heads" "$TMP/err" && ok ||
     ko "the plan's tensor_parallel error gives the workload's reason"

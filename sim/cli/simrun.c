@@ -331,15 +331,78 @@ static int blame_plan_sizes(const cli *c, const job *j, const plan *pl, int rc, 
                         sizes[blamed].value, sizes[blamed].own, reason);
 }
 
-/* What a saved plan fixes and a --set would change in vain: the plan's
- * schedule, recompute, micro-batching and chunks are replayed as saved, so
- * --schedule or a --set of one of these keys is refused (else the CSV's
- * overrides column would name a setting the run did not have). */
-static int check_plan_overrides(const cli *c, const plan *pl, np_error *err)
+/* What a saved plan fixes: its schedule, chunks, split, recompute,
+ * micro-batching and planner are replayed as saved.  --schedule or a --set
+ * of one of these keys that disagrees with the plan is refused (the replay
+ * would ignore it while the CSV's overrides column named it); one that
+ * agrees, such as the command line the plan was made with, is accepted. */
+enum {
+    FIX_SCHEDULE,
+    FIX_RECOMPUTE,
+    FIX_MICRO_BATCH,
+    FIX_CHUNKS,
+    FIX_SPLIT,
+    FIX_PLANNER,
+};
+
+static const struct {
+    const char *key;
+    int what;
+} plan_fixed[] = {
+    {"schedule", FIX_SCHEDULE},
+    {"recompute_granularity", FIX_RECOMPUTE},
+    {"micro_batch_size", FIX_MICRO_BATCH},
+    {"virtual_pipeline_model_parallel_size", FIX_CHUNKS},
+    {"decoder_first_pipeline_num_layers", FIX_SPLIT},
+    {"decoder_last_pipeline_num_layers", FIX_SPLIT},
+    {"account_for_embedding_in_pipeline_split", FIX_SPLIT},
+    {"account_for_loss_in_pipeline_split", FIX_SPLIT},
+    {"pipeline_model_parallel_layout", FIX_SPLIT},
+    {"planner", FIX_PLANNER},
+};
+
+/* Whether the loaded workload (its file and the overrides) agrees with the
+ * plan on what `what` fixes. */
+static bool plan_agrees(const job *j, const plan *pl, int what)
 {
-    static const char *const fixed[] = {"schedule",         "recompute_granularity",
-                                        "recompute_method", "recompute_num_layers",
-                                        "micro_batch_size", "virtual_pipeline_model_parallel_size"};
+    const wl_workload *w = &j->w;
+    switch (what) {
+    case FIX_SCHEDULE:
+        return w->schedule == pl->schedule;
+    case FIX_RECOMPUTE: /* Megatron's: the option on every decoder layer */
+        if (pl->recompute_units)
+            return false;
+        for (int l = 0; l < pl->num_layers && l < j->cm.num_layers; l++)
+            if (j->cm.layers[l].kind == CM_DECODER &&
+                pl->recompute[l] != w->training.recompute_granularity)
+                return false;
+        return true;
+    case FIX_MICRO_BATCH:
+        return !pl->micro_batch_sizes && w->training.micro_batch_size == pl->micro_batch_size;
+    case FIX_CHUNKS: {
+        int v = w->parallel.virtual_pipeline_model_parallel_size;
+        return (v > 1 ? v : 1) == pl->num_chunks;
+    }
+    case FIX_SPLIT: { /* Megatron's split of these keys is the plan's */
+        plan split;
+        np_error ignored;
+        if (plan_init(&split, pl->num_stages, pl->num_chunks, pl->num_layers))
+            return false;
+        bool same = planner_split_partition(&j->cm, w, &split, &ignored) == 0;
+        for (int k = 0; same && k <= pl->num_stages * pl->num_chunks; k++)
+            same = split.chunk_start[k] == pl->chunk_start[k];
+        plan_free(&split);
+        return same;
+    }
+    default: { /* FIX_PLANNER */
+        const char *a = cli_planner_name(w->planner), *b = cli_planner_name(pl->planner);
+        return a && b && strcmp(a, b) == 0;
+    }
+    }
+}
+
+static int check_plan_overrides(const cli *c, const job *j, const plan *pl, np_error *err)
+{
     if (c->schedule && wl_schedule_by_name(c->schedule) != (int)pl->schedule)
         return np_error_set(err, NP_EXIT_USAGE, "<command line>", "--schedule", 0,
                             "%s: the plan %s is replayed with its own schedule, %s; drop "
@@ -348,21 +411,19 @@ static int check_plan_overrides(const cli *c, const plan *pl, np_error *err)
     for (int i = 0; i < c->num_overrides; i++) {
         const char *set = c->overrides[i], *eq = strchr(set, '=');
         size_t n = eq ? (size_t)(eq - set) : strlen(set);
-        const char *dot = memchr(set, '.', n), *key = set;
-        if (dot) { /* training.recompute_granularity: the last part */
-            const char *last = set;
-            for (const char *p = set; p < set + n; p++)
-                if (*p == '.')
-                    last = p + 1;
-            key = last;
-            n -= (size_t)(last - set);
-        }
-        for (size_t k = 0; k < sizeof fixed / sizeof fixed[0]; k++)
-            if (strlen(fixed[k]) == n && strncmp(key, fixed[k], n) == 0)
+        const char *key = set; /* training.recompute_granularity: the last part */
+        for (const char *p = set; p < set + n; p++)
+            if (*p == '.')
+                key = p + 1;
+        n -= (size_t)(key - set);
+        for (size_t k = 0; k < sizeof plan_fixed / sizeof plan_fixed[0]; k++)
+            if (strlen(plan_fixed[k].key) == n && strncmp(key, plan_fixed[k].key, n) == 0 &&
+                !plan_agrees(j, pl, plan_fixed[k].what))
                 return np_error_set(err, NP_EXIT_USAGE, "<command line>", "--set", 0,
-                                    "%s: the plan %s fixes %s (it is replayed as saved); drop "
-                                    "the --set or plan again (--plan-out)",
-                                    set, c->plan_in, fixed[k]);
+                                    "%s: the plan %s was made with another %s and is replayed "
+                                    "as saved; drop the --set, or plan again with it "
+                                    "(--plan-out)",
+                                    set, c->plan_in, plan_fixed[k].key);
     }
     return 0;
 }
@@ -378,6 +439,7 @@ static int check_saved_plan(const cli *c, const job *j, plan *pl, np_error *err)
         return np_error_set(err, NP_EXIT_INPUT, c->plan_in, "planner", 0,
                             "\"%s\" is not a planner's name (simrun --help lists them)",
                             pl->planner);
+    snprintf(pl->planner, sizeof pl->planner, "%s", name); /* in its own case */
     long samples = (long)pl->num_micro_batches * pl->micro_batch_size;
     if (pl->micro_batch_sizes) {
         samples = 0;
@@ -447,7 +509,8 @@ static int run_job(cli *c, job *j, np_error *err)
             return np_error_set(err, NP_EXIT_INPUT, c->plan_in, "", 0, "cannot read: %s",
                                 strerror(e));
         }
-        if (!(rc = check_plan_overrides(c, &pl, err)) && !(rc = check_saved_plan(c, j, &pl, err)) &&
+        if (!(rc = check_plan_overrides(c, j, &pl, err)) &&
+            !(rc = check_saved_plan(c, j, &pl, err)) &&
             !(rc = c->shifted_recompute ? shift_recompute(j, &pl, err) : 0))
             rc = simulate_and_report(c, j, &pl, err);
         plan_free(&pl);

@@ -35,7 +35,7 @@ typedef struct sim_platform {
      * is not a fat tree of per-NPU down-links (a torus, a dragonfly), or a
      * rail-optimised one, where one replica's stage-to-stage flows and
      * another's collectives can meet on a link (engine_run refuses). */
-    char fold_blocker[96];
+    char fold_blocker[192];
 } sim_platform;
 
 /* How a transfer between two NPUs of a dual-plane platform uses the planes

@@ -255,9 +255,6 @@ int platform_read_fabric(const char *path, sim_platform *p, platform_ports *port
     p->cross_rail_pxn = 0;
     if (pxn && read_flag(path, "cross_rail_pxn", pxn, &p->cross_rail_pxn, err))
         return err->code;
-    if (pxn && !p->fold_blocker[0]) /* only rail-optimised fabrics carry it */
-        snprintf(p->fold_blocker, sizeof p->fold_blocker,
-                 "a rail-optimised fabric (cross_rail_pxn is set)");
     const char *t = sg_host_get_property_value(first, "fabric_taper");
     if (t) {
         char *end;

@@ -307,6 +307,44 @@ int platform_check_routes(const char *path, const sim_platform *p, sg_host_t *ho
     return 0;
 }
 
+/* A rail-optimised layout puts the NICs of one server on different leaves
+ * (NIC i on rail i): the network route between NPUs 0 and 1 of server 0 is
+ * then longer than the one from NPU 0 to the next server's NPU 0, which
+ * shares its rail leaf.  On a fat tree with the servers in rank order they
+ * share a leaf, and the first route is the shorter or equal one. */
+typedef struct rail_probe {
+    const sim_platform *p;
+    unsigned long in_server, next_server; /* links */
+} rail_probe;
+
+static void probe_rail(void *ctx)
+{
+    rail_probe *r = ctx;
+    const sim_platform *p = r->p;
+    xbt_dynar_t links = xbt_dynar_new(sizeof(sg_link_t), NULL);
+    sg_host_get_route(p->host_of_rank[0], p->host_of_rank[1], links);
+    r->in_server = xbt_dynar_length(links);
+    xbt_dynar_reset(links);
+    sg_host_get_route(p->host_of_rank[0], p->host_of_rank[p->cluster.npus_per_node], links);
+    r->next_server = xbt_dynar_length(links);
+    xbt_dynar_free(&links);
+}
+
+static void detect_rails(sim_platform *p)
+{
+    if (p->fold_blocker[0] || p->cluster.npus_per_node < 2 ||
+        p->num_npus < 2 * p->cluster.npus_per_node)
+        return;
+    rail_probe r = {p, 0, 0};
+    char message[1024] = "";
+    if (platform_guarded(probe_rail, &r, message, sizeof message) == 0 &&
+        r.in_server > r.next_server)
+        snprintf(p->fold_blocker, sizeof p->fold_blocker,
+                 "rail-optimised (NPUs 0 and 1 of a server are %lu links apart, NPU 0 and the "
+                 "next server's NPU 0 %lu)",
+                 r.in_server, r.next_server);
+}
+
 /* Scale-out figures: the route from rank 0 to the first NPU of node 1. */
 static int platform_read_scaleout(const char *path, sim_platform *p, np_error *err)
 {
@@ -319,6 +357,7 @@ static int platform_read_scaleout(const char *path, sim_platform *p, np_error *e
     int rc = platform_check_routes(path, p, p->host_of_rank, err);
     if (rc)
         return rc;
+    detect_rails(p);
     sg_host_t a = p->host_of_rank[0], b = p->host_of_rank[c->npus_per_node];
     c->scaleout_bandwidth_Bps = sg_host_get_route_bandwidth(a, b);
     c->scaleout_latency_s = sg_host_get_route_latency(a, b);
