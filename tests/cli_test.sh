@@ -84,6 +84,13 @@ for fabric in dragonfly torus rail; do
     expect_error "fold on a $fabric" 1 "cannot fold on platforms/test_${fabric}_64.xml: it is" \
         --fold-dp 2 "platforms/test_${fabric}_64.xml" "$W8" --set data_parallel_size=16
 done
+# radicals SimGrid accepts: 128 hosts listed one by one (longer than any
+# fixed buffer), and spaces around the ranges
+sed "s/radical=\"0-127\"/radical=\"$(seq -s, 0 127)\"/" platforms/dgx_a100_128.xml >"$TMP/long_radical.xml"
+sed 's/radical="0-7"/radical=" 0-3 , 4-7 "/' "$P8" >"$TMP/spaced_radical.xml"
+"$SIMRUN" --quiet "$TMP/long_radical.xml" workloads/gpt3_175b_128.json 2>"$TMP/err" &&
+    "$SIMRUN" --quiet "$TMP/spaced_radical.xml" "$W8" 2>>"$TMP/err" && ok ||
+    ko "a FAT_TREE's radical listed host by host, or with spaces, loads"
 # cross_rail_pxn=0, the documented default, on a fat tree: not a rail fabric
 sed 's|<prop id="npus_per_node" value="8"/>|&<prop id="cross_rail_pxn" value="0"/>|' platforms/test_64npu.xml \
     >"$TMP/pxn0.xml"
@@ -418,7 +425,7 @@ expect_error "--moe-policy all with --trace" 1 "cannot be combined with --trace"
 expect_error "--moe-policy without the MoE replay" 1 "needs the MoE replay" \
     --moe-policy switch "$P8" "$W8"
 # --moe-policy all checks every policy before it writes a row: all or nothing
-expect_error "--moe-policy all without the MoE replay" 1 "no policy was run" \
+expect_error "--moe-policy all without the MoE replay" 1 "policy 'switch' cannot run here, so no policy was run" \
     --moe-policy all --csv "$TMP/moe_none.csv" "$P8" "$W8"
 [ ! -e "$TMP/moe_none.csv" ] && ok || ko "--moe-policy all that cannot run writes no row"
 "$SIMRUN" --quiet --moe-policy all --csv "$TMP/moe_ov.csv" \

@@ -51,12 +51,13 @@ int cli_moe_each_policy(const cli *c, job *j, plan *pl, cli_moe_run_fn one, np_e
     j->check_only = 1; /* all or nothing: every policy must be able to run */
     for (int k = 0; !rc && k < MOE_POLICY_COUNT; k++) {
         j->moe_policy = k;
-        if ((rc = one(c, j, pl, err))) {
+        /* a failure with no policy (none) is the run's own: as it is */
+        if ((rc = one(c, j, pl, err)) && k != MOE_POLICY_NONE) {
             np_error was = *err; /* the check's own error, with where it is */
             np_error_set(err, rc, was.source, was.key, was.line,
-                         "%s (--moe-policy all: policy '%s' cannot run here, so no policy was "
-                         "run; run the others one by one)",
-                         was.text, moe_policy_name((moe_policy_kind)k));
+                         "--moe-policy all: policy '%s' cannot run here, so no policy was run "
+                         "(run the others one by one): %s",
+                         moe_policy_name((moe_policy_kind)k), was.text);
         }
     }
     j->check_only = 0;

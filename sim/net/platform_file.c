@@ -202,12 +202,16 @@ static double fat_tree_taper(int levels, const double *m, const double *w, const
 static double radical_hosts(const char *r)
 {
     double hosts = 0;
+    while (isspace((unsigned char)*r))
+        r++;
     while (*r) {
         char *e;
         double a = strtod(r, &e), b = a;
         if (e == r)
             return -1;
         r = e;
+        while (isspace((unsigned char)*r))
+            r++;
         if (*r == '-') {
             b = strtod(r + 1, &e);
             if (e == r + 1)
@@ -215,11 +219,29 @@ static double radical_hosts(const char *r)
             r = e;
         }
         hosts += fabs(b - a) + 1;
+        while (isspace((unsigned char)*r))
+            r++;
         if (*r == ',')
             r++;
         else if (*r)
             return -1;
+        while (isspace((unsigned char)*r))
+            r++;
     }
+    return hosts;
+}
+
+/* The hosts the radical attribute of the tag [tag, end) lists, read whole
+ * however long it is: 0 without one, -1 when it does not parse (SimGrid's
+ * parser then says why). */
+static double tag_radical_hosts(const char *tag, const char *end)
+{
+    size_t size = (size_t)(end - tag) + 1; /* an attribute is shorter than its tag */
+    char *radical = malloc(size);
+    if (!radical)
+        return -1;
+    double hosts = tag_attribute(tag, end, "radical", radical, size) ? radical_hosts(radical) : 0;
+    free(radical);
     return hosts;
 }
 
@@ -291,19 +313,19 @@ static int cluster_size(const char *path, const char *text, const char *tag, con
         double leaves = 1; /* hosts: the product of the m_i */
         for (int i = 0; i < levels; i++)
             leaves *= m[i];
-        double hosts = radical[0] ? radical_hosts(radical) : -1;
-        if (radical[0] && hosts != leaves)
+        double hosts = tag_radical_hosts(tag, end);
+        if (hosts > 0 && hosts != leaves) /* radical[] may be cut short: for show */
             return np_error_set(err, NP_EXIT_INPUT, path, "radical", line_of(text, tag),
                                 "the FAT_TREE \"%s\" has %.0f hosts (the product of its "
-                                "m_i), radical=\"%s\" lists %.0f: expected the same count",
-                                params, leaves, radical, hosts);
+                                "m_i), radical=\"%.60s%s\" lists %.0f: expected the same count",
+                                params, leaves, radical, strlen(radical) > 60 ? "..." : "", hosts);
         *elements += fat_tree_elements(levels, m, w, p);
         *taper = fmin(*taper, fat_tree_taper(levels, m, w, p));
         return 0;
     }
     if (strcmp(topology, "DRAGONFLY") == 0 && has_params)
         return dragonfly_size(path, text, tag, params, elements, err);
-    double hosts = radical[0] ? radical_hosts(radical) : 0;
+    double hosts = tag_radical_hosts(tag, end);
     double per_host = 3;                  /* a host, its private link up and down */
     if (strcmp(topology, "TORUS") == 0) { /* a link per dimension and direction */
         per_host += 2;
@@ -334,9 +356,10 @@ static int link_figures(const char *path, const char *text, const char *tag, con
                    {"link", "bandwidth", 0},      {"link", "latency", 1},
                    {"backbone", "bandwidth", 0},  {"backbone", "latency", 1}};
     for (size_t i = 0; i < sizeof figures / sizeof figures[0]; i++) {
-        char value[64];
+        char value[128]; /* a longer figure is cut at its digits: not tested */
         if (!tag_is(tag, end, figures[i].element) ||
-            !tag_attribute(tag, end, figures[i].attribute, value, sizeof value))
+            !tag_attribute(tag, end, figures[i].attribute, value, sizeof value) ||
+            strlen(value) >= sizeof value - 1)
             continue;
         char *rest;
         double v = strtod(value, &rest);
