@@ -394,3 +394,15 @@ void np_csv_field(FILE *f, const char *s)
     }
     fputc('"', f);
 }
+
+int np_stdout_finish(const char *program)
+{
+    errno = 0;
+    int e = fflush(stdout) != 0 ? (errno ? errno : EIO) : 0;
+    if (!e && ferror(stdout))
+        e = EIO;
+    if (!e)
+        return 0;
+    fprintf(stderr, "%s: cannot write standard output: %s\n", program, strerror(e));
+    return NP_EXIT_INTERNAL;
+}

@@ -91,6 +91,12 @@ void np_file_abort(np_file *nf);
  * whatever a path, a planner name or an override holds.  NULL is "". */
 void np_csv_field(FILE *f, const char *s);
 
+/* Flushes standard output at a tool's exit: a table, listing or --help that
+ * did not reach its reader (TOOL > /dev/full) is an output failure, said on
+ * stderr as "program: cannot write standard output: ...".  0 or
+ * NP_EXIT_INTERNAL. */
+int np_stdout_finish(const char *program);
+
 int np_file_append(const char *path, const char *key, const char *header, const char *record,
                    size_t len, np_error *err);
 

@@ -59,19 +59,8 @@ static int parse_number(const char *opt, const char *text, double lo, double hi,
     return 0;
 }
 
-/* Flushes standard output at exit, as simrun does: a table or usage that did
- * not reach its reader is an output failure.  0 or NP_EXIT_INTERNAL. */
-static int finish_stdout(void)
-{
-    errno = 0;
-    int e = fflush(stdout) != 0 ? (errno ? errno : EIO) : 0;
-    if (!e && ferror(stdout))
-        e = EIO;
-    if (!e)
-        return 0;
-    fprintf(stderr, "moetrace: cannot write standard output: %s\n", strerror(e));
-    return NP_EXIT_INTERNAL;
-}
+/* Standard output at exit: np_stdout_finish (np_file.h). */
+static int finish_stdout(void) { return np_stdout_finish("moetrace"); }
 
 /* A failure to write the trace (its error names -o). */
 static int write_failed(np_error *err)

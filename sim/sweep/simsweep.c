@@ -15,6 +15,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "np_file.h"
 #include "sweep.h"
 
 static const char usage_text[] =
@@ -299,20 +300,8 @@ static int run(args *a, np_error *err)
     return rc;
 }
 
-/* Flushes standard output at exit, as simrun does (sim/cli's finish_stdout):
- * a listing or --help that did not reach its reader (simsweep --help >
- * /dev/full) is an output failure, said on stderr.  0 or NP_EXIT_INTERNAL. */
-static int finish_stdout(void)
-{
-    errno = 0;
-    int e = fflush(stdout) != 0 ? (errno ? errno : EIO) : 0;
-    if (!e && ferror(stdout))
-        e = EIO;
-    if (!e)
-        return 0;
-    fprintf(stderr, "simsweep: cannot write standard output: %s\n", strerror(e));
-    return NP_EXIT_INTERNAL;
-}
+/* Standard output at exit: np_stdout_finish (np_file.h). */
+static int finish_stdout(void) { return np_stdout_finish("simsweep"); }
 
 int main(int argc, char **argv)
 {
