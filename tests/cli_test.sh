@@ -424,6 +424,27 @@ expect_error "--moe-policy all with --trace" 1 "cannot be combined with --trace"
     --moe-policy all --trace "$TMP/t.json" "$PM" "$WM"
 expect_error "--moe-policy without the MoE replay" 1 "needs the MoE replay" \
     --moe-policy switch "$P8" "$W8"
+# model.moe_token_trace: the workload's trace, relative to its folder, replayed
+# as --moe-trace replays it (which wins when both are given)
+mkdir -p "$TMP/mw"
+cp "$WM" "$TMP/mw/moe.json"
+if "$(dirname "$SIMRUN")/moetrace" -o "$TMP/mw/t.trace" --workload "$WM" --steps 1 --top2-share 0.2 \
+    --seed 3 2>"$TMP/err" &&
+    "$SIMRUN" --quiet --csv "$TMP/mt.csv" --set 'model.moe_token_trace="t.trace"' "$PM" \
+        "$TMP/mw/moe.json" 2>>"$TMP/err" &&
+    "$SIMRUN" --quiet --csv "$TMP/mt.csv" --moe-trace "$TMP/mw/t.trace" "$PM" "$TMP/mw/moe.json" \
+        2>>"$TMP/err" && "$SIMRUN" --quiet --csv "$TMP/mt.csv" "$PM" "$TMP/mw/moe.json" 2>>"$TMP/err"; then
+    /usr/bin/python3 -c 'import csv,sys
+r = list(csv.DictReader(open(sys.argv[1])))
+assert r[0]["iteration_s"] == r[1]["iteration_s"] != r[2]["iteration_s"], r
+assert r[0]["moe_trace"] == r[1]["moe_trace"] == sys.argv[2] and r[0]["moe_trace_sha256"], r
+assert r[2]["moe_trace"] == ""' "$TMP/mt.csv" "$TMP/mw/t.trace" 2>>"$TMP/err" && ok ||
+        ko "model.moe_token_trace replays the trace as --moe-trace does"
+else
+    ko "model.moe_token_trace: the runs"
+fi
+expect_error "model.moe_token_trace that is not there" 2 "$TMP/mw/none.trace: cannot open" \
+    --set 'model.moe_token_trace="none.trace"' "$PM" "$TMP/mw/moe.json"
 # --moe-policy all checks every policy before it writes a row: all or nothing
 expect_error "--moe-policy all without the MoE replay" 1 "policy 'switch' cannot run here, so no policy was run" \
     --moe-policy all --csv "$TMP/moe_none.csv" "$P8" "$W8"

@@ -89,6 +89,11 @@ typedef struct job {
     int moe_trace_step;
     int moe_sample_mb;                         /* --moe-sample-mb, 0 without */
     char moe_trace_sha256[NP_SHA256_HEX_SIZE]; /* of the --moe-trace file's bytes */
+    /* The routing trace replayed: --moe-trace, else the workload's
+     * model.moe_token_trace resolved against the workload's folder, else
+     * NULL (balanced routing). */
+    const char *moe_trace_path;
+    char moe_trace_path_buf[1100];
 } job;
 
 /* ---- cli_args.c ------------------------------------------------------------- */

@@ -12,19 +12,46 @@
 #include "cli.h"
 #include "np_sha256.h"
 
+/* --moe-trace, else model.moe_token_trace (a path relative to the
+ * workload file, docs/workload-format.md), else NULL. */
+static const char *trace_path(const cli *c, job *j, np_error *err, int *rc)
+{
+    *rc = 0;
+    if (c->moe_trace_path)
+        return c->moe_trace_path;
+    const char *key = j->w.model.moe_token_trace;
+    if (!key[0])
+        return NULL;
+    const char *slash = strrchr(c->workload_path, '/');
+    int dir = key[0] == '/' || !slash ? 0 : (int)(slash - c->workload_path + 1);
+    int n = snprintf(j->moe_trace_path_buf, sizeof j->moe_trace_path_buf, "%.*s%s", dir,
+                     c->workload_path, key);
+    if (n < 0 || (size_t)n >= sizeof j->moe_trace_path_buf) {
+        *rc = np_error_set(err, NP_EXIT_INPUT, c->workload_path, "model.moe_token_trace", 0,
+                           "the trace's path is too long");
+        return NULL;
+    }
+    return j->moe_trace_path_buf;
+}
+
 int cli_moe_load(const cli *c, job *j, np_error *err)
 {
     j->moe_trace = (moe_trace){0};
     j->moe_trace_step = 0;
+    int path_rc;
+    j->moe_trace_path = trace_path(c, j, err, &path_rc);
+    if (path_rc)
+        return path_rc;
     int policy_rc = cli_moe_policy_load(c, j, err); /* --moe-policy: cli_moe_policy.c */
     if (policy_rc)
         return policy_rc;
     if (c->moe_trace_step) {
         char *end;
         long v = strtol(c->moe_trace_step, &end, 10);
-        if (!c->moe_trace_path)
+        if (!j->moe_trace_path)
             return np_error_set(err, NP_EXIT_USAGE, "<command line>", "--moe-trace-step", 0,
-                                "needs --moe-trace FILE");
+                                "needs --moe-trace FILE (or the workload's "
+                                "model.moe_token_trace)");
         if (*c->moe_trace_step == '\0' || *end != '\0' || v < 0 || v > 1000000)
             return np_error_set(err, NP_EXIT_USAGE, "<command line>", "--moe-trace-step", 0,
                                 "expected a non-negative integer, got '%s'", c->moe_trace_step);
@@ -40,15 +67,15 @@ int cli_moe_load(const cli *c, job *j, np_error *err)
                                 c->moe_sample_mb);
         j->moe_sample_mb = (int)v;
     }
-    if (!c->moe_trace_path)
+    const char *path = j->moe_trace_path;
+    if (!path)
         return 0;
-    int rc = moe_trace_read(c->moe_trace_path, &j->moe_trace, err);
+    int rc = moe_trace_read(path, &j->moe_trace, err);
     if (!rc)
-        rc = moe_trace_check_workload(&j->moe_trace, &j->w, c->moe_trace_path, err);
-    int e = rc ? 0 : np_sha256_file(c->moe_trace_path, j->moe_trace_sha256); /* its CSV column */
+        rc = moe_trace_check_workload(&j->moe_trace, &j->w, path, err);
+    int e = rc ? 0 : np_sha256_file(path, j->moe_trace_sha256); /* its CSV column */
     if (e)
-        rc = np_error_set(err, NP_EXIT_INPUT, c->moe_trace_path, "", 0, "cannot read: %s",
-                          strerror(e));
+        rc = np_error_set(err, NP_EXIT_INPUT, path, "", 0, "cannot read: %s", strerror(e));
     if (!rc && j->moe_trace_step >= j->moe_trace.steps)
         rc = np_error_set(err, NP_EXIT_USAGE, "<command line>", "--moe-trace-step", 0,
                           "the trace has steps 0 to %d, got %d", j->moe_trace.steps - 1,

@@ -85,8 +85,8 @@ static int simulate_and_report(const cli *c, job *j, plan *pl, np_error *err)
                           .plan_sha256 = j->plan_sha256,
                           .cfg = j->cfg,
                           .simulator_version = np_version(),
-                          .moe_trace = c->moe_trace_path,
-                          .moe_trace_sha256 = c->moe_trace_path ? j->moe_trace_sha256 : NULL,
+                          .moe_trace = j->moe_trace_path,
+                          .moe_trace_sha256 = j->moe_trace_path ? j->moe_trace_sha256 : NULL,
                           .moe_trace_step = j->moe_trace_step};
         if (c->csv_path)
             rc = report_csv_append(c->csv_path, &row, err);
