@@ -940,6 +940,10 @@ def main(argv):
     if not os.access(os.path.join(build, "simrun"), os.X_OK):
         sys.exit("validate.py: %s/simrun not found: build first (cmake --build %s -j2)" % (build, build))
     published, cases = load_inputs()
+    unknown = [i for i in a.only if i not in published]
+    if unknown:
+        sys.exit("validate.py: --only %s: not an id of tests/validation/published.json "
+                 "(e.g. %s)" % (unknown[0], sorted(published)[0]))
     if a.keep:
         os.makedirs(a.keep, exist_ok=True)
         tmp = os.path.abspath(a.keep)
