@@ -290,6 +290,13 @@ mkdir "$TMP/dir"
 code=$?
 [ $code -eq 4 ] && grep -q -- "dir: -o: is a directory" "$TMP/err" && ! grep -q -- "--moe-trace-out" "$TMP/err" &&
     ok || ko "moetrace -o DIR names -o, exit 4 ($code)"
+"$BUILD/moetrace" -o "$TMP/two.trace" --experts 4 --sources 2 --layers 1 --topk 1 --tokens 8 \
+    --top2-share 0.7 --zipf 1 2>"$TMP/err"
+[ $? -eq 1 ] && grep -q "give one" "$TMP/err" && [ ! -e "$TMP/two.trace" ] && ok ||
+    ko "moetrace refuses --top2-share with --zipf (one skew)"
+"$BUILD/moetrace" --stats "$TMP/moe.trace" -o "$TMP/st.trace" >/dev/null 2>"$TMP/err"
+[ $? -eq 1 ] && grep -q "takes no other option" "$TMP/err" && [ ! -e "$TMP/st.trace" ] && ok ||
+    ko "moetrace --stats refuses -o (it writes no trace)"
 
 # --- refused input --------------------------------------------------------------------------
 printf '{"platforms": ["platforms/test_8npu.xml"], "workloads": ["workloads/small_gpt.json"], "varry": {}}\n' >"$TMP/bad.json"

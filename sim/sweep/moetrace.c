@@ -117,8 +117,9 @@ static int from_workload(const char *path, const char **sets, int num_sets, moe_
 int main(int argc, char **argv)
 {
     moe_trace_params p = {.steps = 1, .seed = 1};
-    const char *out = NULL, *workload = NULL, *sets[MAX_SETS];
-    int num_sets = 0, shape_given = 0;
+    const char *out = NULL, *workload = NULL, *stats = NULL, *sets[MAX_SETS];
+    const char *skew = NULL; /* --top2-share or --zipf: one of them */
+    int num_sets = 0, shape_given = 0, others = 0;
     for (int i = 1; i < argc; i++) {
         const char *o = argv[i];
         if (!strcmp(o, "-h") || !strcmp(o, "--help")) {
@@ -129,8 +130,17 @@ int main(int argc, char **argv)
             return cmdline("%s needs a value", o);
         const char *v = argv[++i];
         double x;
-        if (!strcmp(o, "--stats"))
-            return print_stats(v);
+        if (!strcmp(o, "--stats")) {
+            stats = v;
+            continue;
+        }
+        others++;
+        if ((!strcmp(o, "--top2-share") || !strcmp(o, "--zipf")) && skew && strcmp(skew, o))
+            return cmdline("--top2-share and --zipf are two ways to set the same skew: give "
+                           "one%s",
+                           "");
+        if (!strcmp(o, "--top2-share") || !strcmp(o, "--zipf"))
+            skew = o;
         if (!strcmp(o, "-o"))
             out = v;
         else if (!strcmp(o, "--workload"))
@@ -172,6 +182,10 @@ int main(int argc, char **argv)
             shape_given += k != 4;
         }
     }
+    if (stats && others)
+        return cmdline("--stats FILE prints a trace's statistics and takes no other option%s", "");
+    if (stats)
+        return print_stats(stats);
     if (!out)
         return cmdline("-o FILE is required%s", "");
     if (workload && shape_given)
