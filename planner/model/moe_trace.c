@@ -211,8 +211,11 @@ static int read_lines(reader *r, FILE *f, char *buf)
     bool magic = false;
     while (fgets(buf, LINE_MAX_BYTES, f)) {
         r->line++;
+        size_t len = strlen(buf); /* up to a NUL byte, which fgets keeps */
         if (!strchr(buf, '\n') && !feof(f))
-            return bad(r, "", "line longer than %d bytes", LINE_MAX_BYTES - 1);
+            return len + 1 < LINE_MAX_BYTES - 1
+                       ? bad(r, "", "a NUL byte at column %zu: expected text", len + 1)
+                       : bad(r, "", "line longer than %d bytes", LINE_MAX_BYTES - 1);
         const char *p = buf;
         while (*p == ' ' || *p == '\t')
             p++;

@@ -297,10 +297,14 @@ static int read_time_table(load_ctx *c, const key_spec *k, const json_t *v, wl_l
     for (size_t i = 0; i < n; i++) {
         double b = layer->time_batch[i], previous = i ? layer->time_batch[i - 1] : 0;
         if (b <= previous)
-            return wl_fail(c, column_key,
-                           "expected positive, strictly increasing micro-batch sizes, got %g "
-                           "after %g at index %zu",
-                           b, previous, i);
+            return i ? wl_fail(c, column_key,
+                               "expected positive, strictly increasing micro-batch sizes, got "
+                               "%g after %g at index %zu",
+                               b, previous, i)
+                     : wl_fail(c, column_key,
+                               "expected positive, strictly increasing micro-batch sizes, got "
+                               "%g at index 0",
+                               b);
     }
     layer->num_time_points = (int)n;
     return 0;
