@@ -18,6 +18,9 @@
 set -eu
 BUILD=${1:-build}
 RUNS=${2:-5}
+case $RUNS in
+''|*[!0-9]*|0) echo "bench_fabrics.sh: RUNS: expected a positive integer, got '$RUNS'" >&2 && exit 2 ;;
+esac
 PATTERN=${3:-.}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 TMP=$(mktemp -d /tmp/npusim_fabrics_XXXXXX)

@@ -15,6 +15,9 @@
 set -eu
 SIMRUN=${1:-build/simrun}
 REPEATS=${2:-3}
+case $REPEATS in
+''|*[!0-9]*|0) echo "bench_moe.sh: REPEATS: expected a positive integer, got '$REPEATS'" >&2 && exit 2 ;;
+esac
 cd "$(dirname "$0")/.."
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT

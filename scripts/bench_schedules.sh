@@ -14,6 +14,9 @@
 set -eu
 SIMRUN=${1:-build/simrun}
 REPEATS=${2:-5}
+case $REPEATS in
+''|*[!0-9]*|0) echo "bench_schedules.sh: REPEATS: expected a positive integer, got '$REPEATS'" >&2 && exit 2 ;;
+esac
 cd "$(dirname "$0")/.."
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
