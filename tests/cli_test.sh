@@ -172,6 +172,8 @@ sed 's/"planner": "megatron"/"planner": "MegaTron"/' "$TMP/base.json" >"$TMP/cas
 "$SIMRUN" --quiet --csv "$TMP/case.csv" --plan "$TMP/case.json" "$P8" "$W8" 2>"$TMP/err" &&
     [ "$(tail -1 "$TMP/case.csv" | cut -d, -f3)" = megatron ] && ok ||
     ko "a plan's planner name in another case is reported in simrun's"
+expect_error "--set planner=unknown names the command line" 2 "<command line>: planner: unknown planner 'foo'" \
+    --set planner=foo "$P8" "$W8"
 expect_error "plan with tensor_parallel 3" 2 "$TMP/tp3.json: tensor_parallel: 3" --plan "$TMP/tp3.json" "$P8" "$W8"
 grep -q "workloads/small_gpt.json: model.num_attention_heads" "$TMP/err" && ok ||
     ko "the plan's tensor_parallel error gives the workload's reason"

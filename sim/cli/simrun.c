@@ -192,6 +192,31 @@ static int run_all_planners(const cli *c, job *j, np_error *err)
     return first_rc;
 }
 
+/* The key of a --set KEY=VALUE, its last dotted part (training.planner:
+ * planner), and its length. */
+static const char *override_key(const char *set, size_t *n)
+{
+    const char *eq = strchr(set, '='), *key = set;
+    size_t len = eq ? (size_t)(eq - set) : strlen(set);
+    for (const char *p = set; p < set + len; p++)
+        if (*p == '.')
+            key = p + 1;
+    *n = len - (size_t)(key - set);
+    return key;
+}
+
+/* Whether a --set gave the bare key `name`. */
+static bool set_on_command_line(const cli *c, const char *name)
+{
+    for (int i = 0; i < c->num_overrides; i++) {
+        size_t n;
+        const char *key = override_key(c->overrides[i], &n);
+        if (n == strlen(name) && strncmp(key, name, n) == 0)
+            return true;
+    }
+    return false;
+}
+
 static int load_inputs(cli *c, job *j, np_error *err)
 {
     /* --schedule X is the override schedule="X", applied with the others so
@@ -223,8 +248,9 @@ static int load_inputs(cli *c, job *j, np_error *err)
     j->planner = cli_planner_name(name); /* the canonical name, whatever its case */
     if (!c->plan_in && !j->planner) {
         char names[256];
+        bool set = !c->planner && set_on_command_line(c, "planner"); /* --set planner=... */
         return np_error_set(err, c->planner ? NP_EXIT_USAGE : NP_EXIT_INPUT,
-                            c->planner ? "<command line>" : c->workload_path,
+                            c->planner || set ? "<command line>" : c->workload_path,
                             c->planner ? "--planner" : "planner", 0,
                             "unknown planner '%s', expected one of: %s, all", name,
                             cli_planner_list(names, sizeof names));
@@ -409,13 +435,9 @@ static int check_plan_overrides(const cli *c, const job *j, const plan *pl, np_e
                             "--schedule or plan again (--plan-out)",
                             c->schedule, c->plan_in, wl_schedule_name(pl->schedule));
     for (int i = 0; i < c->num_overrides; i++) {
-        const char *set = c->overrides[i], *eq = strchr(set, '=');
-        size_t n = eq ? (size_t)(eq - set) : strlen(set);
-        const char *key = set; /* training.recompute_granularity: the last part */
-        for (const char *p = set; p < set + n; p++)
-            if (*p == '.')
-                key = p + 1;
-        n -= (size_t)(key - set);
+        const char *set = c->overrides[i];
+        size_t n;
+        const char *key = override_key(set, &n);
         for (size_t k = 0; k < sizeof plan_fixed / sizeof plan_fixed[0]; k++)
             if (strlen(plan_fixed[k].key) == n && strncmp(key, plan_fixed[k].key, n) == 0 &&
                 !plan_agrees(j, pl, plan_fixed[k].what))
