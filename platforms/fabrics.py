@@ -120,10 +120,13 @@ def _group(zid, children, uplinks, lat):
     return "".join(out)
 
 
+def _per_node(p, per_node):
+    """The server size: the preset's unless given (0 is refused, not the preset's)."""
+    return p["npus_per_node"] if per_node is None else per_node
+
+
 def _check_common(p, num_npus, per_node):
-    if num_npus <= 0 or num_npus % per_node:
-        raise ValueError("--npus %d is not a positive multiple of %d NPUs per node"
-                         % (num_npus, per_node))
+    _gp().check_sizes(num_npus, per_node)
 
 
 def _props(p, per_node, scaleup, extra=()):
@@ -176,13 +179,17 @@ def clos3_platform(preset, num_npus, per_node=None, leaf_hosts=32, leaves_per_po
     of down- to up-link capacity at that tier; 1 is non-blocking."""
     gp = _gp()
     p = gp.PRESETS[preset]
-    per_node = per_node or p["npus_per_node"]
+    per_node = _per_node(p, per_node)
     _check_common(p, num_npus, per_node)
+    for flag, value in (("--leaf-hosts", leaf_hosts), ("--leaves-per-pod", leaves_per_pod)):
+        if not isinstance(value, int) or value < 1:
+            raise ValueError("%s %s: expected a positive whole number" % (flag, value))
     if num_npus % leaf_hosts or (num_npus // leaf_hosts) % leaves_per_pod:
         raise ValueError("--npus %d is not a multiple of %d hosts per leaf x %d leaves per pod"
                          % (num_npus, leaf_hosts, leaves_per_pod))
-    if min(oversub) < 1:
-        raise ValueError("--oversub: each ratio must be >= 1 (down-link over up-link capacity)")
+    if len(oversub) != 2 or not all(math.isfinite(o) and o >= 1 for o in oversub):
+        raise ValueError("--oversub %s: expected O1[,O2], ratios >= 1 (down-link over up-link "
+                         "capacity)" % ",".join("%g" % o for o in oversub))
     bw, lat = p["nic_Bps"], p["link_latency_s"]
     pods = num_npus // (leaf_hosts * leaves_per_pod)
     taper = [("fabric_taper", gp.fmt(1.0 / max(oversub)),
@@ -235,7 +242,7 @@ def clos3_platform(preset, num_npus, per_node=None, leaf_hosts=32, leaves_per_po
             "SIGCOMM 2008; oversubscribed tiers as in Meta's RoCE AI clusters (Gangidi et al.,",
             "SIGCOMM 2024: 1:7 between the cluster and aggregation tiers).",
         ]
-    return _wrap(p, p["title"], head + fabric + tail, body,
+    return _wrap(p, gp.title(p, per_node), head + fabric + tail, body,
                  _scaleup_cluster(p, num_npus, per_node) if scaleup else "")
 
 
@@ -261,7 +268,7 @@ def rail_platform(preset, num_npus, per_node=None, su_servers=None, oversub=1.0,
     ports, plane_policy how a transfer uses them ("split" or "hash")."""
     gp = _gp()
     p = gp.PRESETS[preset]
-    per_node = per_node or p["npus_per_node"]
+    per_node = _per_node(p, per_node)
     _check_common(p, num_npus, per_node)
     servers = num_npus // per_node
     if su_servers is None:
@@ -271,8 +278,8 @@ def rail_platform(preset, num_npus, per_node=None, su_servers=None, oversub=1.0,
     if su_servers < 2 or servers % su_servers:
         raise ValueError("%d servers are not a multiple of %d servers per scalable unit (at "
                          "least 2)" % (servers, su_servers))
-    spines = su_servers / oversub
-    if oversub < 1 or spines != int(spines):
+    spines = su_servers / oversub if math.isfinite(oversub) and oversub >= 1 else 0.5
+    if spines != int(spines):
         raise ValueError("--oversub %g: expected a ratio >= 1 that divides the %d servers of a "
                          "scalable unit" % (oversub, su_servers))
     if planes not in (1, 2):
@@ -332,7 +339,7 @@ def rail_platform(preset, num_npus, per_node=None, su_servers=None, oversub=1.0,
             "fabric below with its own leaves and spines, and no link joins the planes.",
             "A transfer: %s." % PLANE_POLICY_TEXT[plane_policy],
         ]
-    return _wrap(p, p["title"], lines, body,
+    return _wrap(p, gp.title(p, per_node), lines, body,
                  _scaleup_cluster(p, num_npus, per_node) if scaleup else "")
 
 
@@ -341,11 +348,18 @@ def torus_platform(preset, num_npus, dims, per_node=None, scaleup=False):
     has one link per dimension and direction's neighbour (SimGrid's TorusZone)."""
     gp = _gp()
     p = gp.PRESETS[preset]
-    per_node = per_node or p["npus_per_node"]
+    per_node = _per_node(p, per_node)
     _check_common(p, num_npus, per_node)
-    d = [int(x) for x in dims.split(",")]
-    if math.prod(d) != num_npus or min(d) < 1:
-        raise ValueError("torus %s holds %d hosts, not %d" % (dims, math.prod(d), num_npus))
+    try:
+        d = gp.whole_numbers(dims)
+    except ValueError:
+        d = [0]
+    if min(d) < 1:
+        raise ValueError("--torus %s: expected X,Y[,Z], positive whole numbers whose product "
+                         "is --npus" % dims)
+    if math.prod(d) != num_npus:
+        raise ValueError("--torus %s holds %d hosts, not --npus %d"
+                         % (dims, math.prod(d), num_npus))
     props = _props(p, per_node, scaleup)
     body = gp.cluster_xml(num_npus, p["speed_flops"], p["nic_Bps"], p["link_latency_s"],
                           '\n           topology="TORUS" topo_parameters="%s"' % dims, props)
@@ -355,7 +369,7 @@ def torus_platform(preset, num_npus, dims, per_node=None, scaleup=False):
         "Torus-connected accelerators: TPU v4, 3D torus (Jouppi et al., ISCA 2023).",
         "Link latency: %s." % p["link_lat_src"],
     ]
-    return _wrap(p, p["title"], lines, _strip(body),
+    return _wrap(p, gp.title(p, per_node), lines, _strip(body),
                  _scaleup_cluster(p, num_npus, per_node) if scaleup else "")
 
 
@@ -363,21 +377,25 @@ def dragonfly_platform(preset, num_npus, params, per_node=None, scaleup=False):
     """SimGrid DRAGONFLY cluster: "groups,glinks;chassis,clinks;routers,rlinks;nodes"."""
     gp = _gp()
     p = gp.PRESETS[preset]
-    per_node = per_node or p["npus_per_node"]
+    per_node = _per_node(p, per_node)
     _check_common(p, num_npus, per_node)
     try:
-        parts = [[int(x) for x in part.split(",")] for part in params.split(";")]
-        hosts = parts[0][0] * parts[1][0] * parts[2][0] * parts[3][0]
-    except (ValueError, IndexError):
-        raise ValueError('dragonfly "%s": expected "g,gl;c,cl;r,rl;n"' % params)
+        parts = [gp.whole_numbers(part) for part in params.split(";")]
+    except ValueError:
+        parts = []
+    if [len(part) for part in parts] != [2, 2, 2, 1] or min(min(part) for part in parts) < 1:
+        raise ValueError('--dragonfly "%s": expected "G,GL;C,CL;R,RL;N", positive whole numbers'
+                         % params)
+    hosts = parts[0][0] * parts[1][0] * parts[2][0] * parts[3][0]
     if hosts != num_npus:
-        raise ValueError("dragonfly %s holds %d hosts, not %d" % (params, hosts, num_npus))
+        raise ValueError('--dragonfly "%s" holds %d hosts, not --npus %d'
+                         % (params, hosts, num_npus))
     if parts[0][0] > parts[2][0]:
         # SimGrid 3.32 sends traffic for group g through router g of the
         # sender's chassis: more groups than routers per chassis reads past
         # its tables (a crash on this machine).
-        raise ValueError("dragonfly %s: %d groups but %d routers per chassis; SimGrid needs "
-                         "groups <= routers per chassis" % (params, parts[0][0], parts[2][0]))
+        raise ValueError('--dragonfly "%s": %d groups but %d routers per chassis; SimGrid '
+                         "needs groups <= routers per chassis" % (params, parts[0][0], parts[2][0]))
     props = _props(p, per_node, scaleup)
     body = gp.cluster_xml(num_npus, p["speed_flops"], p["nic_Bps"], p["link_latency_s"],
                           '\n           topology="DRAGONFLY" topo_parameters="%s"' % params, props)
@@ -389,7 +407,7 @@ def dragonfly_platform(preset, num_npus, params, per_node=None, scaleup=False):
         "Dragonfly: Kim, Dally, Scott & Abts, ISCA 2008.",
         "Link latency: %s." % p["link_lat_src"],
     ]
-    return _wrap(p, p["title"], lines, _strip(body),
+    return _wrap(p, gp.title(p, per_node), lines, _strip(body),
                  _scaleup_cluster(p, num_npus, per_node) if scaleup else "")
 
 
@@ -404,7 +422,8 @@ def fat_tree_with_scaleup(p, num_npus, per_node, topo, lines):
     props = _props(p, per_node, True)
     body = gp.cluster_xml(num_npus, p["speed_flops"], p["nic_Bps"], p["link_latency_s"],
                           '\n           topology="FAT_TREE" topo_parameters="%s"' % topo, props)
-    return _wrap(p, p["title"], lines + ["Scale-up fabric simulated as flows (scaleup cluster)."],
+    return _wrap(p, gp.title(p, per_node),
+                 lines + ["Scale-up fabric simulated as flows (scaleup cluster)."],
                  _strip(body), _scaleup_cluster(p, num_npus, per_node))
 
 
@@ -414,17 +433,17 @@ FABRICS = ["fat-tree", "clos3", "rail", "torus", "dragonfly"]
 def add_arguments(ap):
     """gen_platform.py's options for the fabrics of this module (with --preset)."""
     ap.add_argument(
-        "--fabric", choices=FABRICS, default="fat-tree",
+        "--fabric", choices=FABRICS,
         help="with --preset: the scale-out fabric (default fat-tree: gen_platform's 2-level "
         "FAT_TREE; clos3: 3-tier Clos as zones; rail: rail-optimised; torus; dragonfly; "
         "see platforms/fabrics.py and docs/platform-format.md)")
     ap.add_argument(
-        "--oversub", metavar="O1[,O2]", default="1",
+        "--oversub", metavar="O1[,O2]",
         help="clos3: down/up capacity ratio of the leaf and pod-spine tiers (default 1,1); "
         "rail: of the rail leaves (default 1)")
-    ap.add_argument("--leaf-hosts", type=int, default=64, metavar="K",
+    ap.add_argument("--leaf-hosts", type=int, metavar="K",
                     help="clos3: NICs per leaf switch (default 64)")
-    ap.add_argument("--leaves-per-pod", type=int, default=16, metavar="L",
+    ap.add_argument("--leaves-per-pod", type=int, metavar="L",
                     help="clos3: leaves per pod (default 16)")
     ap.add_argument("--su-servers", type=int, metavar="S",
                     help="rail: servers per scalable unit, i.e. per rail leaf (default: the "
@@ -437,10 +456,10 @@ def add_arguments(ap):
                     help="dragonfly: SimGrid's DRAGONFLY parameters (groups, chassis per "
                     "group, routers per chassis, hosts per router, each level with its link "
                     "count); G must not exceed R")
-    ap.add_argument("--planes", type=int, default=1, choices=[1, 2],
+    ap.add_argument("--planes", type=int, choices=[1, 2],
                     help="rail: 1 (default) or 2: dual-plane, each NIC's bandwidth split over "
                     "two ports on two independent copies of the rail fabric (Alibaba HPN)")
-    ap.add_argument("--plane-policy", choices=PLANE_POLICIES, default="split",
+    ap.add_argument("--plane-policy", choices=PLANE_POLICIES,
                     help="rail --planes 2: how a transfer uses the planes: split (default: "
                     "half on each, NCCL's channels over both ports) or hash (whole on the "
                     "plane a hash of the two NPU ranks picks: one queue pair on one port)")
@@ -449,27 +468,76 @@ def add_arguments(ap):
                     "(scaleup_fabric=simulated and a port host per NPU)")
 
 
+# The fabric options: (option's dest, option, the fabrics it applies to).  An
+# option given where it does not apply is refused, not ignored.
+FABRIC_OPTIONS = [
+    ("topo", "--topo", ["fat-tree"]),
+    ("oversub", "--oversub", ["clos3", "rail"]),
+    ("leaf_hosts", "--leaf-hosts", ["clos3"]),
+    ("leaves_per_pod", "--leaves-per-pod", ["clos3"]),
+    ("su_servers", "--su-servers", ["rail"]),
+    ("pxn", "--pxn", ["rail"]),
+    ("planes", "--planes", ["rail"]),
+    ("plane_policy", "--plane-policy", ["rail"]),
+    ("torus", "--torus", ["torus"]),
+    ("dragonfly", "--dragonfly", ["dragonfly"]),
+]
+
+
+def given(flag, value):
+    """An option as the command line gave it: "--pxn", "--planes 2"."""
+    return flag if value is True else "%s %s" % (flag, value)
+
+
+def check_arguments(a):
+    """Refuses a fabric option that does not apply to a.fabric (ValueError)."""
+    fabric = a.fabric or "fat-tree"
+    for dest, flag, where in FABRIC_OPTIONS:
+        value = getattr(a, dest)
+        if value is not None and value is not False and fabric not in where:
+            raise ValueError("%s: applies to %s only, not --fabric %s"
+                             % (given(flag, value), " and ".join("--fabric " + f for f in where),
+                                fabric))
+    if a.plane_policy is not None and a.planes != 2:
+        raise ValueError("--plane-policy %s: applies to --fabric rail --planes 2 only (one "
+                         "plane has nothing to split or hash)" % a.plane_policy)
+
+
+def _oversub(text, most):
+    """--oversub's text -> up to `most` ratios, each finite and >= 1."""
+    try:
+        o = [float(x) for x in text.split(",")]
+    except ValueError:
+        o = []
+    if not 1 <= len(o) <= most or not all(math.isfinite(x) and x >= 1 for x in o):
+        raise ValueError("--oversub %s: expected %s, ratios >= 1 (down-link over up-link "
+                         "capacity)" % (text, "O1[,O2]" if most == 2 else "one ratio O1"))
+    return o
+
+
 def build(a, fat_tree_platform):
     """The platform text for gen_platform's parsed options a (--preset given)."""
-    try:
-        oversub = [float(x) for x in a.oversub.split(",")]
-    except ValueError:
-        raise ValueError("--oversub %s: expected O1[,O2], numbers >= 1" % a.oversub)
-    if a.fabric == "fat-tree":
+    check_arguments(a)
+    fabric = a.fabric or "fat-tree"
+    if fabric == "fat-tree":
         return fat_tree_platform(a.preset, a.npus, a.npus_per_node, a.topo, a.scaleup_sim)
-    if a.fabric == "clos3":
-        o = (oversub + [1.0])[:2]
-        return clos3_platform(a.preset, a.npus, a.npus_per_node, a.leaf_hosts, a.leaves_per_pod,
+    if fabric == "clos3":
+        o = (_oversub(a.oversub or "1", 2) + [1.0])[:2]
+        return clos3_platform(a.preset, a.npus, a.npus_per_node,
+                              64 if a.leaf_hosts is None else a.leaf_hosts,
+                              16 if a.leaves_per_pod is None else a.leaves_per_pod,
                               tuple(o), a.scaleup_sim)
-    if a.fabric == "rail":
-        return rail_platform(a.preset, a.npus, a.npus_per_node, a.su_servers, oversub[0], a.pxn,
-                             a.scaleup_sim, a.planes, a.plane_policy)
-    if a.planes != 1 or a.plane_policy != "split":
-        raise ValueError("--planes and --plane-policy apply to --fabric rail only")
-    if a.fabric == "torus":
-        if not a.torus:
+    if fabric == "rail":
+        if a.su_servers is not None and a.su_servers < 2:
+            raise ValueError("--su-servers %d: expected at least 2 servers per scalable unit"
+                             % a.su_servers)
+        return rail_platform(a.preset, a.npus, a.npus_per_node, a.su_servers,
+                             _oversub(a.oversub or "1", 1)[0], a.pxn, a.scaleup_sim,
+                             a.planes or 1, a.plane_policy or "split")
+    if fabric == "torus":
+        if a.torus is None:
             raise ValueError("--fabric torus needs --torus X,Y[,Z]")
         return torus_platform(a.preset, a.npus, a.torus, a.npus_per_node, a.scaleup_sim)
-    if not a.dragonfly:
+    if a.dragonfly is None:
         raise ValueError("--fabric dragonfly needs --dragonfly G,GL;C,CL;R,RL;N")
     return dragonfly_platform(a.preset, a.npus, a.dragonfly, a.npus_per_node, a.scaleup_sim)

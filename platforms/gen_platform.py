@@ -35,6 +35,11 @@ Usage (python standard library only):
       regenerates every shipped platform in DIR (default: this script's
       folder).  The shipped XML files are exactly this output; edit the
       presets here, not the XML.
+  Errors: one line on standard error naming the option and what it expects;
+  exit 2 on a bad command line (a value out of range, sizes that do not fit
+  together, an option given where it does not apply -- never ignored), 1 when
+  the output cannot be written.  A file is written whole or not at all: into
+  a temporary file in its folder, renamed over the target when complete.
 
 Automatic fat-tree shape for N hosts: SimGrid's PGFT "2;m1,m2;w1,w2;p1,p2"
 has m1 hosts under each of m2 leaf switches and w2 spines, each leaf linked
@@ -54,7 +59,9 @@ inside a leaf and 4 links across the spine.
 import argparse
 import math
 import os
+import stat
 import sys
+import tempfile
 
 sys.dont_write_bytecode = True  # no __pycache__ in platforms/
 # Device presets, every figure with its public source: platforms/presets.py
@@ -81,6 +88,72 @@ CONFIG = """  <config>
 
 
 MAX_LEAVES = 128
+# The reader's bounds (docs/platform-format.md): a rank has at most 9 digits,
+# npus_per_node is 1 .. 1e6, a link's bandwidth 1e3 .. 1e30 B/s and its latency
+# 0 .. 1 s (as scaleup_bandwidth_Bps <= 1e30 and scaleup_latency_s <= 1).
+MAX_NPUS = 10 ** 9
+MAX_PER_NODE = 10 ** 6
+LINK_BPS = (1e3, 1e30)
+LINK_LATENCY_S = (0.0, 1.0)
+# --free-comm's servers (free_comm_platform)
+FREE_COMM_PER_NODE = 8
+
+
+def check_sizes(num_npus, per_node):
+    """num_npus NPUs in servers of per_node: both whole numbers in the
+    reader's range, num_npus a multiple of per_node."""
+    if not isinstance(per_node, int) or not 1 <= per_node <= MAX_PER_NODE:
+        raise ValueError("--npus-per-node %s: expected a whole number of NPUs per server "
+                         "from 1 to %d" % (per_node, MAX_PER_NODE))
+    if (not isinstance(num_npus, int) or not 1 <= num_npus <= MAX_NPUS
+            or num_npus % per_node):
+        raise ValueError("--npus %s: expected a positive multiple of %d NPUs per node, at "
+                         "most %d" % (num_npus, per_node, MAX_NPUS))
+
+
+def whole_numbers(text, sep=","):
+    """"4,4,4" -> [4, 4, 4]: digits only (no sign, space or underscore, which
+    int() would take but the text goes into the XML as it is); ValueError."""
+    items = text.split(sep)
+    if not all(x and x.isascii() and x.isdigit() for x in items):
+        raise ValueError(text)
+    return [int(x) for x in items]
+
+
+def parse_pgft(topo):
+    """SimGrid's PGFT "L;m1,..,mL;w1,..,wL;p1,..,pL" -> (m, w, p) lists of
+    positive whole numbers, L of each; ValueError naming --topo otherwise."""
+    try:
+        parts = topo.split(";")
+        levels = whole_numbers(parts[0], ";")[0]
+        lists = [whole_numbers(part) for part in parts[1:]]
+        ok = (levels >= 1 and len(lists) == 3 and all(len(l) == levels for l in lists)
+              and min(min(l) for l in lists) >= 1)
+    except (ValueError, IndexError, AttributeError):
+        ok = False
+    if not ok:
+        raise ValueError('--topo "%s": expected "L;m1,..,mL;w1,..,wL;p1,..,pL", L >= 1 and '
+                         "L positive whole numbers in each list" % topo)
+    return lists
+
+
+def title(p, per_node):
+    """The header's title: the preset's, or with another server size the
+    device name and that size (the preset's title names its own server)."""
+    if per_node == p["npus_per_node"]:
+        return p["title"]
+    return "%s, %d per server (--npus-per-node %d; the preset's server holds %d)" % (
+        p.get("device", p["title"]), per_node, per_node, p["npus_per_node"])
+
+
+def note_lines(p, per_node):
+    """The preset's note for the header, marked as the preset's when the
+    server size differs (a note may describe the preset's server)."""
+    if "note" not in p:
+        return []
+    if per_node == p["npus_per_node"]:
+        return [p["note"]]
+    return ["The preset's note, for its server of %d: %s" % (p["npus_per_node"], p["note"])]
 
 
 def fat_tree_shape(num_npus, npus_per_node=1):
@@ -155,12 +228,21 @@ REQUIRED = ["hbm_bytes", "hbm_bandwidth_Bps", "npus_per_node", "scaleup_bandwidt
             "scaleup_latency_s", "matmul_efficiency", "kernel_launch_s"]
 
 
+def node_source(p, per_node):
+    """The npus_per_node comment: the preset's source, or with another server
+    size that size first and the preset's server after it."""
+    if per_node == p["npus_per_node"]:
+        return p["node_src"]
+    return "%d NPUs per server (--npus-per-node %d); the preset's server: %s" % (
+        per_node, per_node, p["node_src"])
+
+
 def device_props(p, npus_per_node):
     """The required properties in REQUIRED's order, then the optional ones."""
     return [
         ("hbm_bytes", fmt(p["hbm_bytes"]), "HBM capacity: " + p["hbm_src"]),
         ("hbm_bandwidth_Bps", fmt(p["hbm_bandwidth_Bps"]), "HBM bandwidth: " + p["hbm_bw_src"]),
-        ("npus_per_node", str(npus_per_node), p["node_src"]),
+        ("npus_per_node", str(npus_per_node), node_source(p, npus_per_node)),
         ("scaleup_bandwidth_Bps", fmt(p["scaleup_bandwidth_Bps"]), p["scaleup_src"]),
         ("scaleup_latency_s", fmt(p["scaleup_latency_s"]), p["scaleup_lat_src"]),
         ("matmul_efficiency", fmt(p["matmul_efficiency"]), p["eff_src"]),
@@ -192,30 +274,38 @@ def optional_props(p):
 
 def fat_tree_platform(preset, num_npus, npus_per_node=None, topo=None, scaleup=False):
     p = PRESETS[preset]
-    per_node = npus_per_node or p["npus_per_node"]
-    if num_npus <= 0 or num_npus % per_node:
-        raise ValueError("--npus %d is not a positive multiple of %d NPUs per node"
-                         % (num_npus, per_node))
-    topo = topo or fat_tree_topo(num_npus, per_node)
-    levels = topo.split(";")
-    m = [int(x) for x in levels[1].split(",")]
+    per_node = p["npus_per_node"] if npus_per_node is None else npus_per_node
+    check_sizes(num_npus, per_node)
+    topo = fat_tree_topo(num_npus, per_node) if topo is None else topo
+    m, w, _ = parse_pgft(topo)
     if math.prod(m) != num_npus:
-        raise ValueError("fat tree %s holds %d hosts, not %d" % (topo, math.prod(m), num_npus))
+        raise ValueError('--topo "%s": its m list holds %d hosts, not --npus %d'
+                         % (topo, math.prod(m), num_npus))
+    if len(m) == 2:
+        shape = ("a 2-level FAT_TREE"
+                 ' "%s" (%d hosts per leaf switch, %d leaves, %d spines, every link %s B/s).'
+                 % (topo, m[0], m[1], w[1], fmt(p["nic_Bps"])))
+    else:
+        shape = ('a %d-level FAT_TREE "%s" (%d hosts per leaf switch, every link %s B/s).'
+                 % (len(m), topo, m[0], fmt(p["nic_Bps"])))
+    if m[0] % per_node == 0:
+        servers = ["Ranks of one server are consecutive (server = rank / npus_per_node) and "
+                   "share a leaf;",
+                   "a real rail-optimised fabric would spread them over leaves instead."]
+    else:
+        servers = ["Ranks of one server are consecutive (server = rank / npus_per_node); %d "
+                   "hosts per leaf" % m[0],
+                   "are not whole servers of %d, so some servers span two leaves." % per_node]
     lines = [
         "%d NPUs = %d servers x %d." % (num_npus, num_npus // per_node, per_node),
         "Host speed: %s." % p["speed_src"],
-        "Scale-out: %s; one NIC link per NPU into a 2-level FAT_TREE"
-        ' "%s" (%d hosts per leaf switch, %d leaves, %d spines, every link %s B/s).'
-        % (p["nic_src"], topo, m[0], m[1], int(levels[2].split(",")[1]), fmt(p["nic_Bps"])),
+        "Scale-out: %s; one NIC link per NPU into %s" % (p["nic_src"], shape),
         "Link latency: %s." % p["link_lat_src"],
-    ] + ([p["note"]] if "note" in p else []) + [
-        "Ranks of one server are consecutive (server = rank / npus_per_node) and share a leaf;",
-        "a real rail-optimised fabric would spread them over leaves instead.",
-    ]
+    ] + note_lines(p, per_node) + servers
     if scaleup:
         return fabrics.fat_tree_with_scaleup(p, num_npus, per_node, topo, lines)
     return (
-        header("npusim platform: %s" % p["title"], lines)
+        header("npusim platform: %s" % title(p, per_node), lines)
         + CONFIG
         + cluster_xml(num_npus, p["speed_flops"], p["nic_Bps"], p["link_latency_s"],
                       '\n           topology="FAT_TREE" topo_parameters="%s"' % topo,
@@ -229,6 +319,7 @@ def flat_platform(num_npus, bandwidth_Bps, latency_s, per_node=1, scaleup_Bps=No
     """Collective-test platform: every route is one host link up and one down.
     per_node > 1 groups consecutive NPUs into servers whose scale-up fabric
     has scaleup_Bps and scaleup_latency_s (hierarchical collectives)."""
+    check_sizes(num_npus, per_node)
     p = PRESETS["910b"]
     props = device_props(p, 1)[:len(REQUIRED)]  # test platform: no optional properties
     props[2] = ("npus_per_node", "1", "one NPU per node: every transfer crosses the flat fabric")
@@ -256,7 +347,10 @@ def flat_platform(num_npus, bandwidth_Bps, latency_s, per_node=1, scaleup_Bps=No
 
 def free_comm_platform(num_npus):
     p = PRESETS["910b"]
-    per_node = 8
+    per_node = FREE_COMM_PER_NODE
+    if not isinstance(num_npus, int) or not 1 <= num_npus <= MAX_NPUS or num_npus % per_node:
+        raise ValueError("--free-comm %s: expected a positive multiple of %d NPUs (%d per "
+                         "node), at most %d" % (num_npus, per_node, per_node, MAX_NPUS))
     props = device_props(p, per_node)[:len(REQUIRED)]  # test platform: no optional properties
     free = "free communication"
     props[3] = ("scaleup_bandwidth_Bps", fmt(FREE_BANDWIDTH_BPS), free)
@@ -294,6 +388,9 @@ SHIPPED = {
     "test_8npu.xml": lambda: fat_tree_platform("910b", 8, npus_per_node=4, topo="2;4,2;1,4;1,1"),
     "test_16npu.xml": lambda: fat_tree_platform("910b", 16),
     "test_64npu.xml": lambda: fat_tree_platform("910b", 64),
+    # 4 servers of 8 for the MoE tests (workloads/moe_21b_32npu.json, EP 32 = DP 32;
+    # tests/moe_testutil.c).
+    "moe_32npu.xml": lambda: fat_tree_platform("910b", 32),
     "test_free_comm_8.xml": lambda: free_comm_platform(8),
     "test_free_comm_16.xml": lambda: free_comm_platform(16),
     "test_free_comm_32.xml": lambda: free_comm_platform(32),
@@ -322,12 +419,87 @@ SHIPPED = {
 }
 
 
-def write(text, path):
+class WriteError(Exception):
+    """The output cannot be written (exit status 1); the message names it."""
+
+
+def _errno_text(e):
+    return e.strerror or str(e)
+
+
+def check_output(path, opt="-o"):
+    """Refuses, before any platform is built, an output that cannot be a file:
+    a directory, or a file in a folder that does not exist."""
     if path in (None, "-"):
-        sys.stdout.write(text)
         return
-    with open(path, "w") as f:
-        f.write(text)
+    if os.path.isdir(path):
+        raise WriteError("%s %s: is a directory, expected a file name" % (opt, path))
+    folder = os.path.dirname(os.path.realpath(path))
+    if not os.path.isdir(folder):
+        raise WriteError("%s %s: folder %s does not exist" % (opt, path, folder))
+    if os.path.isfile(path) and not os.access(path, os.W_OK):
+        raise WriteError("%s %s: cannot write: Permission denied" % (opt, path))
+
+
+def write(text, path, opt="-o"):
+    """Writes text to path ("-" or None: standard output), whole or not at
+    all: into a temporary file in the target's folder, renamed over the
+    target once complete, so a failed write leaves no partial file and an
+    existing target as it was.  A target that exists and is no regular file
+    (/dev/null, a FIFO) is written in place.  WriteError names opt and path."""
+    if path in (None, "-"):
+        try:
+            sys.stdout.write(text)
+            sys.stdout.flush()
+        except OSError as e:
+            try:  # drop what is left buffered, or the exit would fail on it again
+                os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            except OSError:
+                pass
+            raise WriteError("%s: cannot write standard output: %s" % (opt, _errno_text(e)))
+        return
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        st = None
+    except OSError as e:
+        raise WriteError("%s %s: %s" % (opt, path, _errno_text(e)))
+    if st is not None and stat.S_ISDIR(st.st_mode):
+        raise WriteError("%s %s: is a directory, expected a file name" % (opt, path))
+    if st is not None and not stat.S_ISREG(st.st_mode):
+        try:
+            with open(path, "w", encoding="utf-8") as f:
+                f.write(text)
+        except OSError as e:
+            raise WriteError("%s %s: cannot write: %s" % (opt, path, _errno_text(e)))
+        return
+    target = os.path.realpath(path)  # through a symbolic link: replace its target
+    if st is not None:
+        mode = stat.S_IMODE(st.st_mode)
+    else:
+        umask = os.umask(0)
+        os.umask(umask)
+        mode = 0o666 & ~umask
+    try:
+        fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(target) + ".",
+                                   suffix=".tmp", dir=os.path.dirname(target))
+    except OSError as e:
+        raise WriteError("%s %s: cannot write: %s" % (opt, path, _errno_text(e)))
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.chmod(tmp, mode)
+        os.replace(tmp, target)
+    except BaseException as e:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        if isinstance(e, OSError):
+            raise WriteError("%s %s: cannot write: %s" % (opt, path, _errno_text(e)))
+        raise
 
 
 def preset_summary():
@@ -382,11 +554,93 @@ Automatic fat tree for N hosts: "2;m1,m2;1,m1;1,1", m1 hosts under each of
 m2 = N/m1 leaves and m1 spines, m1 the smallest power of two >= sqrt(N) that
 holds whole servers with at most %d leaves (1K -> "2;32,32;1,32;1,1",
 16K -> "2;128,128;1,128;1,1", 64K -> "2;512,128;1,512;1,1").
-Exit status: 0, 1 on a bad size or --topo, 2 on a bad command line."""
+Every option applies to some modes and fabrics only (its help says which);
+one given elsewhere is refused, not ignored.  The output is written whole or
+not at all (a temporary file in its folder, renamed into place).
+Exit status: 0; 1 when the output cannot be written; 2 on a bad command line
+(an option's value out of range, sizes that do not fit together, an option
+that does not apply), with one line on standard error naming the option."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):
+        """argparse's own errors as one line, like the script's (--help has the usage)."""
+        self.exit(2, "%s: %s\n" % (self.prog, message))
+
+
+def _count(flag, value, low, what):
+    """A whole-number option: value in low .. MAX_NPUS, else ValueError."""
+    if not low <= value <= MAX_NPUS:
+        raise ValueError("%s %d: expected %s from %d to %d" % (flag, value, what, low, MAX_NPUS))
+    return value
+
+
+def _number(flag, text, default, bounds, unit):
+    """A number option given as text (None: default), finite, within bounds."""
+    if text is None:
+        return default
+    try:
+        x = float(text)
+    except ValueError:
+        x = math.nan
+    if not (math.isfinite(x) and bounds[0] <= x <= bounds[1]):
+        raise ValueError("%s %s: expected %s from %s to %s" % (flag, text, unit, fmt(bounds[0]),
+                                                                fmt(bounds[1])))
+    return x
+
+
+# Options of one mode only: (dest, option, the mode).  The fabric options are
+# --preset's too (fabrics.FABRIC_OPTIONS says which fabric each is for).
+MODE_OPTIONS = [
+    ("npus", "--npus", "--preset"),
+    ("npus_per_node", "--npus-per-node", "--preset"),
+    ("fabric", "--fabric", "--preset"),
+    ("scaleup_sim", "--scaleup-sim", "--preset"),
+] + [(dest, flag, "--preset") for dest, flag, _ in fabrics.FABRIC_OPTIONS] + [
+    ("bandwidth_Bps", "--bandwidth-Bps", "--flat"),
+    ("latency_s", "--latency-s", "--flat"),
+]
+
+
+def jobs(a):
+    """[(path, option naming it, function making its text)] for the parsed
+    options a.  ValueError on a bad command line, WriteError on an output
+    that cannot be a file; nothing is built or written yet."""
+    mode = ("--all" if a.all is not None else "--preset" if a.preset is not None
+            else "--flat" if a.flat is not None else "--free-comm")
+    for dest, flag, where in MODE_OPTIONS:
+        value = getattr(a, dest)
+        if value is not None and value is not False and mode != where:
+            raise ValueError("%s: applies to %s only, not %s"
+                             % (fabrics.given(flag, value), where, mode))
+    if mode == "--all":
+        if a.output is not None:
+            raise ValueError("-o %s: does not apply to --all, which writes every shipped "
+                             "platform into its DIR" % a.output)
+        if not os.path.isdir(a.all):
+            raise WriteError("--all %s: not a directory, expected the folder to write into"
+                             % (a.all or '""'))
+        return [(os.path.join(a.all, name), "--all", make) for name, make in SHIPPED.items()]
+    check_output(a.output)
+    if mode == "--preset":
+        if a.npus is None:
+            raise ValueError("--preset needs --npus N, the number of NPUs")
+        _count("--npus", a.npus, 1, "a number of NPUs")
+        if a.npus_per_node is not None and not 1 <= a.npus_per_node <= MAX_PER_NODE:
+            raise ValueError("--npus-per-node %d: expected a number of NPUs per server from 1 "
+                             "to %d" % (a.npus_per_node, MAX_PER_NODE))
+        return [(a.output, "-o", lambda: fabrics.build(a, fat_tree_platform))]
+    if mode == "--flat":
+        _count("--flat", a.flat, 1, "a number of NPUs")
+        bw = _number("--bandwidth-Bps", a.bandwidth_Bps, 1e9, LINK_BPS, "bytes/s")
+        lat = _number("--latency-s", a.latency_s, 10e-6, LINK_LATENCY_S, "seconds")
+        return [(a.output, "-o", lambda: flat_platform(a.flat, bw, lat))]
+    _count("--free-comm", a.free_comm, FREE_COMM_PER_NODE, "a number of NPUs")
+    return [(a.output, "-o", lambda: free_comm_platform(a.free_comm))]
 
 
 def main(argv):
-    ap = argparse.ArgumentParser(
+    ap = _Parser(
         prog="gen_platform.py",
         description=DESCRIPTION,
         epilog=EPILOG % (preset_summary(), MAX_LEAVES),
@@ -403,55 +657,60 @@ def main(argv):
         "see --bandwidth-Bps and --latency-s")
     mode.add_argument(
         "--free-comm", type=int, metavar="N",
-        help="free-communication test platform: N NPUs, 8 per node, on a fat tree "
-        "whose links and scale-up fabric have bandwidth %s B/s and latency 0, "
+        help="free-communication test platform: N NPUs (a multiple of %d), %d per node, on "
+        "a fat tree whose links and scale-up fabric have bandwidth %s B/s and latency 0, "
         "matmul efficiency 1, kernel launch 0 s (closed-form bubble tests)"
-        % fmt(FREE_BANDWIDTH_BPS))
+        % (FREE_COMM_PER_NODE, FREE_COMM_PER_NODE, fmt(FREE_BANDWIDTH_BPS)))
     mode.add_argument(
         "--all", nargs="?", const=os.path.dirname(os.path.abspath(__file__)),
         metavar="DIR",
-        help="write every shipped platform (%d files) into DIR (default: this "
-        "script's folder, platforms/), overwriting them" % len(SHIPPED))
+        help="write every shipped platform (%d files) into DIR, an existing folder "
+        "(default: this script's folder, platforms/), overwriting them" % len(SHIPPED))
     ap.add_argument(
         "--npus", type=int, metavar="N",
         help="with --preset: number of NPUs (hosts), a positive multiple of the "
         "NPUs per node; required")
     ap.add_argument(
         "--npus-per-node", type=int, metavar="K",
-        help="with --preset: NPUs per server, the scale-up domain (default: the "
-        "preset's, 8 for every preset)")
+        help="with --preset: NPUs per server, the scale-up domain, 1 to %d (default: the "
+        "preset's: %s)" % (MAX_PER_NODE, ", ".join("%s %d" % (n, PRESETS[n]["npus_per_node"])
+                                                    for n in sorted(PRESETS))))
     ap.add_argument(
         "--topo", metavar="PGFT",
-        help='with --preset: SimGrid fat-tree parameters "L;m1,..,mL;w1,..,wL;p1,..,pL" '
+        help='with --preset and the fat-tree fabric: SimGrid fat-tree parameters '
+        '"L;m1,..,mL;w1,..,wL;p1,..,pL" (positive whole numbers) '
         "instead of the automatic non-blocking 2-level shape; the product of the "
         "m list must equal --npus (default: automatic, see below)")
     ap.add_argument(
-        "--bandwidth-Bps", type=float, default=1e9, metavar="B",
-        help="with --flat: bandwidth of every host-to-host route, bytes/s "
-        "(default: 1e9)")
+        "--bandwidth-Bps", metavar="B",
+        help="with --flat: bandwidth of every host-to-host route, bytes/s, %s to %s "
+        "(default: 1e9)" % (fmt(LINK_BPS[0]), fmt(LINK_BPS[1])))
     ap.add_argument(
-        "--latency-s", type=float, default=10e-6, metavar="A",
-        help="with --flat: latency of every host-to-host route, seconds; each of "
+        "--latency-s", metavar="A",
+        help="with --flat: latency of every host-to-host route, seconds, 0 to 1; each of "
         "the two private links on it carries A/2 (default: 10e-6)")
     ap.add_argument(
         "-o", "--output", metavar="FILE",
         help='with --preset, --flat, --free-comm: output file ("-" or absent: '
-        "standard output)")
+        "standard output), written whole or not at all")
     fabrics.add_arguments(ap)
     a = ap.parse_args(argv)
     try:
-        if a.all:
-            for name, make in SHIPPED.items():
-                write(make(), os.path.join(a.all, name))
-        elif a.preset:
-            if not a.npus:
-                ap.error("--preset needs --npus")
-            write(fabrics.build(a, fat_tree_platform), a.output)
-        elif a.flat:
-            write(flat_platform(a.flat, a.bandwidth_Bps, a.latency_s), a.output)
-        else:
-            write(free_comm_platform(a.free_comm), a.output)
-    except (ValueError, IndexError) as e:
+        todo = jobs(a)
+        texts = [(path, opt, make()) for path, opt, make in todo]
+    except ValueError as e:
+        sys.stderr.write("gen_platform.py: %s\n" % e)
+        return 2
+    except WriteError as e:
+        sys.stderr.write("gen_platform.py: %s\n" % e)
+        return 1
+    except MemoryError:
+        sys.stderr.write("gen_platform.py: out of memory building the platform\n")
+        return 1
+    try:
+        for path, opt, text in texts:
+            write(text, path, opt)
+    except WriteError as e:
         sys.stderr.write("gen_platform.py: %s\n" % e)
         return 1
     return 0

@@ -1,11 +1,13 @@
 """presets.py -- the device presets of gen_platform.py (--preset NAME).
 
-Each entry: a title (and an optional note for the header comment), then for
-every figure its value and a ..._src string citing a public source (or saying
-"assumption"), which gen_platform.py writes as an XML comment next to the
-property; optional properties are given only with a cited figure, else their
-..._note says why (docs/platform-format.md, "Adding a device").  Standard
-library only; imported by gen_platform.py from this folder.
+Each entry: a title (and an optional note for the header comment), a device
+name without the server size (the title instead when --npus-per-node differs
+from the preset's server), then for every figure its value and a ..._src
+string citing a public source (or saying "assumption"), which gen_platform.py
+writes as an XML comment next to the property; optional properties are given
+only with a cited figure, else their ..._note says why
+(docs/platform-format.md, "Adding a device").  Standard library only;
+imported by gen_platform.py from this folder.
 """
 
 # Device presets.  Every figure carries its public source; "assumption" marks
@@ -15,6 +17,7 @@ library only; imported by gen_platform.py from this folder.
 PRESETS = {
     "910b": {
         "title": "Ascend 910B-class NPUs in Atlas 800T A2-class servers (8 NPUs per server)",
+        "device": "Ascend 910B-class NPUs",
         "speed_flops": 313e12,
         "speed_src": "dense FP16/BF16 peak quoted for the Ascend 910B (910B3 bin) "
         "in public comparisons; cross-check: Huawei CANN platform_config for 910B2 "
@@ -56,6 +59,7 @@ PRESETS = {
     },
     "910": {
         "title": "Ascend 910 NPUs (not 910B), 8 per Atlas 800 training server (model 9000)",
+        "device": "Ascend 910 NPUs (not 910B)",
         "note": "The cluster CodeGeeX 13B was trained on: 1,536 Ascend 910 AI Processors "
         "(32GB) (Zheng et al. 2023, CodeGeeX, arXiv:2303.17568).  Host speed is the FP16 "
         "peak: the 910 has no BF16.",
@@ -101,6 +105,7 @@ PRESETS = {
     },
     "a100": {
         "title": "NVIDIA DGX A100 (8 x A100 SXM4 80GB per node)",
+        "device": "NVIDIA A100 SXM4 80GB GPUs",
         "speed_flops": 312e12,
         "speed_src": "312 TFLOPS dense BF16 Tensor Core (NVIDIA A100 datasheet)",
         "hbm_bytes": 80e9,
@@ -146,6 +151,7 @@ PRESETS = {
     },
     "h100": {
         "title": "NVIDIA H100 SXM5 80GB, 8 per node (DGX H100-class)",
+        "device": "NVIDIA H100 SXM5 80GB GPUs",
         "speed_flops": 989e12,
         "speed_src": "989 TFLOPS dense BF16 Tensor Core (NVIDIA H100 SXM datasheet: "
         "1,979 TFLOPS with sparsity)",
@@ -189,6 +195,7 @@ PRESETS = {
     },
     "gb200": {
         "title": "NVIDIA GB200 NVL72: 72 Blackwell GPUs in one NVLink domain",
+        "device": "NVIDIA GB200 (Blackwell) GPUs",
         "note": "Scale-up domain of 72 GPUs (npus_per_node 72): the NVL72 rack's NVLink switch "
         "trays join all 72 GPUs at full NVLink bandwidth (NVIDIA GB200 NVL72 product page).",
         "speed_flops": 2.5e15,
