@@ -7,6 +7,9 @@
 set -eu
 SIMRUN=${1:-build/simrun}
 K=${2:-1}
+case $K in
+''|*[!0-9]*|0) echo "bench_fold.sh: K: expected a positive integer, got '$K'" >&2 && exit 2 ;;
+esac
 cd "$(dirname "$0")/.."
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
