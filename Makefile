@@ -35,6 +35,7 @@ test: build
 	sh tests/parallel_test.sh $(BUILD)
 	sh tests/slurm_test.sh $(BUILD)
 	sh tests/analysis_test.sh
+	sh tests/gen_platform_test.sh
 	sh tests/moe_fold_test.sh $(BUILD)
 
 # The same suite under AddressSanitizer and UndefinedBehaviorSanitizer.
