@@ -16,6 +16,7 @@
  */
 #include <ctype.h>
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
 
 #include <simgrid/host.h>
@@ -99,6 +100,9 @@ int platform_load_with(const char *path, const platform_limits *lim, sim_platfor
         out->cluster.fabric_taper = taper;
         if (fold_blocker[0])
             memcpy(out->fold_blocker, fold_blocker, sizeof out->fold_blocker);
+        else if (!out->fold_blocker[0] && taper < 1) /* 16% fast folded at 4:1 */
+            snprintf(out->fold_blocker, sizeof out->fold_blocker, "a tapered fat tree (%.2g:1)",
+                     1 / taper);
     }
     return rc;
 }

@@ -32,9 +32,10 @@ typedef struct sim_platform {
     int plane_policy;               /* nic_plane_policy: PLANE_SPLIT or PLANE_HASH */
     sg_host_t *plane1_port_of_rank; /* [num_npus] plane-1 port hosts pl1-R, or NULL */
     /* Why --fold-dp would not be exact here ("" where it is): a fabric that
-     * is not a fat tree of per-NPU down-links (a torus, a dragonfly), or a
-     * rail-optimised one, where one replica's stage-to-stage flows and
-     * another's collectives can meet on a link (engine_run refuses). */
+     * is not a fat tree of per-NPU down-links (a torus, a dragonfly), a
+     * rail-optimised one or a tapered one, where one replica's stage-to-stage
+     * flows and another's collectives can meet on a link that binds
+     * (engine_run refuses). */
     char fold_blocker[192];
 } sim_platform;
 
