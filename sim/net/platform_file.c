@@ -199,19 +199,22 @@ static double fat_tree_taper(int levels, const double *m, const double *w, const
 }
 
 /* Hosts of a radical "0-16383" or "0-3,8,10-11"; -1 when unreadable. */
+static const char *skip_space(const char *s)
+{
+    while (isspace((unsigned char)*s))
+        s++;
+    return s;
+}
+
 static double radical_hosts(const char *r)
 {
     double hosts = 0;
-    while (isspace((unsigned char)*r))
-        r++;
-    while (*r) {
+    for (r = skip_space(r); *r; r = skip_space(r)) {
         char *e;
         double a = strtod(r, &e), b = a;
         if (e == r)
             return -1;
-        r = e;
-        while (isspace((unsigned char)*r))
-            r++;
+        r = skip_space(e);
         if (*r == '-') {
             b = strtod(r + 1, &e);
             if (e == r + 1)
@@ -219,28 +222,29 @@ static double radical_hosts(const char *r)
             r = e;
         }
         hosts += fabs(b - a) + 1;
-        while (isspace((unsigned char)*r))
-            r++;
+        r = skip_space(r);
         if (*r == ',')
             r++;
         else if (*r)
             return -1;
-        while (isspace((unsigned char)*r))
-            r++;
     }
     return hosts;
 }
 
 /* The hosts the radical attribute of the tag [tag, end) lists, read whole
  * however long it is: 0 without one, -1 when it does not parse (SimGrid's
- * parser then says why). */
-static double tag_radical_hosts(const char *tag, const char *end)
+ * parser then says why); its start goes to show[show_size] for messages. */
+static double tag_radical_hosts(const char *tag, const char *end, char *show, size_t show_size)
 {
     size_t size = (size_t)(end - tag) + 1; /* an attribute is shorter than its tag */
     char *radical = malloc(size);
     if (!radical)
         return -1;
-    double hosts = tag_attribute(tag, end, "radical", radical, size) ? radical_hosts(radical) : 0;
+    double hosts = 0;
+    if (tag_attribute(tag, end, "radical", radical, size)) {
+        hosts = radical_hosts(radical);
+        snprintf(show, show_size, "%s", radical);
+    }
     free(radical);
     return hosts;
 }
@@ -295,12 +299,11 @@ static int cluster_size(const char *path, const char *text, const char *tag, con
                         double *elements, double *taper, char *fold_blocker, size_t size,
                         np_error *err)
 {
-    char topology[32] = "", params[256] = "", radical[256] = "";
+    char topology[32] = "", params[256] = "", radical[64] = ""; /* its start, for show */
     tag_attribute(tag, end, "topology", topology, sizeof topology);
     if (!fold_blocker[0] && (strcmp(topology, "TORUS") == 0 || strcmp(topology, "DRAGONFLY") == 0))
         snprintf(fold_blocker, size, "a %s (cluster topology %s, line %d)",
                  topology[0] == 'T' ? "torus" : "dragonfly", topology, line_of(text, tag));
-    tag_attribute(tag, end, "radical", radical, sizeof radical);
     int has_params = tag_attribute(tag, end, "topo_parameters", params, sizeof params);
     if (strcmp(topology, "FAT_TREE") == 0 && has_params) {
         int levels;
@@ -313,8 +316,8 @@ static int cluster_size(const char *path, const char *text, const char *tag, con
         double leaves = 1; /* hosts: the product of the m_i */
         for (int i = 0; i < levels; i++)
             leaves *= m[i];
-        double hosts = tag_radical_hosts(tag, end);
-        if (hosts > 0 && hosts != leaves) /* radical[] may be cut short: for show */
+        double hosts = tag_radical_hosts(tag, end, radical, sizeof radical);
+        if (hosts > 0 && hosts != leaves)
             return np_error_set(err, NP_EXIT_INPUT, path, "radical", line_of(text, tag),
                                 "the FAT_TREE \"%s\" has %.0f hosts (the product of its "
                                 "m_i), radical=\"%.60s%s\" lists %.0f: expected the same count",
@@ -325,7 +328,7 @@ static int cluster_size(const char *path, const char *text, const char *tag, con
     }
     if (strcmp(topology, "DRAGONFLY") == 0 && has_params)
         return dragonfly_size(path, text, tag, params, elements, err);
-    double hosts = tag_radical_hosts(tag, end);
+    double hosts = tag_radical_hosts(tag, end, radical, sizeof radical);
     double per_host = 3;                  /* a host, its private link up and down */
     if (strcmp(topology, "TORUS") == 0) { /* a link per dimension and direction */
         per_host += 2;
