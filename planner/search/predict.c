@@ -281,43 +281,21 @@ double predict_chunk_boundary_s(const cm_model *cm, const cl_cluster *c, const p
     return cl_p2p_time(c, bytes, same);
 }
 
-/* Overlapped ZeRO-2 whose reduce-scatters outlast the compute: stage s's
- * stream starts with its first backward, at t0_s, micro-batch 0's forward
- * through the p·v chunks and the backwards of the last row of chunks from
- * stage p − 1 down to s, and then runs its m·v reduce-scatters back to back
- * before the step.  The fill's pace does not bind it: a bound the
- * iteration cannot beat, however the fill goes. */
-static double zero2_stream_bound_s(const cm_model *cm, const cl_cluster *c, const plan *pl,
-                                   predict_sends sends)
+/* Micro-batch 0's forward through the p·v chunks, with the sends between:
+ * when the last chunk's first backward can start. */
+static double first_forward_s(const cm_model *cm, const cl_cluster *c, const plan *pl,
+                              predict_sends sends)
 {
-    if (!cm_zero_overlapped(cm) || cm->sharding != WL_SHARD_OPTIM_GRADS)
-        return 0.0;
-    int p = pl->num_stages, v = pl->num_chunks > 0 ? pl->num_chunks : 1, chunks = p * v;
-    double t0 = 0.0, bound = 0.0;
-    /* micro-batch 0's forward, chunk by chunk, with the sends between */
+    int chunks = pl->num_stages * (pl->num_chunks > 0 ? pl->num_chunks : 1);
+    double t = 0.0;
     for (int k = 0; k < chunks; k++) {
         for (int l = pl->chunk_start[k]; l < pl->chunk_start[k + 1]; l++)
-            t0 += cm_forward_total_s(&cm->layers[l]);
+            t += cm_forward_total_s(&cm->layers[l]);
         if (c && k + 1 < chunks)
-            t0 += predict_chunk_boundary_s(cm, c, pl, k, sends) +
-                  cm->layers[pl->chunk_start[k + 1] - 1].recv_gather_s;
+            t += predict_chunk_boundary_s(cm, c, pl, k, sends) +
+                 cm->layers[pl->chunk_start[k + 1] - 1].recv_gather_s;
     }
-    for (int s = p - 1; s >= 0; s--) {
-        int k = (v - 1) * p + s;
-        if (c && s < p - 1) /* the gradient from chunk k + 1 */
-            t0 += predict_chunk_boundary_s(cm, c, pl, k, sends) +
-                  cm->layers[pl->chunk_start[k + 1] - 1].recv_gather_s;
-        for (int l = pl->chunk_start[k]; l < pl->chunk_start[k + 1]; l++)
-            t0 += predict_layer_s(cm, pl, l, false) - cm_forward_total_s(&cm->layers[l]);
-        double stream_s = 0.0, step_s = 0.0;
-        for (int j = 0; j < v; j++) {
-            int first = pl->chunk_start[j * p + s], last = pl->chunk_start[j * p + s + 1];
-            stream_s += predict_zero_reduce_s(cm, first, last);
-            step_s += cm_optimizer_step_s(cm, first, last);
-        }
-        bound = fmax(bound, t0 + pl->num_micro_batches * stream_s + step_s);
-    }
-    return bound;
+    return t;
 }
 
 double predict_interleaved_iteration_s(const cm_model *cm, const cl_cluster *c, const plan *pl,
@@ -327,9 +305,17 @@ double predict_interleaved_iteration_s(const cm_model *cm, const cl_cluster *c, 
     if (pl->merak_shifted_recompute || pl->micro_batch_sizes)
         return 0.0;
     int chunks = p * v;
+    /* Overlapped ZeRO-2 whose reduce-scatters outlast the compute: stage
+     * s's stream starts with its first backward, at t0_s, micro-batch 0's
+     * forward through the chunks and the backwards of the last row of
+     * chunks from stage p − 1 down to s, and then runs its m·v
+     * reduce-scatters back to back before the step: a bound the iteration
+     * cannot beat, however the fill goes.  Hence the stages from the last. */
+    bool zero2_stream = cm_zero_overlapped(cm) && cm->sharding == WL_SHARD_OPTIM_GRADS;
+    double t0 = zero2_stream ? first_forward_s(cm, c, pl, sends) : 0.0, stream_bound = 0.0;
     /* the bottleneck stage's S and S', Σ S' */
     double max = 0.0, max_chain = 0.0, sum_chain = 0.0, tail = 0.0;
-    for (int s = 0; s < p; s++) {
+    for (int s = p - 1; s >= 0; s--) {
         double stage_s = 0.0, grad_bytes = 0.0, param_bytes = 0.0, step_s = 0.0, less_s = 0.0;
         double stream_s = 0.0;
         for (int j = 0; j < v; j++) {
@@ -367,6 +353,16 @@ double predict_interleaved_iteration_s(const cm_model *cm, const cl_cluster *c, 
             max_chain = chain_s;
         }
         tail = fmax(tail, sync_s + step_s);
+        if (zero2_stream) { /* the last row's backward of stage s, after chunk k + 1's */
+            int k = (v - 1) * p + s, first = pl->chunk_start[k], last = pl->chunk_start[k + 1];
+            if (c && s < p - 1)
+                t0 += predict_chunk_boundary_s(cm, c, pl, k, sends) +
+                      cm->layers[last - 1].recv_gather_s;
+            for (int l = first; l < last; l++)
+                t0 += predict_layer_s(cm, pl, l, false) - cm_forward_total_s(&cm->layers[l]);
+            /* ZeRO-2's stream is its reduce-scatters */
+            stream_bound = fmax(stream_bound, t0 + pl->num_micro_batches * stream_s + step_s);
+        }
     }
     /* overlapped ZeRO-3: stage 0's first gather has nothing to hide behind */
     double first_gather_s =
@@ -376,5 +372,5 @@ double predict_interleaved_iteration_s(const cm_model *cm, const cl_cluster *c, 
     double update_s = predict_zero_update_exposed_s(cm, c, pl, sends);
     double path_s = max + (sum_chain - max_chain) / v + first_gather_s + update_s +
                     (pl->num_micro_batches - 1) * max + tail;
-    return fmax(path_s, update_s + zero2_stream_bound_s(cm, c, pl, sends));
+    return fmax(path_s, zero2_stream ? update_s + stream_bound : 0.0);
 }
