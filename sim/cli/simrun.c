@@ -52,13 +52,8 @@ static int simulate_and_report(const cli *c, job *j, plan *pl, np_error *err)
     if (!rc)
         rc = engine_run(&j->pf, &j->w, cm, pl, &sc, &eo, &res, err);
     cli_progress_clear(c);
-    if (j->check_only) {
-        sched_free(&sc);
-        if (cm == &own)
-            cm_free(&own);
-        return rc;
-    }
-    if (!rc && c->trace_path) {
+    bool report = !rc && !j->check_only; /* a check (--moe-policy all) reports nothing */
+    if (report && c->trace_path) {
         trace_options to;
         trace_init_options(&to);
         to.max_replicas = c->trace_max_replicas;
@@ -68,7 +63,7 @@ static int simulate_and_report(const cli *c, job *j, plan *pl, np_error *err)
             output_path(c->trace_path, pl->planner, j->several, path, sizeof path), &res, pl, &sc,
             &to, err);
     }
-    if (!rc) {
+    if (!rc && report) {
         report_row row = {.platform = c->platform_path,
                           .workload = c->workload_path,
                           .w = &j->w,
