@@ -84,6 +84,22 @@ for fabric in dragonfly torus rail; do
     expect_error "fold on a $fabric" 1 "cannot fold on platforms/test_${fabric}_64.xml: it is" \
         --fold-dp 2 "platforms/test_${fabric}_64.xml" "$W8" --set data_parallel_size=16
 done
+# SimGrid's max-min update mode follows the fabric (selective update on a
+# torus or a dragonfly, the whole system on fat trees): the same plan gives
+# the same times in every mode, and a mode given with --cfg is used
+for fabric in torus dragonfly; do
+    rm -f "$TMP/modes.csv"
+    for mode in "" --cfg=network/optim:Full --cfg=network/maxmin-selective-update:yes \
+        --cfg=network/optim:Lazy; do
+        "$SIMRUN" --quiet --csv "$TMP/modes.csv" $mode "platforms/test_${fabric}_64.xml" "$W8" \
+            --set data_parallel_size=16 --dp-overlap 2>>"$TMP/err"
+    done
+    if [ "$(awk -F, 'NR>1' "$TMP/modes.csv" | wc -l)" -eq 4 ] &&
+        [ "$(awk -F, 'NR>1{print $14, $22}' "$TMP/modes.csv" | sort -u | wc -l)" -eq 1 ] &&
+        grep -q 'network/optim:Lazy' "$TMP/modes.csv"; then ok; else
+        ko "$fabric: the same times under every max-min update mode"
+    fi
+done
 # radicals SimGrid accepts: 128 hosts listed one by one (longer than any
 # fixed buffer), and spaces around the ranges
 sed "s/radical=\"0-127\"/radical=\"$(seq -s, 0 127)\"/" platforms/dgx_a100_128.xml >"$TMP/long_radical.xml"

@@ -20,8 +20,10 @@
 #include <unistd.h>
 
 #include <simgrid/host.h>
+#include <xbt/config.h>
 
 #include "platform.h"
+#include "platform_internal.h"
 #include "testutil.h"
 
 /* What a child that loaded a platform reports (plain data, no pointers). */
@@ -378,6 +380,67 @@ static void test_second_platform_in_one_process_is_refused(void)
     CU_ASSERT_EQUAL(rc[1], NP_EXIT_INTERNAL);
 }
 
+/* ----------------------------------------------------- max-min update mode */
+
+static void load_selective_child(void *ctx, int fd)
+{
+    sim_platform p;
+    np_error err;
+    test_simgrid_init();
+    int on =
+        platform_load(ctx, &p, &err) ? -1 : sg_cfg_get_boolean("network/maxmin-selective-update");
+    test_write_all(fd, &on, sizeof on);
+}
+
+/* The update mode follows the fabric (platform_internal.h): the whole
+ * system at every event on fat trees, Clos and rails, where every flow over
+ * the spine shares links with every other; selective update on a torus or a
+ * dragonfly.  cli_test.sh runs one contended plan on the torus and the
+ * dragonfly under SimGrid's three modes and gets the same times. */
+static void test_update_mode_follows_the_fabric(void)
+{
+    static const struct {
+        const char *platform;
+        platform_solver solver;
+    } cases[] = {
+        {"platforms/test_64npu.xml", SOLVER_FULL},
+        {"platforms/test_clos3_64.xml", SOLVER_FULL},
+        {"platforms/test_rail_64.xml", SOLVER_FULL},
+        {"platforms/test_nvl72_144.xml", SOLVER_FULL},
+        {"platforms/test_torus_64.xml", SOLVER_SELECTIVE},
+        {"platforms/test_dragonfly_64.xml", SOLVER_SELECTIVE},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        platform_limits lim;
+        platform_init_limits(&lim);
+        platform_scan scan;
+        np_error err;
+        CU_ASSERT_EQUAL_FATAL(platform_precheck(test_path(cases[i].platform), &lim, &scan, &err),
+                              0);
+        if (scan.solver != cases[i].solver)
+            fprintf(stderr, "\n%s: update mode %d, expected %d\n", cases[i].platform,
+                    (int)scan.solver, (int)cases[i].solver);
+        CU_ASSERT_EQUAL(scan.solver, cases[i].solver);
+    }
+    /* ... and SimGrid is configured with it before it builds the network */
+    int on;
+    CU_ASSERT_EQUAL_FATAL(test_in_child(load_selective_child,
+                                        (void *)test_path("platforms/test_dragonfly_64.xml"), &on,
+                                        sizeof on),
+                          0);
+    CU_ASSERT_EQUAL(on, 1);
+    CU_ASSERT_EQUAL_FATAL(test_in_child(load_selective_child,
+                                        (void *)test_path("platforms/test_torus_64.xml"), &on,
+                                        sizeof on),
+                          0);
+    CU_ASSERT_EQUAL(on, 1);
+    CU_ASSERT_EQUAL_FATAL(test_in_child(load_selective_child,
+                                        (void *)test_path("platforms/test_64npu.xml"), &on,
+                                        sizeof on),
+                          0);
+    CU_ASSERT_EQUAL(on, 0);
+}
+
 /* ----------------------------------------------------------- fork helper */
 
 static void killed_child(void *ctx, int fd) { raise(SIGTERM); }
@@ -393,6 +456,7 @@ void register_platform_tests(void)
 {
     TEST_SUITE(
         "platform",
+        {"the max-min update mode follows the fabric", test_update_mode_follows_the_fabric},
         {"16k_npu.xml: 16384 Ascend 910B NPUs, 8 per server",
          test_16k_npu_is_16384_ascend_910b_in_servers_of_8},
         {"codegeex_1536_910.xml: 192 Atlas 800 servers of 8 Ascend 910",

@@ -263,6 +263,11 @@ static int load_inputs(cli *c, job *j, np_error *err)
     platform_init_limits(&lim);
     if (c->allow_large)
         lim.max_elements = INFINITY; /* --allow-large lifts the platform's bound too */
+    /* The user's max-min update mode wins over the fabric's (platform.h). */
+    for (int i = 0; i < c->num_cfg; i++)
+        if (strncmp(c->cfg[i], "network/optim:", 14) == 0 ||
+            strncmp(c->cfg[i], "network/maxmin-selective-update:", 32) == 0)
+            lim.tune_solver = 0;
     if ((rc = platform_load_with(c->platform_path, &lim, &j->pf, err)))
         return rc;
     if ((rc = wl_check_cluster(&j->w, j->pf.num_npus, err)))

@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include <simgrid/host.h>
+#include <xbt/config.h>
 
 #include "platform_internal.h"
 
@@ -62,14 +63,24 @@ static int platform_number_hosts(const char *path, sg_host_t *hosts, int count, 
     return 0;
 }
 
+/* How SimGrid re-solves its max-min system on this fabric (platform_solver),
+ * set before the network model is built.  Only the first platform of a
+ * process is simulated (a second load is refused): later calls do nothing. */
+static void set_solver(platform_solver solver)
+{
+    if (solver == SOLVER_SELECTIVE && sg_host_count() == 0)
+        sg_cfg_set_boolean("network/maxmin-selective-update", "yes");
+}
+
 int platform_load_with(const char *path, const platform_limits *lim, sim_platform *out,
                        np_error *err)
 {
     memset(out, 0, sizeof *out);
     np_error_clear(err);
-    double taper = 1.0;
-    char fold_blocker[sizeof out->fold_blocker];
-    int rc = platform_precheck(path, lim, &taper, fold_blocker, sizeof fold_blocker, err);
+    platform_scan scan;
+    int rc = platform_precheck(path, lim, &scan, err);
+    if (!rc && lim->tune_solver)
+        set_solver(scan.solver);
     if (!rc)
         rc = platform_load_into_simgrid(path, err);
     if (rc)
@@ -92,17 +103,17 @@ int platform_load_with(const char *path, const platform_limits *lim, sim_platfor
     if (!rc)
         rc = platform_read_cluster(path, out, err);
     if (!rc)
-        rc = platform_read_fabric(path, out, &ports, &taper, err); /* takes what it accepts */
+        rc = platform_read_fabric(path, out, &ports, &scan.taper, err); /* takes what it accepts */
     platform_ports_free(&ports);
     if (rc)
         platform_free(out);
     else {
-        out->cluster.fabric_taper = taper;
-        if (fold_blocker[0])
-            memcpy(out->fold_blocker, fold_blocker, sizeof out->fold_blocker);
-        else if (!out->fold_blocker[0] && taper < 1) /* 16% fast folded at 4:1 */
+        out->cluster.fabric_taper = scan.taper;
+        if (scan.fold_blocker[0])
+            memcpy(out->fold_blocker, scan.fold_blocker, sizeof out->fold_blocker);
+        else if (!out->fold_blocker[0] && scan.taper < 1) /* 16% fast folded at 4:1 */
             snprintf(out->fold_blocker, sizeof out->fold_blocker, "a tapered fat tree (%.2g:1)",
-                     1 / taper);
+                     1 / scan.taper);
     }
     return rc;
 }

@@ -52,6 +52,10 @@ enum { PLANE_SPLIT = 0, PLANE_HASH = 1 };
 #define PLATFORM_MAX_ELEMENTS 2e6
 typedef struct platform_limits {
     double max_elements; /* INFINITY: no bound (simrun --allow-large) */
+    /* 1 (the default): how SimGrid re-solves its max-min system is chosen
+     * by fabric, the faster of two ways (platform_internal.h); 0: left as
+     * configured (simrun's --cfg). */
+    int tune_solver;
 } platform_limits;
 void platform_init_limits(platform_limits *lim); /* the defaults above */
 

@@ -16,7 +16,9 @@
  *     sum is held to platform_limits.max_elements.  SimGrid builds about a
  *     million elements in 7 s and 1.2 GB here ("2;4,2;1,4;1,1000000", eight
  *     hosts but eight million links, took 56 s and 10 GB).
- * The same scan finds the fat tree's taper (the folding check needs it).
+ * The same scan finds the fat tree's taper and the torus or dragonfly
+ * clusters (the folding check needs them, and they choose how SimGrid
+ * re-solves its max-min system: cluster_size).
  * The scan reads elements and attributes only outside comments; it is not a
  * validating XML parser, SimGrid remains that.
  */
@@ -35,7 +37,11 @@
 #define MAX_PLATFORM_FILE_BYTES (256L << 20)
 #define MAX_FAT_TREE_LEVELS 8
 
-void platform_init_limits(platform_limits *lim) { lim->max_elements = PLATFORM_MAX_ELEMENTS; }
+void platform_init_limits(platform_limits *lim)
+{
+    lim->max_elements = PLATFORM_MAX_ELEMENTS;
+    lim->tune_solver = 1;
+}
 
 /* ------------------------------------------------------------- the text */
 
@@ -294,16 +300,30 @@ static int dragonfly_size(const char *path, const char *text, const char *tag, c
 }
 
 /* Size of one <cluster>: hosts plus their private links (the fat tree's
- * when it is one).  The taper of a FAT_TREE goes to *taper. */
+ * when it is one).  The taper of a FAT_TREE goes to scan->taper, a torus or
+ * a dragonfly to scan->fold_blocker and scan->solver.
+ *
+ * The solver: on a fat tree, a Clos or rails every flow that crosses the
+ * spine shares a link with every other such flow, so a change reaches the
+ * whole system and re-solving all of it (Full) is cheapest.  On a torus or a
+ * dragonfly a flow's links are shared with few others and selective update
+ * solves a small part: the 16K Llama run (llama.json, h100 preset) took
+ * 8.5 s Full and 6.0 s selective on a 16x32x32 torus, 517 s Full and 35 s
+ * selective on a 16-group dragonfly (scripts/bench_solver.sh, 5 December
+ * 2026, the same iteration times; SimGrid's Lazy update, 7.2 s and 27 s,
+ * also updates progress lazily and is not used; docs/design.md). */
 static int cluster_size(const char *path, const char *text, const char *tag, const char *end,
-                        double *elements, double *taper, char *fold_blocker, size_t size,
-                        np_error *err)
+                        double *elements, platform_scan *scan, np_error *err)
 {
     char topology[32] = "", params[256] = "", radical[64] = ""; /* its start, for show */
     tag_attribute(tag, end, "topology", topology, sizeof topology);
-    if (!fold_blocker[0] && (strcmp(topology, "TORUS") == 0 || strcmp(topology, "DRAGONFLY") == 0))
-        snprintf(fold_blocker, size, "a %s (cluster topology %s, line %d)",
-                 topology[0] == 'T' ? "torus" : "dragonfly", topology, line_of(text, tag));
+    int torus = strcmp(topology, "TORUS") == 0, dragonfly = strcmp(topology, "DRAGONFLY") == 0;
+    if (!scan->fold_blocker[0] && (torus || dragonfly))
+        snprintf(scan->fold_blocker, sizeof scan->fold_blocker,
+                 "a %s (cluster topology %s, line %d)", torus ? "torus" : "dragonfly", topology,
+                 line_of(text, tag));
+    if (torus || dragonfly)
+        scan->solver = SOLVER_SELECTIVE;
     int has_params = tag_attribute(tag, end, "topo_parameters", params, sizeof params);
     if (strcmp(topology, "FAT_TREE") == 0 && has_params) {
         int levels;
@@ -323,7 +343,7 @@ static int cluster_size(const char *path, const char *text, const char *tag, con
                                 "m_i), radical=\"%.60s%s\" lists %.0f: expected the same count",
                                 params, leaves, radical, strlen(radical) > 60 ? "..." : "", hosts);
         *elements += fat_tree_elements(levels, m, w, p);
-        *taper = fmin(*taper, fat_tree_taper(levels, m, w, p));
+        scan->taper = fmin(scan->taper, fat_tree_taper(levels, m, w, p));
         return 0;
     }
     if (strcmp(topology, "DRAGONFLY") == 0 && has_params)
@@ -377,11 +397,12 @@ static int link_figures(const char *path, const char *text, const char *tag, con
     return 0;
 }
 
-int platform_precheck(const char *path, const platform_limits *lim, double *taper,
-                      char *fold_blocker, size_t size, np_error *err)
+int platform_precheck(const char *path, const platform_limits *lim, platform_scan *scan,
+                      np_error *err)
 {
-    *taper = 1.0;
-    fold_blocker[0] = '\0';
+    scan->taper = 1.0;
+    scan->fold_blocker[0] = '\0';
+    scan->solver = SOLVER_FULL;
     char *text = read_platform_text(path, err);
     if (!text)
         return err ? err->code : NP_EXIT_INPUT;
@@ -415,7 +436,7 @@ int platform_precheck(const char *path, const platform_limits *lim, double *tape
             break;
         if (!tag_is(tag, end, "cluster"))
             continue;
-        rc = cluster_size(path, text, tag, end, &elements, taper, fold_blocker, size, err);
+        rc = cluster_size(path, text, tag, end, &elements, scan, err);
         if (!rc && elements > lim->max_elements)
             rc = np_error_set(err, NP_EXIT_INPUT, path, "topo_parameters", line_of(text, tag),
                               "the platform has at least %.3g hosts, switches and links, over "

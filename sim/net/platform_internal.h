@@ -18,10 +18,26 @@
 
 #include "platform.h"
 
+/* How SimGrid's max-min system is re-solved after a flow starts or ends
+ * (docs/design.md, SimGrid facts): whole at every event (network/optim:Full,
+ * simrun's default), or only the constraints the change reaches (Full with
+ * network/maxmin-selective-update).  Both solve the same max-min problem;
+ * their times agree on the shipped fabric runs and differ by up to 0.3% on a
+ * heavily contended one (docs/design.md).  Which is faster depends on how
+ * far a change reaches through shared links. */
+typedef enum { SOLVER_FULL, SOLVER_SELECTIVE } platform_solver;
+
+/* What the scan of the text found besides errors (platform_file.c). */
+typedef struct platform_scan {
+    double taper;           /* the fabric taper: 1 unless a tapered FAT_TREE */
+    char fold_blocker[192]; /* a torus or dragonfly cluster, "" if none */
+    platform_solver solver; /* the fastest update mode for its clusters */
+} platform_scan;
+
 /* Checks the file before SimGrid parses it (platform_file.c): the error, or
- * 0 with *taper set to the fabric taper (1 unless a tapered FAT_TREE). */
-int platform_precheck(const char *path, const platform_limits *lim, double *taper,
-                      char *fold_blocker, size_t size, np_error *err);
+ * 0 with *scan filled. */
+int platform_precheck(const char *path, const platform_limits *lim, platform_scan *scan,
+                      np_error *err);
 /* Line of the first <prop ... id="name" in the file, 0 if not found:
  * SimGrid does not keep where a property came from. */
 int platform_prop_line(const char *path, const char *name);

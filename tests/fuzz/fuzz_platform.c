@@ -28,11 +28,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     platform_init_limits(&lim);
     np_error err;
     np_error_clear(&err);
-    double taper = -1;
-    char fold_blocker[96];
-    int rc = platform_precheck(path, &lim, &taper, fold_blocker, sizeof fold_blocker, &err);
-    if (rc == 0 && !(taper > 0 && taper <= 1)) {
-        fprintf(stderr, "fuzz_platform: accepted a platform with taper %g\n", taper);
+    platform_scan scan;
+    int rc = platform_precheck(path, &lim, &scan, &err);
+    if (rc == 0 && !(scan.taper > 0 && scan.taper <= 1)) {
+        fprintf(stderr, "fuzz_platform: accepted a platform with taper %g\n", scan.taper);
         abort();
     }
     if (rc != 0 && rc != NP_EXIT_INPUT) {
