@@ -100,6 +100,9 @@ for fabric in torus dragonfly; do
         ko "$fabric: the same times under every max-min update mode"
     fi
 done
+# Megatron-Core asserts that --tp-comm-overlap comes with sequence parallelism
+expect_error "tp_comm_overlap without SP" 2 "training.tp_comm_overlap: needs training.sequence_parallel" \
+    "$P8" "$W8" --set training.tp_comm_overlap=true --set training.sequence_parallel=false
 # radicals SimGrid accepts: 128 hosts listed one by one (longer than any
 # fixed buffer), and spaces around the ranges
 sed "s/radical=\"0-127\"/radical=\"$(seq -s, 0 127)\"/" platforms/dgx_a100_128.xml >"$TMP/long_radical.xml"

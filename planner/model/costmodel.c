@@ -158,6 +158,7 @@ void cm_shape_init(shape *x, const wl_workload *w, const cl_cluster *c, int b)
     x->hidden_dropout = md->hidden_dropout > 0;
     x->fused_elementwise = c->elementwise_fusion != 0;
     x->scatter_gather = w->training.scatter_gather_tensors_in_pipeline && !x->sp && x->t > 1;
+    x->tp_overlap = w->training.tp_comm_overlap && x->sp;
     bool dist = w->training.use_distributed_optimizer;
     x->state_bpp = cm_state_bytes_per_param(w->training.params_dtype, dist, x->dp);
     x->expert_state_bpp = x->state_bpp; /* over the expert-DP group: costmodel_parallel.c */

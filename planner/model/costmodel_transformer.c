@@ -89,6 +89,22 @@
  * collective_bus_efficiency; t = 1 costs nothing.  A TP group wider than a
  * node runs on the scale-out fabric.
  *
+ * With tp_comm_overlap (Megatron-Core's --tp-comm-overlap: Transformer
+ * Engine's userbuffers; it needs SP) each of the forward's four collectives
+ * is pipelined with the GEMM beside it: the all-gather before QKV and FC1 as
+ * a ring exchange that feeds the GEMM one sequence chunk at a time, the
+ * reduce-scatter after the projection and FC2 passing each chunk's partial
+ * sums on as soon as the chunk is computed; in the backward the row-parallel
+ * layers' output-gradient all-gathers are pipelined the same way with their
+ * input-gradient GEMMs (the column-parallel ones already hide, above).  The
+ * GEMM of time G becomes t chunks of G/t and the collective t − 1 ring steps
+ * of c = α + S/(t·B), each step behind one chunk: G/t + (t − 1)·max(G/t, c)
+ * in all, so the exposed part is (t − 1)·max(0, c − G/t) (the decomposition
+ * of Wang et al., ASPLOS 2023, "Overlap Communication with Dependent
+ * Computation via Decomposition in Large Deep Learning Models").  Not
+ * modelled: a chunked GEMM's lower efficiency, and the SMs or copy engines
+ * the communication takes from it.
+ *
  * Parameters per NPU: decoder QKV h(h+2gd), projection h², MLP 2hf (3hf
  * SwiGLU), split over t; the two norms (h weights for RMSNorm, which we
  * assume with SwiGLU, Llama style; 2h for LayerNorm otherwise) are replicated
@@ -245,22 +261,49 @@ static void decoder_params(const shape *x, double *dense, double *expert)
     *expert = 0.0;
 }
 
+/* The exposed time of the forward's four TP collectives (see the head of
+ * this file): the all-gathers (SP) before QKV and FC1, the reduce-scatters
+ * (SP) or all-reduces after the projection and FC2. */
+typedef struct tp_exposed {
+    double qkv, proj, fc1, fc2;
+} tp_exposed;
+
+/* One collective of t − 1 ring steps of `step` pipelined with a GEMM of
+ * `gemm` split in t chunks: what the GEMM does not hide. */
+static double pipelined_exposed_s(int t, double step, double gemm)
+{
+    return (t - 1) * fmax(0.0, step - gemm / t);
+}
+
+static tp_exposed tp_forward_exposed(const shape *x, const decoder_forward *o, double allreduce)
+{
+    double half = allreduce / 2.0; /* one all-gather or reduce-scatter */
+    if (!x->sp)
+        return (tp_exposed){0.0, allreduce, 0.0, allreduce};
+    if (!x->tp_overlap)
+        return (tp_exposed){half, half, half, half};
+    double step = half / (x->t - 1);
+    return (tp_exposed){
+        pipelined_exposed_s(x->t, step, o->qkv), pipelined_exposed_s(x->t, step, o->proj),
+        pipelined_exposed_s(x->t, step, o->fc1), pipelined_exposed_s(x->t, step, o->fc2)};
+}
+
 static void decoder_units(cm_layer *ly, const shape *x, const decoder_forward *o,
-                          double allgather_s, double reduce_s)
+                          const tp_exposed *e)
 {
     double hidden_l = x->nl * x->h, mask = x->hidden_dropout ? hidden_l : 0.0;
     double qkv =
         x->mla ? cm_mla_qkv_kept_bytes(x) : x->n * (x->h + 2.0 * x->g * x->d) / x->t * x->D;
     double context = x->mla ? cm_mla_core_output_bytes(x) : x->n * x->h / x->t * x->D;
     cm_add_unit(ly, "qkv_input", o->norm1, hidden_l * x->D);
-    cm_add_unit(ly, "qkv", o->qkv + allgather_s, qkv);
+    cm_add_unit(ly, "qkv", o->qkv + e->qkv, qkv);
     cm_add_unit(ly, "core_attention", attention_core_s(o), o->core.kept_bytes);
     cm_add_unit(ly, "proj_input", o->core.output_s, context);
     cm_add_unit(ly, "attn_dropout_mask", o->proj_dropout, mask);
-    cm_add_unit(ly, "ln2_input", o->proj + reduce_s + o->proj_dropout + o->residual1,
+    cm_add_unit(ly, "ln2_input", o->proj + e->proj + o->proj_dropout + o->residual1,
                 hidden_l * x->D);
     cm_add_unit(ly, "fc1_input", o->norm2, hidden_l * x->D);
-    cm_add_unit(ly, "fc1_output", o->fc1 + allgather_s, x->n * x->mlp_width / x->t * x->D);
+    cm_add_unit(ly, "fc1_output", o->fc1 + e->fc1, x->n * x->mlp_width / x->t * x->D);
     cm_add_unit(ly, "fc2_input", o->act, x->n * x->f / x->t * x->D);
     cm_add_unit(ly, "mlp_dropout_mask", o->mlp_dropout, mask);
 }
@@ -269,13 +312,18 @@ static void decoder_units(cm_layer *ly, const shape *x, const decoder_forward *o
  * column-parallel QKV and FC1 hide their input-gradient reduction behind
  * their weight-gradient GEMM and, with SP, their input's all-gather behind
  * their input-gradient GEMM (both GEMMs as long as the forward's); the
- * row-parallel projection and FC2 all-gather the output gradient first. */
+ * row-parallel projection and FC2 all-gather the output gradient first, or,
+ * with tp_comm_overlap, pipelined with their input-gradient GEMMs. */
 static double tp_backward_exposed_s(const shape *x, const decoder_forward *o, double allreduce)
 {
     if (!x->sp)
         return fmax(0.0, allreduce - o->qkv) + fmax(0.0, allreduce - o->fc1);
     double half = allreduce / 2.0;
-    return 2.0 * half + 2.0 * (fmax(0.0, half - o->qkv) + fmax(0.0, half - o->fc1));
+    double row = 2.0 * half;
+    if (x->tp_overlap)
+        row = pipelined_exposed_s(x->t, half / (x->t - 1), o->proj) +
+              pipelined_exposed_s(x->t, half / (x->t - 1), o->fc2);
+    return row + 2.0 * (fmax(0.0, half - o->qkv) + fmax(0.0, half - o->fc1));
 }
 
 /* What a stage boundary after this layer carries per TP rank: the hidden
@@ -303,10 +351,10 @@ void cm_decoder_layer(cm_layer *ly, const shape *x0, const wl_model *md, int ind
     ly->weight_grad_s = o.qkv + o.proj + o.fc1 + o.fc2;
     ly->tp_bytes = x->n * x->h * x->D;
     double allreduce = cm_ring_allreduce_s(x->tp_c, x->t, ly->tp_bytes);
-    double half = allreduce / 2.0; /* one all-gather or reduce-scatter */
-    ly->tp_forward_s = 2.0 * allreduce;
+    tp_exposed e = tp_forward_exposed(x, &o, allreduce);
+    ly->tp_forward_s = (e.qkv + e.proj) + (e.fc1 + e.fc2); /* 2·allreduce exactly without overlap */
     ly->tp_backward_s = tp_backward_exposed_s(x, &o, allreduce);
-    decoder_units(ly, x, &o, x->sp ? half : 0.0, x->sp ? half : allreduce);
+    decoder_units(ly, x, &o, &e);
     double kept = 0.0;
     for (int u = 0; u < ly->num_units; u++)
         kept += ly->units[u].activation_bytes;

@@ -147,6 +147,10 @@ typedef struct wl_training {
      * boundary tensor and the receiver all-gathers it (default true; Megatron's
      * --no-scatter-gather-tensors-in-pipeline turns it off). */
     bool scatter_gather_tensors_in_pipeline;
+    /* Megatron-Core's --tp-comm-overlap (Transformer Engine's userbuffers):
+     * the sequence-parallel all-gathers and reduce-scatters pipelined with the
+     * GEMMs next to them, chunk by chunk (costmodel_transformer.c); needs SP. */
+    bool tp_comm_overlap;
     wl_dp_sharding data_parallel_sharding_strategy;
 } wl_training;
 

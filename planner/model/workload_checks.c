@@ -56,6 +56,11 @@ int wl_fill_derived_defaults(const load_ctx *c, wl_workload *w)
     if (w->parallel.tensor_model_parallel_size == 1)
         w->training.sequence_parallel = false; /* as Megatron does */
     wl_training *t = &w->training;
+    if (t->tp_comm_overlap && !t->sequence_parallel)
+        return wl_fail(c, "training.tp_comm_overlap",
+                       "needs training.sequence_parallel, as in Megatron-Core (it overlaps the "
+                       "sequence-parallel all-gathers and reduce-scatters; with "
+                       "tensor_model_parallel_size 1 there is none)");
     if (t->data_parallel_sharding_strategy == WL_SHARD_UNSET)
         /* The distributed optimizer is ZeRO-1: it shards the optimizer state. */
         t->data_parallel_sharding_strategy =

@@ -213,6 +213,7 @@ static const key_spec training_keys[] = {
     SCALAR("use_flash_attn", KEY_BOOL, OPTIONAL, W_OFF(training.use_flash_attn)),
     SCALAR("scatter_gather_tensors_in_pipeline", KEY_BOOL, OPTIONAL,
            W_OFF(training.scatter_gather_tensors_in_pipeline)),
+    SCALAR("tp_comm_overlap", KEY_BOOL, OPTIONAL, W_OFF(training.tp_comm_overlap)),
     ENUM("data_parallel_sharding_strategy", OPTIONAL,
          W_OFF(training.data_parallel_sharding_strategy), sharding_names, WL_SHARD_COUNT),
     END,
