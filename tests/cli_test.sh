@@ -100,6 +100,17 @@ for fabric in torus dragonfly; do
         ko "$fabric: the same times under every max-min update mode"
     fi
 done
+# a mode set inside a multi-setting --cfg is the user's too (SimGrid splits
+# one --cfg at commas and spaces): the network's max-min system (SimGrid's
+# second) keeps selective update off on the torus
+"$SIMRUN" --quiet --log=ker_lmm.thresh:debug "--cfg=network/crosstraffic:0,network/maxmin-selective-update:no" \
+    platforms/test_torus_64.xml "$W8" --set data_parallel_size=16 2>"$TMP/lmm" >/dev/null
+"$SIMRUN" --quiet --log=ker_lmm.thresh:debug platforms/test_torus_64.xml "$W8" \
+    --set data_parallel_size=16 2>"$TMP/lmm_auto" >/dev/null
+if [ "$(grep selective_update_active "$TMP/lmm" | sed -n 2p | grep -o '[01]$')" = 0 ] &&
+    [ "$(grep selective_update_active "$TMP/lmm_auto" | sed -n 2p | grep -o '[01]$')" = 1 ]; then ok; else
+    ko "torus: selective update by default, off when a multi-setting --cfg says so"
+fi
 # Megatron-Core asserts that --tp-comm-overlap comes with sequence parallelism
 expect_error "tp_comm_overlap without SP" 2 "training.tp_comm_overlap: needs training.sequence_parallel" \
     "$P8" "$W8" --set training.tp_comm_overlap=true --set training.sequence_parallel=false

@@ -439,6 +439,12 @@ static void test_update_mode_follows_the_fabric(void)
                                         sizeof on),
                           0);
     CU_ASSERT_EQUAL(on, 0);
+    /* a torus whose own <config> says "no": the file wins */
+    CU_ASSERT_EQUAL_FATAL(
+        test_in_child(load_selective_child,
+                      (void *)test_path("tests/data/test_torus_64_own_solver.xml"), &on, sizeof on),
+        0);
+    CU_ASSERT_EQUAL(on, 0);
 }
 
 /* ----------------------------------------------------------- fork helper */

@@ -91,19 +91,25 @@
  *
  * With tp_comm_overlap (Megatron-Core's --tp-comm-overlap: Transformer
  * Engine's userbuffers; it needs SP) each of the forward's four collectives
- * is pipelined with the GEMM beside it: the all-gather before QKV and FC1 as
- * a ring exchange that feeds the GEMM one sequence chunk at a time, the
- * reduce-scatter after the projection and FC2 passing each chunk's partial
- * sums on as soon as the chunk is computed; in the backward the row-parallel
- * layers' output-gradient all-gathers are pipelined the same way with their
- * input-gradient GEMMs (the column-parallel ones already hide, above).  The
- * GEMM of time G becomes t chunks of G/t and the collective t − 1 ring steps
- * of c = α + S/(t·B), each step behind one chunk: G/t + (t − 1)·max(G/t, c)
- * in all, so the exposed part is (t − 1)·max(0, c − G/t) (the decomposition
- * of Wang et al., ASPLOS 2023, "Overlap Communication with Dependent
- * Computation via Decomposition in Large Deep Learning Models").  Not
- * modelled: a chunked GEMM's lower efficiency, and the SMs or copy engines
- * the communication takes from it.
+ * is pipelined with the GEMM beside it, by the methods of TE's default
+ * configuration (initialize_ub; Megatron passes none of its own):
+ *   - ring exchange for the all-gathers before QKV and FC1 and, in the
+ *     backward, the row-parallel layers' output-gradient all-gathers before
+ *     their input-gradient GEMMs (the column-parallel ones already hide,
+ *     above): the GEMM of time G runs as t chunks of G/t, each on the slice
+ *     that has arrived, while the next slice moves, t − 1 ring steps of
+ *     c = α + S/(t·B): G/t + (t − 1)·max(G/t, c) in all, exposed
+ *     (t − 1)·max(0, c − G/t);
+ *   - "pipeline" with 4 splits for the reduce-scatters after the projection
+ *     and FC2: the GEMM runs as k = 4 chunks of G/k and each chunk's output is
+ *     reduce-scattered, R = (t − 1)(α + S/(k·t·B)), while the next chunk
+ *     computes; the last chunk's reduce-scatter is always exposed:
+ *     R + (k − 1)·max(0, R − G/k).
+ * (The decomposition is Wang et al.'s, ASPLOS 2023, "Overlap Communication
+ * with Dependent Computation via Decomposition in Large Deep Learning
+ * Models".)  Not modelled: a chunked GEMM's lower efficiency, and the SMs or
+ * copy engines the communication takes from it (TE's pipeline method
+ * reserves 16 SMs).
  *
  * Parameters per NPU: decoder QKV h(h+2gd), projection h², MLP 2hf (3hf
  * SwiGLU), split over t; the two norms (h weights for RMSNorm, which we
@@ -268,14 +274,26 @@ typedef struct tp_exposed {
     double qkv, proj, fc1, fc2;
 } tp_exposed;
 
-/* One collective of t − 1 ring steps of `step` pipelined with a GEMM of
- * `gemm` split in t chunks: what the GEMM does not hide. */
-static double pipelined_exposed_s(int t, double step, double gemm)
+/* Transformer Engine's default number of splits of its "pipeline" overlap
+ * method (initialize_ub's default ub_cfgs: num_splits 4). */
+#define TE_PIPELINE_SPLITS 4
+
+/* An all-gather of t − 1 ring steps of `step` exchanged under a GEMM of
+ * `gemm` split in t chunks (TE's ring exchange): what the GEMM does not hide. */
+static double ring_exchange_exposed_s(int t, double step, double gemm)
 {
     return (t - 1) * fmax(0.0, step - gemm / t);
 }
 
-static tp_exposed tp_forward_exposed(const shape *x, const decoder_forward *o, double allreduce)
+/* A GEMM of `gemm` in k chunks, each chunk's output reduce-scattered in
+ * `chunk_rs` while the next computes (TE's pipeline method). */
+static double split_pipeline_exposed_s(int k, double chunk_rs, double gemm)
+{
+    return chunk_rs + (k - 1) * fmax(0.0, chunk_rs - gemm / k);
+}
+
+static tp_exposed tp_forward_exposed(const shape *x, const decoder_forward *o, double bytes,
+                                     double allreduce)
 {
     double half = allreduce / 2.0; /* one all-gather or reduce-scatter */
     if (!x->sp)
@@ -283,9 +301,11 @@ static tp_exposed tp_forward_exposed(const shape *x, const decoder_forward *o, d
     if (!x->tp_overlap)
         return (tp_exposed){half, half, half, half};
     double step = half / (x->t - 1);
-    return (tp_exposed){
-        pipelined_exposed_s(x->t, step, o->qkv), pipelined_exposed_s(x->t, step, o->proj),
-        pipelined_exposed_s(x->t, step, o->fc1), pipelined_exposed_s(x->t, step, o->fc2)};
+    double chunk_rs = cm_ring_allgather_s(x->tp_c, x->t, bytes / TE_PIPELINE_SPLITS);
+    return (tp_exposed){ring_exchange_exposed_s(x->t, step, o->qkv),
+                        split_pipeline_exposed_s(TE_PIPELINE_SPLITS, chunk_rs, o->proj),
+                        ring_exchange_exposed_s(x->t, step, o->fc1),
+                        split_pipeline_exposed_s(TE_PIPELINE_SPLITS, chunk_rs, o->fc2)};
 }
 
 static void decoder_units(cm_layer *ly, const shape *x, const decoder_forward *o,
@@ -321,8 +341,8 @@ static double tp_backward_exposed_s(const shape *x, const decoder_forward *o, do
     double half = allreduce / 2.0;
     double row = 2.0 * half;
     if (x->tp_overlap)
-        row = pipelined_exposed_s(x->t, half / (x->t - 1), o->proj) +
-              pipelined_exposed_s(x->t, half / (x->t - 1), o->fc2);
+        row = ring_exchange_exposed_s(x->t, half / (x->t - 1), o->proj) +
+              ring_exchange_exposed_s(x->t, half / (x->t - 1), o->fc2);
     return row + 2.0 * (fmax(0.0, half - o->qkv) + fmax(0.0, half - o->fc1));
 }
 
@@ -351,7 +371,7 @@ void cm_decoder_layer(cm_layer *ly, const shape *x0, const wl_model *md, int ind
     ly->weight_grad_s = o.qkv + o.proj + o.fc1 + o.fc2;
     ly->tp_bytes = x->n * x->h * x->D;
     double allreduce = cm_ring_allreduce_s(x->tp_c, x->t, ly->tp_bytes);
-    tp_exposed e = tp_forward_exposed(x, &o, allreduce);
+    tp_exposed e = tp_forward_exposed(x, &o, ly->tp_bytes, allreduce);
     ly->tp_forward_s = (e.qkv + e.proj) + (e.fc1 + e.fc2); /* 2·allreduce exactly without overlap */
     ly->tp_backward_s = tp_backward_exposed_s(x, &o, allreduce);
     decoder_units(ly, x, &o, &e);

@@ -212,6 +212,18 @@ static bool set_on_command_line(const cli *c, const char *name)
     return false;
 }
 
+/* Whether one --cfg value sets SimGrid's option `name`: SimGrid reads
+ * several "name:value" settings from one --cfg, split at spaces, commas,
+ * tabs and newlines. */
+static bool cfg_sets(const char *cfg, const char *name)
+{
+    size_t len = strlen(name);
+    for (const char *p = cfg; (p = strstr(p, name)) != NULL; p++)
+        if ((p == cfg || strchr(" ,\t\n", p[-1])) && p[len] == ':')
+            return true;
+    return false;
+}
+
 static int load_inputs(cli *c, job *j, np_error *err)
 {
     /* --schedule X is the override schedule="X", applied with the others so
@@ -265,8 +277,8 @@ static int load_inputs(cli *c, job *j, np_error *err)
         lim.max_elements = INFINITY; /* --allow-large lifts the platform's bound too */
     /* The user's max-min update mode wins over the fabric's (platform.h). */
     for (int i = 0; i < c->num_cfg; i++)
-        if (strncmp(c->cfg[i], "network/optim:", 14) == 0 ||
-            strncmp(c->cfg[i], "network/maxmin-selective-update:", 32) == 0)
+        if (cfg_sets(c->cfg[i], "network/optim") ||
+            cfg_sets(c->cfg[i], "network/maxmin-selective-update"))
             lim.tune_solver = 0;
     if ((rc = platform_load_with(c->platform_path, &lim, &j->pf, err)))
         return rc;

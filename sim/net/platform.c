@@ -79,7 +79,7 @@ int platform_load_with(const char *path, const platform_limits *lim, sim_platfor
     np_error_clear(err);
     platform_scan scan;
     int rc = platform_precheck(path, lim, &scan, err);
-    if (!rc && lim->tune_solver)
+    if (!rc && lim->tune_solver && !scan.file_sets_solver)
         set_solver(scan.solver);
     if (!rc)
         rc = platform_load_into_simgrid(path, err);

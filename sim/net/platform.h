@@ -53,8 +53,8 @@ enum { PLANE_SPLIT = 0, PLANE_HASH = 1 };
 typedef struct platform_limits {
     double max_elements; /* INFINITY: no bound (simrun --allow-large) */
     /* 1 (the default): how SimGrid re-solves its max-min system is chosen
-     * by fabric, the faster of two ways (platform_internal.h); 0: left as
-     * configured (simrun's --cfg). */
+     * by fabric (platform_internal.h), unless the platform's <config> sets
+     * it; 0: left as configured (simrun's --cfg sets it). */
     int tune_solver;
 } platform_limits;
 void platform_init_limits(platform_limits *lim); /* the defaults above */

@@ -305,7 +305,10 @@ static int dragonfly_size(const char *path, const char *text, const char *tag, c
  *
  * The solver: on a fat tree, a Clos or rails every flow that crosses the
  * spine shares a link with every other such flow, so a change reaches the
- * whole system and re-solving all of it (Full) is cheapest.  On a torus or a
+ * whole system and selective update saves little or costs more (64K per-rank
+ * 1F1B: 21.1 s Full, 24.8 s selective; 16K interleaved per rank: 7.5 s and
+ * 7.1 s), so fat trees keep Full, with which their results were computed
+ * (the modes can differ by up to 0.3%, docs/design.md).  On a torus or a
  * dragonfly a flow's links are shared with few others and selective update
  * solves a small part: the 16K Llama run (llama.json, h100 preset) took
  * 8.5 s Full and 6.0 s selective on a 16x32x32 torus, 517 s Full and 35 s
@@ -403,6 +406,7 @@ int platform_precheck(const char *path, const platform_limits *lim, platform_sca
     scan->taper = 1.0;
     scan->fold_blocker[0] = '\0';
     scan->solver = SOLVER_FULL;
+    scan->file_sets_solver = 0;
     char *text = read_platform_text(path, err);
     if (!text)
         return err ? err->code : NP_EXIT_INPUT;
@@ -434,6 +438,11 @@ int platform_precheck(const char *path, const platform_limits *lim, platform_sca
     while (!rc && (end = next_element(end, &tag)) != NULL) {
         if ((rc = link_figures(path, text, tag, end, err)))
             break;
+        char id[40];
+        if (tag_is(tag, end, "prop") && tag_attribute(tag, end, "id", id, sizeof id) &&
+            (strcmp(id, "network/optim") == 0 ||
+             strcmp(id, "network/maxmin-selective-update") == 0))
+            scan->file_sets_solver = 1; /* the platform's own setting wins */
         if (!tag_is(tag, end, "cluster"))
             continue;
         rc = cluster_size(path, text, tag, end, &elements, scan, err);

@@ -31,7 +31,9 @@ typedef enum { SOLVER_FULL, SOLVER_SELECTIVE } platform_solver;
 typedef struct platform_scan {
     double taper;           /* the fabric taper: 1 unless a tapered FAT_TREE */
     char fold_blocker[192]; /* a torus or dragonfly cluster, "" if none */
-    platform_solver solver; /* the fastest update mode for its clusters */
+    platform_solver solver; /* the update mode for its clusters */
+    /* its <config> sets network/optim or network/maxmin-selective-update */
+    int file_sets_solver;
 } platform_scan;
 
 /* Checks the file before SimGrid parses it (platform_file.c): the error, or
