@@ -293,6 +293,36 @@ static void test_alltoall_closed_form(void)
     wl_free(&w);
 }
 
+/* An MoE layer without a shared expert has no dense MLP, so no MLP
+ * collectives: Mixtral (TP 8 with SP, ETP 1) keeps the attention's
+ * all-gather and reduce-scatter, one all-reduce's worth, half of what the
+ * same model's dense layer (num_experts 0: a 14,336-wide MLP) has in its
+ * forward, plus the dispatcher's all-to-alls.  Backward: the projection's
+ * all-gather and what QKV's GEMMs do not hide, between one and three
+ * all-gathers. */
+static void test_moe_layer_without_shared_expert_has_no_mlp_collectives(void)
+{
+    wl_workload w, d;
+    load("workloads/mixtral_8x7b.json", NULL, 0, &w);
+    const char *dense[] = {"model.num_experts=0", "parallel.expert_model_parallel_size=1",
+                           "parallel.expert_tensor_parallel_size=8"};
+    load("workloads/mixtral_8x7b.json", dense, 3, &d);
+    cm_model cm, cd;
+    build(&w, &cm, 8);
+    build(&d, &cd, 8);
+    const cm_layer *ly = &cm.layers[1], *dl = &cd.layers[1];
+    double comm = 2.0 * (ly->moe.a2a_s + ly->moe.etp_gather_s);
+    double allreduce = dl->tp_forward_s / 2.0, half = allreduce / 2.0;
+    CU_ASSERT(comm > 0.0);
+    ASSERT_REL(ly->tp_forward_s - comm, allreduce, 1e-9);
+    CU_ASSERT(ly->tp_backward_s - comm >= half * (1 - 1e-9));
+    CU_ASSERT(ly->tp_backward_s - comm <= 3 * half * (1 + 1e-9));
+    cm_free(&cm);
+    cm_free(&cd);
+    wl_free(&w);
+    wl_free(&d);
+}
+
 /* ---- MoE argument checks (Megatron-LM's) ------------------------------ */
 
 static void test_moe_argument_checks(void)
@@ -329,6 +359,8 @@ void register_moe_model_tests(void)
     TEST_SUITE(
         "moe_model",
         {"layer freq integer marks every nth layer", test_layer_freq_integer_marks_every_nth_layer},
+        {"MoE layer without shared expert has no MLP collectives",
+         test_moe_layer_without_shared_expert_has_no_mlp_collectives},
         {"layer freq pattern is expanded", test_layer_freq_pattern_is_expanded},
         {"deepseek pattern has three dense layers", test_deepseek_pattern_has_three_dense_layers},
         {"pattern errors name the key", test_pattern_errors_name_the_key},

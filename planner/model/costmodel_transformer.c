@@ -296,16 +296,19 @@ static tp_exposed tp_forward_exposed(const shape *x, const decoder_forward *o, d
                                      double allreduce)
 {
     double half = allreduce / 2.0; /* one all-gather or reduce-scatter */
+    /* An MoE layer without a shared expert has no dense MLP, so none of its
+     * collectives: its dispatcher moves the tokens (costmodel_moe.c). */
+    double mlp = x->f > 0 ? 1.0 : 0.0;
     if (!x->sp)
-        return (tp_exposed){0.0, allreduce, 0.0, allreduce};
+        return (tp_exposed){0.0, allreduce, 0.0, mlp * allreduce};
     if (!x->tp_overlap)
-        return (tp_exposed){half, half, half, half};
+        return (tp_exposed){half, half, mlp * half, mlp * half};
     double step = half / (x->t - 1);
     double chunk_rs = cm_ring_allgather_s(x->tp_c, x->t, bytes / TE_PIPELINE_SPLITS);
     return (tp_exposed){ring_exchange_exposed_s(x->t, step, o->qkv),
                         split_pipeline_exposed_s(TE_PIPELINE_SPLITS, chunk_rs, o->proj),
-                        ring_exchange_exposed_s(x->t, step, o->fc1),
-                        split_pipeline_exposed_s(TE_PIPELINE_SPLITS, chunk_rs, o->fc2)};
+                        mlp * ring_exchange_exposed_s(x->t, step, o->fc1),
+                        mlp * split_pipeline_exposed_s(TE_PIPELINE_SPLITS, chunk_rs, o->fc2)};
 }
 
 static void decoder_units(cm_layer *ly, const shape *x, const decoder_forward *o,
@@ -336,14 +339,15 @@ static void decoder_units(cm_layer *ly, const shape *x, const decoder_forward *o
  * with tp_comm_overlap, pipelined with their input-gradient GEMMs. */
 static double tp_backward_exposed_s(const shape *x, const decoder_forward *o, double allreduce)
 {
+    bool mlp = x->f > 0; /* no dense MLP, no MLP collectives (tp_forward_exposed) */
     if (!x->sp)
-        return fmax(0.0, allreduce - o->qkv) + fmax(0.0, allreduce - o->fc1);
+        return fmax(0.0, allreduce - o->qkv) + (mlp ? fmax(0.0, allreduce - o->fc1) : 0.0);
     double half = allreduce / 2.0;
-    double row = 2.0 * half;
+    double row = mlp ? 2.0 * half : half;
     if (x->tp_overlap)
         row = ring_exchange_exposed_s(x->t, half / (x->t - 1), o->proj) +
-              ring_exchange_exposed_s(x->t, half / (x->t - 1), o->fc2);
-    return row + 2.0 * (fmax(0.0, half - o->qkv) + fmax(0.0, half - o->fc1));
+              (mlp ? ring_exchange_exposed_s(x->t, half / (x->t - 1), o->fc2) : 0.0);
+    return row + 2.0 * (fmax(0.0, half - o->qkv) + (mlp ? fmax(0.0, half - o->fc1) : 0.0));
 }
 
 /* What a stage boundary after this layer carries per TP rank: the hidden
