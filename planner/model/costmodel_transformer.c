@@ -344,9 +344,10 @@ static double tp_backward_exposed_s(const shape *x, const decoder_forward *o, do
         return fmax(0.0, allreduce - o->qkv) + (mlp ? fmax(0.0, allreduce - o->fc1) : 0.0);
     double half = allreduce / 2.0;
     double row = mlp ? 2.0 * half : half;
+    double step = half / (x->t - 1); /* one ring step */
     if (x->tp_overlap)
-        row = ring_exchange_exposed_s(x->t, half / (x->t - 1), o->proj) +
-              (mlp ? ring_exchange_exposed_s(x->t, half / (x->t - 1), o->fc2) : 0.0);
+        row = ring_exchange_exposed_s(x->t, step, o->proj) +
+              (mlp ? ring_exchange_exposed_s(x->t, step, o->fc2) : 0.0);
     return row + 2.0 * (fmax(0.0, half - o->qkv) + (mlp ? fmax(0.0, half - o->fc1) : 0.0));
 }
 

@@ -40,6 +40,7 @@ typedef struct cli {
     const char *run_id;                /* --run-id, or NULL */
     const char *cfg[MAX_SIMGRID_ARGS]; /* the --cfg= values, for the CSV's cfg column */
     int num_cfg;
+    bool cfg_sets_solver; /* a --cfg sets network/optim or network/maxmin-selective-update */
     const char *plan_in;
     const char *plan_out;
     const char *trace_path;

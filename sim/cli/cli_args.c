@@ -345,6 +345,18 @@ static int valid_run_id(const char *id)
            strspn(id, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._:-") == n;
 }
 
+/* Whether one --cfg value sets SimGrid's option `name`: SimGrid reads
+ * several "name:value" settings from one --cfg, split at spaces, commas,
+ * tabs and newlines. */
+static bool cfg_sets(const char *cfg, const char *name)
+{
+    size_t len = strlen(name);
+    for (const char *p = cfg; (p = strstr(p, name)) != NULL; p++)
+        if ((p == cfg || strchr(" ,\t\n", p[-1])) && p[len] == ':')
+            return true;
+    return false;
+}
+
 /* Returns -1 to continue, or an exit code. */
 int parse_args(int argc, char **argv, cli *c)
 {
@@ -368,8 +380,11 @@ int parse_args(int argc, char **argv, cli *c)
             if (c->simgrid_argc == MAX_SIMGRID_ARGS)
                 return usage_error("too many SimGrid options (at most %s)", "63");
             c->simgrid_argv[c->simgrid_argc++] = argv[i];
-            if (a[2] == 'c') /* the CSV records the settings, not the logging */
+            if (a[2] == 'c') { /* the CSV records the settings, not the logging */
                 c->cfg[c->num_cfg++] = a + 6;
+                c->cfg_sets_solver |= cfg_sets(a + 6, "network/optim") ||
+                                      cfg_sets(a + 6, "network/maxmin-selective-update");
+            }
         } else if (strcmp(a, "--set") == 0) {
             if (!value)
                 return usage_error("option %s needs KEY=VALUE", a);

@@ -212,18 +212,6 @@ static bool set_on_command_line(const cli *c, const char *name)
     return false;
 }
 
-/* Whether one --cfg value sets SimGrid's option `name`: SimGrid reads
- * several "name:value" settings from one --cfg, split at spaces, commas,
- * tabs and newlines. */
-static bool cfg_sets(const char *cfg, const char *name)
-{
-    size_t len = strlen(name);
-    for (const char *p = cfg; (p = strstr(p, name)) != NULL; p++)
-        if ((p == cfg || strchr(" ,\t\n", p[-1])) && p[len] == ':')
-            return true;
-    return false;
-}
-
 static int load_inputs(cli *c, job *j, np_error *err)
 {
     /* --schedule X is the override schedule="X", applied with the others so
@@ -274,12 +262,8 @@ static int load_inputs(cli *c, job *j, np_error *err)
     platform_limits lim;
     platform_init_limits(&lim);
     if (c->allow_large)
-        lim.max_elements = INFINITY; /* --allow-large lifts the platform's bound too */
-    /* The user's max-min update mode wins over the fabric's (platform.h). */
-    for (int i = 0; i < c->num_cfg; i++)
-        if (cfg_sets(c->cfg[i], "network/optim") ||
-            cfg_sets(c->cfg[i], "network/maxmin-selective-update"))
-            lim.tune_solver = 0;
+        lim.max_elements = INFINITY;       /* --allow-large lifts the platform's bound too */
+    lim.tune_solver = !c->cfg_sets_solver; /* the user's mode wins over the fabric's */
     if ((rc = platform_load_with(c->platform_path, &lim, &j->pf, err)))
         return rc;
     if ((rc = wl_check_cluster(&j->w, j->pf.num_npus, err)))
