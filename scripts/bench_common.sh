@@ -1,4 +1,21 @@
 # bench_common.sh -- sourced by the bench_*.sh scripts (not run on its own).
+# bench_init SCRIPT DEFAULT_REPEATS [SIMRUN [REPEATS]]: the scripts' common
+# start: sets SIMRUN (default build/simrun) and REPEATS (a positive integer,
+# else exit 2 naming SCRIPT), moves to the project's root and makes TMP, a
+# temporary folder removed on exit.
+bench_init() {
+    _script=$1 _default=$2
+    shift 2
+    SIMRUN=${1:-build/simrun}
+    REPEATS=${2:-$_default}
+    case $REPEATS in
+    ''|*[!0-9]*|0) echo "$_script: REPEATS: expected a positive integer, got '$REPEATS'" >&2 && exit 2 ;;
+    esac
+    cd "$(dirname "$0")/.."
+    TMP=$(mktemp -d)
+    trap 'rm -rf "$TMP"' EXIT
+}
+
 # timed_runs NAME ARGS...: runs `$SIMRUN --quiet --csv $TMP/run.csv ARGS`
 # $REPEATS times and sets
 #   median lo hi  the median wall time and the min-max spread (seconds)

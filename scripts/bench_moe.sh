@@ -13,15 +13,8 @@
 # trace is generated here (build/moetrace, seeded) and not kept.
 # The machine is shared: the load average is printed before and after.
 set -eu
-SIMRUN=${1:-build/simrun}
-REPEATS=${2:-3}
-case $REPEATS in
-''|*[!0-9]*|0) echo "bench_moe.sh: REPEATS: expected a positive integer, got '$REPEATS'" >&2 && exit 2 ;;
-esac
-cd "$(dirname "$0")/.."
-TMP=$(mktemp -d)
-trap 'rm -rf "$TMP"' EXIT
-. scripts/bench_common.sh
+. "$(dirname "$0")/bench_common.sh"
+bench_init bench_moe.sh 3 "$@"
 MOETRACE=$(dirname "$SIMRUN")/moetrace
 
 col() { # the column named $1 of the CSV's header, in its last row (simrun appends)

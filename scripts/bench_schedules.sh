@@ -12,15 +12,8 @@
 # comparable at similar load.  Targets (issue 11): 5 s per schedule at 16K,
 # 30 s at 64K.
 set -eu
-SIMRUN=${1:-build/simrun}
-REPEATS=${2:-5}
-case $REPEATS in
-''|*[!0-9]*|0) echo "bench_schedules.sh: REPEATS: expected a positive integer, got '$REPEATS'" >&2 && exit 2 ;;
-esac
-cd "$(dirname "$0")/.."
-TMP=$(mktemp -d)
-trap 'rm -rf "$TMP"' EXIT
-. scripts/bench_common.sh
+. "$(dirname "$0")/bench_common.sh"
+bench_init bench_schedules.sh 5 "$@"
 
 bench() { # name target_s args...: the default run (the exact TP fold) and --per-rank-flows
     name=$1 target=$2

@@ -6,15 +6,8 @@
 # the min-max spread), peak RSS (MiB), SimGrid activities, and the target.
 # The machine is shared: the load average is printed before and after.
 set -eu
-SIMRUN=${1:-build/simrun}
-REPEATS=${2:-5}
-case $REPEATS in
-''|*[!0-9]*|0) echo "bench_simrun.sh: REPEATS: expected a positive integer, got '$REPEATS'" >&2 && exit 2 ;;
-esac
-cd "$(dirname "$0")/.."
-TMP=$(mktemp -d)
-trap 'rm -rf "$TMP"' EXIT
-. scripts/bench_common.sh
+. "$(dirname "$0")/bench_common.sh"
+bench_init bench_simrun.sh 5 "$@"
 
 bench() { # name target_s target_mib args...
     name=$1 target_s=$2 target_mib=$3

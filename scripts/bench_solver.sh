@@ -14,15 +14,8 @@
 # takes about nine minutes a run: it runs once, and only with
 # DRAGONFLY_FULL=1.
 set -eu
-SIMRUN=${1:-build/simrun}
-REPEATS=${2:-5}
-case $REPEATS in
-''|*[!0-9]*|0) echo "bench_solver.sh: REPEATS: expected a positive integer, got '$REPEATS'" >&2 && exit 2 ;;
-esac
-cd "$(dirname "$0")/.."
-TMP=$(mktemp -d)
-trap 'rm -rf "$TMP"' EXIT
-. scripts/bench_common.sh
+. "$(dirname "$0")/bench_common.sh"
+bench_init bench_solver.sh 5 "$@"
 GEN="/usr/bin/python3 platforms/gen_platform.py"
 $GEN --preset h100 --npus 16384 --fabric torus --torus 16,32,32 -o "$TMP/torus.xml"
 $GEN --preset h100 --npus 16384 --fabric dragonfly --dragonfly "16,68;16,1;16,1;4" -o "$TMP/dragonfly.xml"
