@@ -8,7 +8,8 @@
  *   - every loader error on a single key (syntax, unknown keys, types,
  *     ranges, missing keys, layers), one file of tests/bad_input/ per error:
  *     the error is NP_EXIT_INPUT and names the dotted key that is wrong;
- *   - overrides, defaults and the name tables.
+ *   - defaults and the name tables.
+ * Overrides (--set) are test_workload_override.c's.
  * Small well-formed inputs that only these tests need are written to
  * temporary files.  The rules between keys (divisibility, schedule
  * constraints, derived defaults) and the cluster check are
@@ -481,135 +482,6 @@ static void test_layer_time_table_is_read(void)
     wl_free(&w); /* a second free is harmless */
 }
 
-/* --------------------------------------------------------- overrides */
-
-static void test_dotted_override_changes_the_value(void)
-{
-    const char *const set[] = {"parallel.data_parallel_size=4"};
-    wl_workload w;
-    np_error err;
-    CU_ASSERT_EQUAL_FATAL(test_wl_load_with("workloads/small_gpt.json", set, 1, &w, &err), 0);
-    CU_ASSERT_EQUAL(w.parallel.data_parallel_size, 4);
-    CU_ASSERT_EQUAL(wl_num_micro_batches(&w), 4); /* 16 / (1 x 4) */
-    wl_free(&w);
-}
-
-static void test_bare_override_changes_the_value(void)
-{
-    const char *const set[] = {"micro_batch_size=2"};
-    wl_workload w;
-    np_error err;
-    CU_ASSERT_EQUAL_FATAL(test_wl_load_with("workloads/small_gpt.json", set, 1, &w, &err), 0);
-    CU_ASSERT_EQUAL(w.training.micro_batch_size, 2);
-    CU_ASSERT_EQUAL(wl_num_micro_batches(&w), 4); /* 16 / (2 x 2) */
-    wl_free(&w);
-}
-
-static void test_override_of_non_json_text_becomes_a_string(void)
-{
-    /* "zb-h1" is not a JSON literal, so it is taken as the string "zb-h1". */
-    const char *const set[] = {"schedule=zb-h1", "recompute_granularity=\"full\""};
-    wl_workload w;
-    np_error err;
-    CU_ASSERT_EQUAL_FATAL(test_wl_load_with("workloads/small_gpt.json", set, 2, &w, &err), 0);
-    CU_ASSERT_EQUAL(w.schedule, SCHED_ZB_H1);
-    CU_ASSERT_EQUAL(w.training.recompute_granularity, RECOMPUTE_FULL);
-    wl_free(&w);
-}
-
-static void test_later_override_wins(void)
-{
-    const char *const set[] = {"data_parallel_size=4", "parallel.data_parallel_size=8"};
-    wl_workload w;
-    np_error err;
-    CU_ASSERT_EQUAL_FATAL(test_wl_load_with("workloads/small_gpt.json", set, 2, &w, &err), 0);
-    CU_ASSERT_EQUAL(w.parallel.data_parallel_size, 8);
-    wl_free(&w);
-}
-
-static void test_override_can_supply_a_missing_section(void)
-{
-    const char *const set[] = {"parallel.tensor_model_parallel_size=1",
-                               "parallel.pipeline_model_parallel_size=2",
-                               "parallel.data_parallel_size=4"};
-    wl_workload w;
-    np_error err;
-    CU_ASSERT_EQUAL_FATAL(
-        test_wl_load_with("tests/bad_input/missing_section.json", set, 3, &w, &err), 0);
-    CU_ASSERT_EQUAL(total_npus(&w), 8);
-    wl_free(&w);
-}
-
-static void test_override_is_checked_before_combinations(void)
-{
-    /* The file has 2 layers and 4 stages; the override fixes it. */
-    const char *const set[] = {"model.num_layers=8"};
-    wl_workload w;
-    np_error err;
-    CU_ASSERT_EQUAL(test_wl_load_with("tests/bad_input/pp_exceeds_layers.json", set, 1, &w, &err),
-                    0);
-    wl_free(&w);
-}
-
-static void test_override_into_a_layer_changes_the_value(void)
-{
-    const char *const set[] = {"model.layers[0].params=100", "model.layers.1.name=first_conv2"};
-    wl_workload w;
-    np_error err;
-    CU_ASSERT_EQUAL_FATAL(test_wl_load_with("workloads/vgg16.json", set, 2, &w, &err), 0);
-    CU_ASSERT_EQUAL(w.model.layer_specs[0].params, 100.0);
-    CU_ASSERT_STRING_EQUAL(w.model.layer_specs[1].name, "first_conv2");
-    wl_free(&w);
-}
-
-static void test_override_of_unknown_dotted_key_is_rejected(void)
-{
-    test_expect_override_error("workloads/small_gpt.json", "parallel.data_parallel_sise=2",
-                               "parallel.data_parallel_sise", "unknown key");
-}
-
-static void test_override_of_unknown_section_is_rejected(void)
-{
-    test_expect_override_error("workloads/small_gpt.json", "optimizer.lr=0.1", "optimizer.lr",
-                               "unknown key");
-}
-
-static void test_override_of_unknown_bare_key_is_rejected(void)
-{
-    test_expect_override_error("workloads/small_gpt.json", "dp=2", "dp", "unknown key");
-}
-
-static void test_ambiguous_bare_override_is_rejected(void)
-{
-    /* Every layer has "params": the bare name cannot say which. */
-    test_expect_override_error("workloads/vgg16.json", "params=1", "params", "ambiguous");
-}
-
-static void test_override_with_wrong_type_is_blamed_on_the_command_line(void)
-{
-    test_expect_override_error("workloads/small_gpt.json", "data_parallel_size=eight",
-                               "parallel.data_parallel_size",
-                               "expected a positive integer, got \"eight\"");
-}
-
-static void test_override_without_equals_sign_is_rejected(void)
-{
-    test_expect_override_error("workloads/small_gpt.json", "data_parallel_size",
-                               "data_parallel_size", "key=value");
-}
-
-static void test_override_of_layer_index_out_of_range_is_rejected(void)
-{
-    test_expect_override_error("workloads/vgg16.json", "model.layers[16].params=1",
-                               "model.layers[16].params", "missing");
-}
-
-static void test_override_below_a_scalar_is_rejected(void)
-{
-    test_expect_override_error("workloads/small_gpt.json", "model.num_layers.x=1",
-                               "model.num_layers.x", "has no keys");
-}
-
 /* ------------------------------------------------------------- names */
 
 static void test_schedule_names_round_trip(void)
@@ -688,25 +560,6 @@ void register_workload_tests(void)
         {"null error pointer is allowed", test_null_error_pointer_is_allowed},
         {"optional keys take documented defaults", test_optional_keys_take_documented_defaults},
         {"layer time table is read", test_layer_time_table_is_read},
-        {"dotted override changes the value", test_dotted_override_changes_the_value},
-        {"bare override changes the value", test_bare_override_changes_the_value},
-        {"override of non-JSON text becomes a string",
-         test_override_of_non_json_text_becomes_a_string},
-        {"later override wins", test_later_override_wins},
-        {"override can supply a missing section", test_override_can_supply_a_missing_section},
-        {"override is checked before combinations", test_override_is_checked_before_combinations},
-        {"override into a layer changes the value", test_override_into_a_layer_changes_the_value},
-        {"override of unknown dotted key is rejected",
-         test_override_of_unknown_dotted_key_is_rejected},
-        {"override of unknown section is rejected", test_override_of_unknown_section_is_rejected},
-        {"override of unknown bare key is rejected", test_override_of_unknown_bare_key_is_rejected},
-        {"ambiguous bare override is rejected", test_ambiguous_bare_override_is_rejected},
-        {"override with wrong type is blamed on the command line",
-         test_override_with_wrong_type_is_blamed_on_the_command_line},
-        {"override without equals sign is rejected", test_override_without_equals_sign_is_rejected},
-        {"override of layer index out of range is rejected",
-         test_override_of_layer_index_out_of_range_is_rejected},
-        {"override below a scalar is rejected", test_override_below_a_scalar_is_rejected},
         {"schedule names round trip", test_schedule_names_round_trip},
         {"recompute names round trip", test_recompute_names_round_trip},
         {"dtype sizes are bytes per element", test_dtype_sizes_are_bytes_per_element});
