@@ -5,7 +5,9 @@
 # Checks that simultaneous --csv writers keep one header and whole rows (also
 # rows longer than 4 KiB), that string fields are quoted as RFC 4180 asks,
 # that no output option ever removes or rewrites a device or a read-only file,
-# that a bad output path fails before simulating, naming the option, and that
+# that a bad output path fails before simulating, naming the option (also an
+# output that is an input or another output, and a CSV whose last row was
+# cut short), and that
 # a failed write on standard output is an error.  CSV files are parsed with
 # /usr/bin/python3's csv module.  Ends with "output: N passed, N failed".
 #   OUTPUT_TEST_ROUNDS=N   rounds of 8 concurrent writers (default 50)
@@ -169,6 +171,50 @@ mkdir "$TMP/tr" && printf 'old' >"$TMP/tr/t.json"
     "$PY" -c 'import json,sys; json.load(open(sys.argv[1])); json.load(open(sys.argv[2]))' \
         "$TMP/tr/t.json" "$TMP/tr/p.json" 2>>"$TMP/err" &&
     [ "$(ls -A "$TMP/tr" | wc -l)" -eq 2 ] && ok || ko "--trace and --plan-out replace whole files, no temporary left"
+
+# --- an output is never an input or another output -----------------------------
+# Refused before simulating (exit 1, naming both), every file left as it was:
+# onto the workload, onto the platform through a symbolic link, onto a --plan
+# input, two outputs on one file (also ./-spelled), and under --planner all,
+# where both get the planner's name.
+mkdir "$TMP/same" && cp "$W8" "$TMP/same/w.json" && cp "$P8" "$TMP/same/p.xml" &&
+    ln -s p.xml "$TMP/same/plink.xml" && printf 'old\n' >"$TMP/same/keep.csv"
+"$SIMRUN" --quiet --plan-out "$TMP/same/plan.json" "$TMP/same/p.xml" "$TMP/same/w.json" 2>"$TMP/err"
+cp -r "$TMP/same" "$TMP/same.orig"
+same_refused() { # name expected-text args...: exit 1, one line naming the text, nothing changed
+    name=$1 text=$2
+    shift 2
+    "$SIMRUN" "$@" >"$TMP/out" 2>"$TMP/err"
+    rc=$?
+    if [ "$rc" -eq 1 ] && [ ! -s "$TMP/out" ] && [ "$(wc -l <"$TMP/err")" -eq 1 ] &&
+        grep -qF -- "$text" "$TMP/err" && diff -r "$TMP/same" "$TMP/same.orig" >/dev/null; then ok; else
+        ko "$name: exit $rc, expected exit 1 naming '$text', every file unchanged"
+    fi
+}
+S=$TMP/same
+same_refused "--trace onto the workload" "is also the workload" --trace "$S/w.json" "$S/p.xml" "$S/w.json"
+same_refused "--plan-out onto the platform through a link" "is also the platform" \
+    --plan-out "$S/plink.xml" "$S/p.xml" "$S/w.json"
+same_refused "--frontier onto the --plan input" "is also the --plan file" \
+    --plan "$S/plan.json" --frontier "$S/plan.json" "$S/p.xml" "$S/w.json"
+same_refused "--trace and --csv on one file" "is also the file of --csv" \
+    --csv "$S/keep.csv" --trace "$S/./keep.csv" "$S/p.xml" "$S/w.json"
+same_refused "--trace and --plan-out on one new file" "is also the file of --plan-out" \
+    --plan-out "$S/new.json" --trace "$S/new.json" "$S/p.xml" "$S/w.json"
+same_refused "--planner all: the same name per planner" "new.megatron.json is also the file of --plan-out" \
+    --planner all --plan-out "$S/new.json" --trace "$S/new.json" "$S/p.xml" "$S/w.json"
+[ ! -e "$S/new.json" ] && [ ! -e "$S/new.megatron.json" ] && ok || ko "a refused run creates no file"
+
+# A CSV whose last row was cut short (no line end) is refused before
+# simulating, naming its last line: a new row would be glued to it.
+"$SIMRUN" --quiet --csv "$TMP/cut.csv" "$P8" "$W8" 2>"$TMP/err" &&
+    "$SIMRUN" --quiet --csv "$TMP/cut.csv" "$P8" "$W8" 2>>"$TMP/err" &&
+    head -c -30 "$TMP/cut.csv" >"$TMP/cut2.csv" && cp "$TMP/cut2.csv" "$TMP/cut2.orig"
+"$SIMRUN" --quiet --csv "$TMP/cut2.csv" "$P8" "$W8" >"$TMP/out" 2>"$TMP/err"
+rc=$?
+[ "$rc" -eq 4 ] && grep -qF "cut2.csv:3: --csv: the last row has no line end" "$TMP/err" &&
+    cmp -s "$TMP/cut2.csv" "$TMP/cut2.orig" && ok ||
+    ko "--csv onto a cut last row: exit $rc, expected exit 4 naming line 3, file unchanged"
 
 # --- standard output ---------------------------------------------------------
 if [ -c /dev/full ]; then

@@ -133,6 +133,41 @@ int np_file_check_target(const char *path, const char *key, np_file_mode mode, n
     return rc;
 }
 
+/* path's folder with symbolic links resolved, "/", and its name: a path
+ * that need not exist yet, as a comparable string (NULL when the folder
+ * cannot be resolved). */
+static char *canonical_name(const char *path)
+{
+    char *dir = dir_of(path);
+    char *real = dir ? realpath(dir, NULL) : NULL;
+    free(dir);
+    if (!real)
+        return NULL;
+    size_t n = strlen(real) + strlen(base_of(path)) + 2;
+    char *out = malloc(n);
+    if (out)
+        snprintf(out, n, "%s/%s", real, base_of(path));
+    free(real);
+    return out;
+}
+
+bool np_file_same(const char *a, const char *b)
+{
+    if (!a || !b || !*a || !*b)
+        return false;
+    struct stat sa, sb;
+    bool ea = stat(a, &sa) == 0, eb = stat(b, &sb) == 0;
+    if (ea && eb)
+        return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+    if (ea != eb) /* one exists, the other not yet */
+        return false;
+    char *ca = canonical_name(a), *cb = canonical_name(b);
+    bool same = ca && cb && strcmp(ca, cb) == 0;
+    free(ca);
+    free(cb);
+    return same;
+}
+
 /* ---- whole files -------------------------------------------------------- */
 
 /* The process umask, read without changing it where /proc tells it. */

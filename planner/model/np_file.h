@@ -44,6 +44,7 @@
 #ifndef NP_FILE_H
 #define NP_FILE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
 
@@ -59,6 +60,11 @@ typedef enum np_file_mode {
  * NP_FILE_REPLACE the folder must allow creating the temporary file; for
  * NP_FILE_APPEND an existing writable regular file is enough. */
 int np_file_check_target(const char *path, const char *key, np_file_mode mode, np_error *err);
+
+/* Whether paths a and b name the same file: the same device and inode when
+ * both exist, else the same folder (symbolic links resolved) and name.  A
+ * CLI refuses an output that is one of its inputs or another output. */
+bool np_file_same(const char *a, const char *b);
 
 /* A whole-file write in progress. */
 typedef struct np_file {

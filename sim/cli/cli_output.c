@@ -13,6 +13,7 @@
  * complete, and a CSV row is appended whole under a lock.
  */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -58,33 +59,77 @@ int finish_stdout(void)
     return NP_EXIT_INTERNAL;
 }
 
+/* The files a run reads and writes, by option, for the check that no output
+ * is an input or another output. */
+enum { MAX_FILES = 64 };
+typedef struct file_list {
+    int count, inputs; /* the first `inputs` are read */
+    char path[MAX_FILES][1024];
+    const char *key[MAX_FILES];
+} file_list;
+
+static void list_file(file_list *l, const char *path, const char *key)
+{
+    if (path && l->count < MAX_FILES) {
+        snprintf(l->path[l->count], sizeof l->path[0], "%s", path);
+        l->key[l->count++] = key;
+    }
+}
+
+/* An output that is one of the run's inputs, or another output, would
+ * destroy it (or lose one of the two results): refused, naming both. */
+static int check_distinct(const file_list *l, np_error *err)
+{
+    for (int i = l->inputs; i < l->count; i++)
+        for (int j = 0; j < i; j++)
+            if (np_file_same(l->path[i], l->path[j]))
+                return np_error_set(err, NP_EXIT_USAGE, "<command line>", l->key[i], 0,
+                                    "%s is also %s%s: %s; give each output a file of its own",
+                                    l->path[i], j < l->inputs ? "" : "the file of ", l->key[j],
+                                    j < l->inputs ? "writing it would destroy the input"
+                                                  : "one result would replace the other");
+    return 0;
+}
+
 /* Every output of the run, checked before anything is simulated
  * (np_file_check_target): --csv is appended to; --frontier, --plan-out and
  * --trace are replaced, the last two once per planner under --planner all
- * (several), as output_path() names them. */
+ * (several), as output_path() names them.  No output may be an input (the
+ * platform, the workload, --plan, --moe-trace) or another output. */
 int check_outputs(const cli *c, int several, np_error *err)
 {
     int rc;
-    if (c->csv_path && (rc = np_file_check_target(c->csv_path, "--csv", NP_FILE_APPEND, err)))
-        return rc;
-    /* rows are appended under the file's own header: a file of an older
-     * simrun (fewer columns) is refused before anything is simulated */
-    if (c->csv_path && (rc = report_csv_check_header(c->csv_path, err)))
-        return rc;
-    if (c->frontier_path &&
-        (rc = np_file_check_target(c->frontier_path, "--frontier", NP_FILE_REPLACE, err)))
-        return rc;
+    file_list files = {0};
+    list_file(&files, c->platform_path, "the platform");
+    list_file(&files, c->workload_path, "the workload");
+    list_file(&files, c->plan_in, "the --plan file");
+    list_file(&files, c->moe_trace_path, "the --moe-trace file");
+    files.inputs = files.count;
+    list_file(&files, c->csv_path, "--csv");
+    list_file(&files, c->frontier_path, "--frontier");
     const char *bases[2] = {c->plan_out, c->trace_path}, *keys[2] = {"--plan-out", "--trace"};
     int n = 1;
     const planner_desc *all = several ? planner_all(&n) : NULL;
     for (int b = 0; b < 2; b++)
         for (int i = 0; bases[b] && i < n; i++) {
             char buf[1024];
-            const char *path =
-                output_path(bases[b], all ? all[i].name : NULL, several, buf, sizeof buf);
-            if ((rc = np_file_check_target(path, keys[b], NP_FILE_REPLACE, err)))
-                return rc;
+            list_file(&files,
+                      output_path(bases[b], all ? all[i].name : NULL, several, buf, sizeof buf),
+                      keys[b]);
         }
+    if ((rc = check_distinct(&files, err)))
+        return rc;
+    for (int i = files.inputs; i < files.count; i++) {
+        bool csv = strcmp(files.key[i], "--csv") == 0;
+        if ((rc = np_file_check_target(files.path[i], files.key[i],
+                                       csv ? NP_FILE_APPEND : NP_FILE_REPLACE, err)))
+            return rc;
+        /* rows are appended under the file's own header: a file of an older
+         * simrun (fewer columns), or one whose last row was cut, is refused
+         * before anything is simulated */
+        if (csv && (rc = report_csv_check_header(files.path[i], err)))
+            return rc;
+    }
     return 0;
 }
 

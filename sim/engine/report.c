@@ -255,6 +255,19 @@ static int count_columns(const char *line, size_t len)
     return n;
 }
 
+/* 0 when the open file f ends with a line end, else the number of its last
+ * line (the one cut short). */
+static long cut_last_line(FILE *f)
+{
+    if (fseek(f, -1, SEEK_END) != 0 || fgetc(f) == '\n')
+        return 0;
+    rewind(f);
+    long lines = 1;
+    for (int ch; (ch = fgetc(f)) != EOF;)
+        lines += ch == '\n';
+    return lines;
+}
+
 int report_csv_check_header(const char *path, np_error *err)
 {
     FILE *f = fopen(path, "rb");
@@ -262,13 +275,23 @@ int report_csv_check_header(const char *path, np_error *err)
         return 0;    /* a new file (np_file_check_target() says why one cannot be made) */
     char line[8192]; /* the header is about 1 KB: a longer first line is not it */
     size_t n = fread(line, 1, sizeof line - 1, f);
-    fclose(f);
-    if (n == 0)
+    if (n == 0) {
+        fclose(f);
         return 0;
+    }
     line[n] = '\0';
     size_t len = strcspn(line, "\r\n"), want = strlen(report_csv_header);
-    if (len == want && memcmp(line, report_csv_header, want) == 0)
+    if (len == want && memcmp(line, report_csv_header, want) == 0) {
+        long cut = cut_last_line(f);
+        fclose(f);
+        if (cut)
+            return np_error_set(err, NP_EXIT_INTERNAL, path, "--csv", (int)cut,
+                                "the last row has no line end (cut short: a run stopped while "
+                                "writing, or an edit); a new row would be glued to it: complete "
+                                "or remove that line, or write to a new file");
         return 0;
+    }
+    fclose(f);
     int have = count_columns(line, len), ours = count_columns(report_csv_header, want);
     if (len < want && memcmp(line, report_csv_header, len) == 0 && report_csv_header[len] == ',')
         return np_error_set(err, NP_EXIT_INTERNAL, path, "--csv", 1,

@@ -48,10 +48,12 @@ void report_print_table_head(FILE *out);
 void report_print_table_row(FILE *out, const report_row *row, double baseline_iteration_s);
 void report_print_stages(FILE *out, const report_row *row);
 
-/* 0 when path is missing, empty or starts with this simrun's header;
- * NP_EXIT_INTERNAL with err naming path and "--csv" otherwise (a file of an
- * older simrun, whose header lacks the columns appended since, or another
- * CSV): its rows would not match its header. */
+/* 0 when path is missing, empty, or starts with this simrun's header and
+ * ends with a line end; NP_EXIT_INTERNAL with err naming path and "--csv"
+ * otherwise (a file of an older simrun, whose header lacks the columns
+ * appended since, or another CSV: its rows would not match its header; or a
+ * last row cut short, err's line its number: a new row would be glued to
+ * it). */
 int report_csv_check_header(const char *path, np_error *err);
 
 /* Appends one row (and the header if the file is new or empty), after
