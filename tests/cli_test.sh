@@ -60,12 +60,17 @@ expect_error "--set of a key a plan fixes" 1 "was made with another recompute_gr
 expect_error "--set of the split a plan fixes" 1 "another decoder_first_pipeline_num_layers" \
     --plan "$TMP/plan.json" --set parallel.decoder_first_pipeline_num_layers=1 \
     --set parallel.decoder_last_pipeline_num_layers=1 "$P8" "$W8"
+expect_error "--set of the parallel sizes a plan fixes" 1 "another pipeline_model_parallel_size" \
+    --plan "$TMP/plan.json" --set pipeline_model_parallel_size=2 --set data_parallel_size=4 "$P8" "$W8"
+expect_error "--set of TP a plan fixes" 1 "another tensor_model_parallel_size" \
+    --plan "$TMP/plan.json" --set tensor_model_parallel_size=2 --set data_parallel_size=1 "$P8" "$W8"
 # the command line a plan was made with replays it (the keys agree with the plan)
 "$SIMRUN" --quiet --schedule interleaved --set virtual_pipeline_model_parallel_size=2 \
     --plan-out "$TMP/il.json" "$P8" "$W8" 2>"$TMP/err" &&
     "$SIMRUN" --quiet --schedule interleaved --set virtual_pipeline_model_parallel_size=2 \
         --plan "$TMP/il.json" "$P8" "$W8" 2>>"$TMP/err" &&
     "$SIMRUN" --quiet --set 'schedule="1f1b"' --set training.micro_batch_size=1 --set planner=megatron \
+        --set pipeline_model_parallel_size=4 --set data_parallel_size=2 \
         --plan "$TMP/plan.json" "$P8" "$W8" 2>>"$TMP/err" && ok ||
     ko "a plan replays with the keys it was made with"
 expect_error "plan for another batch" 2 "global_batch_size" --plan "$TMP/plan.json" --set global_batch_size=32 \

@@ -364,6 +364,9 @@ enum {
     FIX_MICRO_BATCH,
     FIX_CHUNKS,
     FIX_SPLIT,
+    FIX_TP,
+    FIX_PP,
+    FIX_DP,
     FIX_PLANNER,
 };
 
@@ -380,6 +383,9 @@ static const struct {
     {"account_for_embedding_in_pipeline_split", FIX_SPLIT},
     {"account_for_loss_in_pipeline_split", FIX_SPLIT},
     {"pipeline_model_parallel_layout", FIX_SPLIT},
+    {"tensor_model_parallel_size", FIX_TP},
+    {"pipeline_model_parallel_size", FIX_PP},
+    {"data_parallel_size", FIX_DP},
     {"planner", FIX_PLANNER},
 };
 
@@ -416,6 +422,12 @@ static bool plan_agrees(const job *j, const plan *pl, int what)
         plan_free(&split);
         return same;
     }
+    case FIX_TP:
+        return w->parallel.tensor_model_parallel_size == pl->tensor_parallel;
+    case FIX_PP:
+        return w->parallel.pipeline_model_parallel_size == pl->num_stages;
+    case FIX_DP:
+        return w->parallel.data_parallel_size == pl->data_parallel;
     default: { /* FIX_PLANNER */
         const char *a = cli_planner_name(w->planner), *b = cli_planner_name(pl->planner);
         return a && b && strcmp(a, b) == 0;
