@@ -64,13 +64,15 @@ expect_error "--set of the parallel sizes a plan fixes" 1 "another pipeline_mode
     --plan "$TMP/plan.json" --set pipeline_model_parallel_size=2 --set data_parallel_size=4 "$P8" "$W8"
 expect_error "--set of TP a plan fixes" 1 "another tensor_model_parallel_size" \
     --plan "$TMP/plan.json" --set tensor_model_parallel_size=2 --set data_parallel_size=1 "$P8" "$W8"
+expect_error "--planner against a plan" 1 "--planner: bmpipe: the plan" \
+    --plan "$TMP/plan.json" --planner bmpipe "$P8" "$W8"
 # the command line a plan was made with replays it (the keys agree with the plan)
 "$SIMRUN" --quiet --schedule interleaved --set virtual_pipeline_model_parallel_size=2 \
     --plan-out "$TMP/il.json" "$P8" "$W8" 2>"$TMP/err" &&
     "$SIMRUN" --quiet --schedule interleaved --set virtual_pipeline_model_parallel_size=2 \
         --plan "$TMP/il.json" "$P8" "$W8" 2>>"$TMP/err" &&
     "$SIMRUN" --quiet --set 'schedule="1f1b"' --set training.micro_batch_size=1 --set planner=megatron \
-        --set pipeline_model_parallel_size=4 --set data_parallel_size=2 \
+        --set pipeline_model_parallel_size=4 --set data_parallel_size=2 --planner Megatron \
         --plan "$TMP/plan.json" "$P8" "$W8" 2>>"$TMP/err" && ok ||
     ko "a plan replays with the keys it was made with"
 expect_error "plan for another batch" 2 "global_batch_size" --plan "$TMP/plan.json" --set global_batch_size=32 \

@@ -180,6 +180,17 @@ int check_workload_size(const cli *c, const job *j, np_error *err);
  * workload file and training.global_batch_size.  0 or NP_EXIT_INPUT. */
 int check_plan_size(const cli *c, const job *j, const plan *pl, np_error *err);
 
+/* ---- cli_plan.c --------------------------------------------------------------- */
+
+/* The key of a --set KEY=VALUE: its last dotted part (training.planner:
+ * planner), and its length in *n. */
+const char *cli_override_key(const char *set, size_t *n);
+
+/* A saved plan against --planner, --schedule and every --set of a key the
+ * plan fixes: 0, or NP_EXIT_USAGE naming the option when one disagrees with
+ * the plan (it would be ignored by the replay). */
+int cli_check_plan_overrides(const cli *c, const job *j, const plan *pl, np_error *err);
+
 /* ---- cli_memory.c ------------------------------------------------------------- */
 
 /* --memory: one row per pipeline stage (and per model chunk when

@@ -187,25 +187,12 @@ static int run_all_planners(const cli *c, job *j, np_error *err)
     return first_rc;
 }
 
-/* The key of a --set KEY=VALUE, its last dotted part (training.planner:
- * planner), and its length. */
-static const char *override_key(const char *set, size_t *n)
-{
-    const char *eq = strchr(set, '='), *key = set;
-    size_t len = eq ? (size_t)(eq - set) : strlen(set);
-    for (const char *p = set; p < set + len; p++)
-        if (*p == '.')
-            key = p + 1;
-    *n = len - (size_t)(key - set);
-    return key;
-}
-
 /* Whether a --set gave the bare key `name`. */
 static bool set_on_command_line(const cli *c, const char *name)
 {
     for (int i = 0; i < c->num_overrides; i++) {
         size_t n;
-        const char *key = override_key(c->overrides[i], &n);
+        const char *key = cli_override_key(c->overrides[i], &n);
         if (n == strlen(name) && strncmp(key, name, n) == 0)
             return true;
     }
@@ -353,111 +340,6 @@ static int blame_plan_sizes(const cli *c, const job *j, const plan *pl, int rc, 
                         sizes[blamed].value, sizes[blamed].own, reason);
 }
 
-/* What a saved plan fixes: its schedule, chunks, split, recompute,
- * micro-batching and planner are replayed as saved.  --schedule or a --set
- * of one of these keys that disagrees with the plan is refused (the replay
- * would ignore it while the CSV's overrides column named it); one that
- * agrees, such as the command line the plan was made with, is accepted. */
-enum {
-    FIX_SCHEDULE,
-    FIX_RECOMPUTE,
-    FIX_MICRO_BATCH,
-    FIX_CHUNKS,
-    FIX_SPLIT,
-    FIX_TP,
-    FIX_PP,
-    FIX_DP,
-    FIX_PLANNER,
-};
-
-static const struct {
-    const char *key;
-    int what;
-} plan_fixed[] = {
-    {"schedule", FIX_SCHEDULE},
-    {"recompute_granularity", FIX_RECOMPUTE},
-    {"micro_batch_size", FIX_MICRO_BATCH},
-    {"virtual_pipeline_model_parallel_size", FIX_CHUNKS},
-    {"decoder_first_pipeline_num_layers", FIX_SPLIT},
-    {"decoder_last_pipeline_num_layers", FIX_SPLIT},
-    {"account_for_embedding_in_pipeline_split", FIX_SPLIT},
-    {"account_for_loss_in_pipeline_split", FIX_SPLIT},
-    {"pipeline_model_parallel_layout", FIX_SPLIT},
-    {"tensor_model_parallel_size", FIX_TP},
-    {"pipeline_model_parallel_size", FIX_PP},
-    {"data_parallel_size", FIX_DP},
-    {"planner", FIX_PLANNER},
-};
-
-/* Whether the loaded workload (its file and the overrides) agrees with the
- * plan on what `what` fixes. */
-static bool plan_agrees(const job *j, const plan *pl, int what)
-{
-    const wl_workload *w = &j->w;
-    switch (what) {
-    case FIX_SCHEDULE:
-        return w->schedule == pl->schedule;
-    case FIX_RECOMPUTE: /* Megatron's: the option on every decoder layer */
-        if (pl->recompute_units)
-            return false;
-        for (int l = 0; l < pl->num_layers && l < j->cm.num_layers; l++)
-            if (j->cm.layers[l].kind == CM_DECODER &&
-                pl->recompute[l] != w->training.recompute_granularity)
-                return false;
-        return true;
-    case FIX_MICRO_BATCH:
-        return !pl->micro_batch_sizes && w->training.micro_batch_size == pl->micro_batch_size;
-    case FIX_CHUNKS: {
-        int v = w->parallel.virtual_pipeline_model_parallel_size;
-        return (v > 1 ? v : 1) == pl->num_chunks;
-    }
-    case FIX_SPLIT: { /* Megatron's split of these keys is the plan's */
-        plan split;
-        np_error ignored;
-        if (plan_init(&split, pl->num_stages, pl->num_chunks, pl->num_layers))
-            return false;
-        bool same = planner_split_partition(&j->cm, w, &split, &ignored) == 0;
-        for (int k = 0; same && k <= pl->num_stages * pl->num_chunks; k++)
-            same = split.chunk_start[k] == pl->chunk_start[k];
-        plan_free(&split);
-        return same;
-    }
-    case FIX_TP:
-        return w->parallel.tensor_model_parallel_size == pl->tensor_parallel;
-    case FIX_PP:
-        return w->parallel.pipeline_model_parallel_size == pl->num_stages;
-    case FIX_DP:
-        return w->parallel.data_parallel_size == pl->data_parallel;
-    default: { /* FIX_PLANNER */
-        const char *a = cli_planner_name(w->planner), *b = cli_planner_name(pl->planner);
-        return a && b && strcmp(a, b) == 0;
-    }
-    }
-}
-
-static int check_plan_overrides(const cli *c, const job *j, const plan *pl, np_error *err)
-{
-    if (c->schedule && wl_schedule_by_name(c->schedule) != (int)pl->schedule)
-        return np_error_set(err, NP_EXIT_USAGE, "<command line>", "--schedule", 0,
-                            "%s: the plan %s is replayed with its own schedule, %s; drop "
-                            "--schedule or plan again (--plan-out)",
-                            c->schedule, c->plan_in, wl_schedule_name(pl->schedule));
-    for (int i = 0; i < c->num_overrides; i++) {
-        const char *set = c->overrides[i];
-        size_t n;
-        const char *key = override_key(set, &n);
-        for (size_t k = 0; k < sizeof plan_fixed / sizeof plan_fixed[0]; k++)
-            if (strlen(plan_fixed[k].key) == n && strncmp(key, plan_fixed[k].key, n) == 0 &&
-                !plan_agrees(j, pl, plan_fixed[k].what))
-                return np_error_set(err, NP_EXIT_USAGE, "<command line>", "--set", 0,
-                                    "%s: the plan %s was made with another %s and is replayed "
-                                    "as saved; drop the --set, or plan again with it "
-                                    "(--plan-out)",
-                                    set, c->plan_in, plan_fixed[k].key);
-    }
-    return 0;
-}
-
 /* A saved plan must train the workload's batch (tokens/s and the CSV come
  * from it), fill the platform, stay within the size bound, suit the workload
  * (blame_plan_sizes), name only recompute units its layers have, and fit in
@@ -539,7 +421,7 @@ static int run_job(cli *c, job *j, np_error *err)
             return np_error_set(err, NP_EXIT_INPUT, c->plan_in, "", 0, "cannot read: %s",
                                 strerror(e));
         }
-        if (!(rc = check_plan_overrides(c, j, &pl, err)) &&
+        if (!(rc = cli_check_plan_overrides(c, j, &pl, err)) &&
             !(rc = check_saved_plan(c, j, &pl, err)) &&
             !(rc = c->shifted_recompute ? shift_recompute(j, &pl, err) : 0))
             rc = simulate_and_report(c, j, &pl, err);
