@@ -534,4 +534,23 @@ expect_error "layout with the uneven-stage keys" 2 "cannot be combined with para
     --set 'pipeline_model_parallel_layout="Et*2|(tt|)*29,t|L"' --schedule interleaved \
     --set virtual_pipeline_model_parallel_size=2 --set global_batch_size=16384 \
     platforms/16k_npu.xml workloads/deepseek_v3_class.json
+# MFU (docs/csv-format.md, column 17) in closed form on a model that lists its layers, whose
+# forward FLOPs per sample are the workload's own sum (VGG-16, 30.94 GFLOP as two per MAC): 3 x
+# that x global batch / (iteration_s x NPUs x peak).  Such layers are not split by TP, so at TP 2
+# the second copy of every layer is not model FLOPs: MFU halves against the same time per sample.
+rm -f "$TMP/mfu.csv"
+"$SIMRUN" --quiet --csv "$TMP/mfu.csv" "$P8" workloads/vgg16.json 2>"$TMP/err" &&
+    "$SIMRUN" --quiet --csv "$TMP/mfu.csv" --set tensor_model_parallel_size=2 --set data_parallel_size=1 \
+        "$P8" workloads/vgg16.json 2>>"$TMP/err" &&
+    /usr/bin/python3 -c 'import csv, json, re, sys
+w = json.load(open(sys.argv[2]))
+flops = sum(l["forward_flops"] for l in w["model"]["layers"])
+peak = float(re.search(r"speed=\"([0-9.e]+)f\"", open(sys.argv[3]).read()).group(1))
+rows = list(csv.DictReader(open(sys.argv[1])))
+for r in rows:
+    want = 3 * flops * w["training"]["global_batch_size"] / (float(r["iteration_s"]) * int(r["npus"]) * peak)
+    if abs(float(r["mfu"]) - want) > 1e-4 * want:
+        sys.exit("tp %s: mfu %s, expected %.6g" % (r["tp"], r["mfu"], want))
+sys.exit(0 if [r["tp"] for r in rows] == ["1", "2"] else "rows")' "$TMP/mfu.csv" workloads/vgg16.json "$P8" \
+        2>>"$TMP/err" && ok || ko "mfu = 3 x forward FLOPs x batch / (time x NPUs x peak), TP copies of listed layers not counted"
 harness_done cli

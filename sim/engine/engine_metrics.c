@@ -16,21 +16,24 @@
 
 static double model_flops_per_iteration(const cm_model *cm, const plan *pl)
 {
+    /* A model's layer split over TP runs 1/t of its FLOPs on each TP rank; a
+     * layer a workload lists (CM_CUSTOM, costmodel_layers.c) runs whole on
+     * every TP rank, and the copies are not model FLOPs. */
     double per_micro_batch = 0;
     for (int l = 0; l < cm->num_layers; l++)
-        per_micro_batch += cm->layers[l].forward_flops;
+        per_micro_batch += cm->layers[l].forward_flops *
+                           (cm->layers[l].kind == CM_CUSTOM ? 1 : pl->tensor_parallel);
     double samples = (double)pl->num_micro_batches * cm->micro_batch_size;
     if (pl->micro_batch_sizes) {
         samples = 0;
         for (int i = 0; i < pl->num_micro_batches; i++)
             samples += pl->micro_batch_sizes[i];
     }
-    /* forward + backward = 3 forwards (Narayanan et al. SC'21, eq. 3); per
-     * NPU flops times the TP ranks, DP replicas and CP ranks (each of which
+    /* forward + backward = 3 forwards (Narayanan et al. SC'21, eq. 3); a TP
+     * group's FLOPs times the DP replicas and CP ranks (each of which
      * computes its 1/c of the sequence). */
     int cp = cm->context_parallel > 1 ? cm->context_parallel : 1;
-    return 3.0 * per_micro_batch * (samples / cm->micro_batch_size) * pl->tensor_parallel *
-           pl->data_parallel * cp;
+    return 3.0 * per_micro_batch * (samples / cm->micro_batch_size) * pl->data_parallel * cp;
 }
 
 static void stage_metrics(engine *e, int s, engine_stage_metrics *m)
