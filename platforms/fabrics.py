@@ -262,7 +262,7 @@ def rail_platform(preset, num_npus, per_node=None, su_servers=None, oversub=1.0,
     """Rail-optimised (module comment): leaf (SU s, rail i) holds NIC i of the
     su_servers servers of SU s; every leaf has su_servers / oversub up-links
     of the NIC bandwidth, one to each spine.  su_servers defaults to the
-    smallest power of two that keeps the leaves at most gen_platform's
+    smallest power of two, 2 at least, that keeps the leaves at most gen_platform's
     MAX_LEAVES (SimGrid's build time grows with the leaves).  planes=2: the
     dual-plane form (module comment), each NIC's bandwidth split over two
     ports, plane_policy how a transfer uses them ("split" or "hash")."""
@@ -271,8 +271,8 @@ def rail_platform(preset, num_npus, per_node=None, su_servers=None, oversub=1.0,
     per_node = _per_node(p, per_node)
     _check_common(p, num_npus, per_node)
     servers = num_npus // per_node
-    if su_servers is None:
-        su_servers = 1
+    if su_servers is None:  # a rail needs two servers at least: a leaf of one NIC is no switch
+        su_servers = 2
         while servers % (su_servers * 2) == 0 and servers // su_servers * per_node > gp.MAX_LEAVES:
             su_servers *= 2
     if su_servers < 2 or servers % su_servers:

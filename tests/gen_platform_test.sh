@@ -203,6 +203,15 @@ if grep -q "npusim platform: .*, 4 per server" platforms/test_8npu.xml &&
 "$PY" "$GEN" --preset 910b --npus 64 --npus-per-node 8 -o "$OUT" 2>"$TMP/err" && cmp -s "$OUT" platforms/test_64npu.xml &&
     ok || ko "--npus-per-node at the preset's size changes nothing"
 
+# A rail fabric of 128 NPUs or fewer takes the smallest scalable unit, 2 servers, by
+# default (it refused its own default of 1): 64 H100s = 8 servers = 4 units of 2, 8 rails
+# each, 32 leaves of 2 NICs.
+"$PY" "$GEN" --preset h100 --npus 64 --fabric rail -o "$OUT" 2>"$TMP/err" &&
+    grep -q 'topo_parameters="2;2,32;1,2;1,1"' "$OUT" && ok ||
+    ko "--fabric rail at 64 NPUs: the default scalable unit of 2 servers"
+"$PY" "$GEN" --preset h100 --npus 8 --fabric rail -o "$OUT" >"$TMP/stdout" 2>"$TMP/err"
+check_refusal "--fabric rail on one server" 2 "1 servers are not a multiple of 2 servers per scalable unit" $? && ok
+
 # Every shipped platform is written by --all (SHIPPED), so the byte-for-byte
 # unit test of tests/test_platform.c covers it.
 mkdir "$TMP/all"
