@@ -734,7 +734,7 @@ def write_docs(path, rows, summary, cases, published, fold, wall, mem_rc, slowes
     w("## Calibration: one constant per device, from one named measurement")
     w("")
     ea = published[cal_a["id"]]
-    w("- **A100**: `matmul_efficiency` of the `a100` preset in `platforms/gen_platform.py` = "
+    w("- **A100**: `matmul_efficiency` of the `a100` preset in `platforms/presets.py` = "
       "**%s**, chosen by bisection (`validate.py --calibrate a100`) so that %s is reproduced: "
       "%s, GPT-3 175B, TP 8, PP 8 (interleaved, 3 chunks per stage), 64 GPUs, global batch 64, "
       "micro-batch 1, sequence 2048, full recompute without sequence parallelism: **%s s**." % (
@@ -755,7 +755,7 @@ def write_docs(path, rows, summary, cases, published, fold, wall, mem_rc, slowes
       "(Megatron's bias-dropout-add fusion default) and `collective_bus_efficiency` %s (NCCL's "
       "ring at about 80%% of NVLink, nccl-tests issue 212); the H100's `elementwise_fusion` %s and "
       "`collective_bus_efficiency` %s; peak FLOP/s, HBM, NVLink and NIC bandwidths from the "
-      "datasheets; each with its citation in `gen_platform.py` and as an XML comment in every "
+      "datasheets; each with its citation in `platforms/presets.py` and as an XML comment in every "
       "platform.  Latencies and kernel launch overheads are the presets' stated assumptions.  "
       "The single constant absorbs everything the cost model leaves out (kernel-level effects, "
       "Transformer Engine's forward tensor-parallel overlap, data loading, logging), which is why "
