@@ -553,4 +553,23 @@ for r in rows:
         sys.exit("tp %s: mfu %s, expected %.6g" % (r["tp"], r["mfu"], want))
 sys.exit(0 if [r["tp"] for r in rows] == ["1", "2"] else "rows")' "$TMP/mfu.csv" workloads/vgg16.json "$P8" \
         2>>"$TMP/err" && ok || ko "mfu = 3 x forward FLOPs x batch / (time x NPUs x peak), TP copies of listed layers not counted"
+# A saved plan keeps the fingerprint of the cost model it was priced with (cost_model_sha256):
+# replayed on the same inputs it shows its prediction; against another model (here the
+# sequence halved) the replay simulates the new one and shows no prediction (0), saying why.
+rm -f "$TMP/fp.csv"
+"$SIMRUN" --quiet --csv "$TMP/fp.csv" --plan-out "$TMP/fp.json" "$P8" "$W8" 2>"$TMP/err" &&
+    grep -q '"cost_model_sha256": "[0-9a-f]\{64\}"' "$TMP/fp.json" &&
+    "$SIMRUN" --csv "$TMP/fp.csv" --plan "$TMP/fp.json" "$P8" "$W8" >"$TMP/out" 2>>"$TMP/err" &&
+    [ ! -s "$TMP/err" ] &&
+    /usr/bin/python3 -c 'import csv, sys
+a, b = list(csv.DictReader(open(sys.argv[1])))
+sys.exit(0 if float(a["predicted_iteration_s"]) > 0 and a["predicted_iteration_s"] == b["predicted_iteration_s"] else 1)' \
+        "$TMP/fp.csv" && ok || ko "a plan replayed on its own inputs keeps its prediction, no note"
+"$SIMRUN" --csv "$TMP/fp.csv" --plan "$TMP/fp.json" --set seq_length=512 "$P8" "$W8" >"$TMP/out" 2>"$TMP/err" &&
+    grep -q "fp.json: priced for another cost model" "$TMP/err" && [ "$(wc -l <"$TMP/err")" -eq 1 ] &&
+    [ "$(csv_col "$TMP/fp.csv" predicted_iteration_s)" = 0 ] && ok ||
+    ko "a plan replayed against another model shows no prediction and says why"
+sed 's/"cost_model_sha256": "[0-9a-f]*"/"cost_model_sha256": "XYZ"/' "$TMP/fp.json" >"$TMP/fp_bad.json"
+expect_error "a malformed cost_model_sha256" 2 "cost_model_sha256: expected 64 lower-case hex digits" \
+    --plan "$TMP/fp_bad.json" "$P8" "$W8"
 harness_done cli

@@ -40,6 +40,7 @@
 #include <string.h>
 
 #include "costmodel_internal.h"
+#include "np_sha256.h"
 
 #define GIB (1024.0 * 1024.0 * 1024.0)
 #define MIB (1024.0 * 1024.0)
@@ -335,4 +336,88 @@ double cm_optimizer_step_s(const cm_model *m, int first, int last)
         return 0.0;
     return params * m->optimizer_bytes_per_param / m->hbm_bandwidth_Bps +
            (last - first) * m->kernel_launch_s;
+}
+
+/* ---- the fingerprint ------------------------------------------------------ */
+
+static void hash_numbers(np_sha256 *h, const char *tag, const double *v, int n)
+{
+    char buf[40];
+    np_sha256_update(h, tag, strlen(tag));
+    for (int i = 0; i < n; i++) {
+        int len = snprintf(buf, sizeof buf, " %.17g", v[i]);
+        np_sha256_update(h, buf, (size_t)len);
+    }
+    np_sha256_update(h, "\n", 1);
+}
+
+void cm_fingerprint(const cm_model *m, char hex[65])
+{
+    np_sha256 h;
+    np_sha256_init(&h);
+    const cl_cluster *c = &m->cluster;
+    double model[] = {m->num_layers,
+                      m->micro_batch_size,
+                      m->tensor_parallel,
+                      m->data_parallel,
+                      m->context_parallel,
+                      m->sharding,
+                      m->sequence_parallel,
+                      m->distributed_optimizer,
+                      m->moe_overlap,
+                      m->zero_overlap,
+                      m->dp_bucket_bytes,
+                      m->workspace_bytes,
+                      m->hbm_bytes,
+                      m->hbm_bandwidth_Bps,
+                      m->kernel_launch_s,
+                      m->weight_bytes_per_param,
+                      m->optimizer_bytes_per_param};
+    hash_numbers(&h, "model", model, (int)(sizeof model / sizeof model[0]));
+    double cluster[] = {c->num_npus,
+                        c->npus_per_node,
+                        c->peak_flops,
+                        c->matmul_efficiency,
+                        c->hbm_bytes,
+                        c->hbm_bandwidth_Bps,
+                        c->scaleup_bandwidth_Bps,
+                        c->scaleup_latency_s,
+                        c->scaleout_bandwidth_Bps,
+                        c->scaleout_latency_s,
+                        c->kernel_launch_s,
+                        c->fabric_taper,
+                        c->attention_efficiency,
+                        c->elementwise_fusion,
+                        c->collective_bus_efficiency,
+                        c->tp_across_servers};
+    hash_numbers(&h, "cluster", cluster, (int)(sizeof cluster / sizeof cluster[0]));
+    for (int l = 0; l < m->num_layers; l++) {
+        const cm_layer *ly = &m->layers[l];
+        np_sha256_update(&h, ly->name, strnlen(ly->name, sizeof ly->name));
+        double v[] = {
+            ly->kind,           ly->forward_s,       ly->backward_s,        ly->weight_grad_s,
+            ly->tp_forward_s,   ly->tp_backward_s,   ly->tp_bytes,          ly->params,
+            ly->state_bytes,    ly->grad_bytes,      ly->forward_flops,     ly->output_bytes,
+            ly->recv_gather_s,  ly->num_units,       ly->zero_gather_bytes, ly->zero_reduce_bytes,
+            ly->zero_forward_s, ly->zero_backward_s, cm_forward_total_s(ly)};
+        hash_numbers(&h, " layer", v, (int)(sizeof v / sizeof v[0]));
+        double r[2 * RECOMPUTE_COUNT];
+        for (int k = 0; k < RECOMPUTE_COUNT; k++) {
+            r[2 * k] = ly->recompute_s[k];
+            r[2 * k + 1] = ly->activation_bytes[k];
+        }
+        hash_numbers(&h, " recompute", r, 2 * RECOMPUTE_COUNT);
+        for (int u = 0; u < ly->num_units && u < CM_MAX_UNITS; u++) {
+            double uv[] = {ly->units[u].forward_s, ly->units[u].activation_bytes};
+            hash_numbers(&h, ly->units[u].name, uv, 2);
+        }
+        for (int k = 0; k < RECOMPUTE_COUNT; k++) {
+            double b = cm_backward_total_s(ly, (recompute_kind)k);
+            hash_numbers(&h, " backward", &b, 1);
+        }
+    }
+    unsigned char digest[32];
+    np_sha256_final(&h, digest);
+    for (int i = 0; i < 32; i++)
+        snprintf(hex + 2 * i, 3, "%02x", digest[i]);
 }

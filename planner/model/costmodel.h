@@ -164,6 +164,13 @@ int cm_build(const wl_workload *w, const cl_cluster *c, int micro_batch_size, cm
              np_error *err);
 void cm_free(cm_model *m);
 
+/* The SHA-256 (hex) of what a plan's prediction is priced from: every
+ * layer's times, bytes and parameters, the model's sizes and options, and
+ * the cluster's device and network figures, printed at full precision.  Two
+ * models with the same fingerprint price every plan alike; a saved plan
+ * keeps the fingerprint it was priced with (plan_json.h). */
+void cm_fingerprint(const cm_model *m, char hex[65]);
+
 /* Forward time of layer l including its TP collectives. */
 double cm_forward_total_s(const cm_layer *l);
 /* Backward (B + W) time including recompute under option r and TP collectives. */

@@ -42,6 +42,9 @@ typedef struct plan {
      * proven) and its status, e.g. "optimal, count form"; "" for others. */
     double solver_gap;
     char solver_status[32];
+    /* cm_fingerprint() of the cost model predicted_iteration_s was priced
+     * with; "" when unknown (a plan file written before the key existed). */
+    char cost_model_sha256[65];
     /* One sentence the planner wants the reader to see beside its row (e.g.
      * that it chose its own cut points over the workload's fixed split);
      * "" for none.  Not part of the plan's JSON form. */

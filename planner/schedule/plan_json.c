@@ -9,6 +9,7 @@
 #include "plan_json.h"
 
 #include <jansson.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -53,6 +54,8 @@ int plan_write_json(const char *path, const plan *pl, const char *workload_path,
     json_object_set_new(o, "data_parallel", json_integer(pl->data_parallel));
     json_object_set_new(o, "merak_shifted_recompute", json_boolean(pl->merak_shifted_recompute));
     json_object_set_new(o, "predicted_iteration_s", json_real(pl->predicted_iteration_s));
+    if (pl->cost_model_sha256[0])
+        json_object_set_new(o, "cost_model_sha256", json_string(pl->cost_model_sha256));
     if (pl->solver_status[0]) {
         json_object_set_new(o, "solver_status", json_string(pl->solver_status));
         json_object_set_new(o, "solver_gap", json_real(pl->solver_gap));
@@ -99,6 +102,7 @@ static const char *const known_keys[] = {
     "data_parallel",
     "merak_shifted_recompute",
     "predicted_iteration_s",
+    "cost_model_sha256",
     "solver_gap",
     "solver_status",
 };
@@ -254,6 +258,11 @@ static int read_plan(reader *r, int num_layers, plan *pl)
     if (pred && !(json_is_number(pred) && json_number_value(pred) >= 0))
         return bad(r, "predicted_iteration_s", "expected a number of seconds >= 0 (0: none)%s", "");
     pl->predicted_iteration_s = pred ? json_number_value(pred) : 0;
+    json_t *sha = json_object_get(r->root, "cost_model_sha256");
+    const char *hex = sha && json_is_string(sha) ? json_string_value(sha) : NULL;
+    if (sha && !(hex && strlen(hex) == 64 && strspn(hex, "0123456789abcdef") == 64))
+        return bad(r, "cost_model_sha256", "expected 64 lower-case hex digits%s", "");
+    snprintf(pl->cost_model_sha256, sizeof pl->cost_model_sha256, "%s", hex ? hex : "");
     /* The solver's report when the plan was made: checked, not replayed (a
      * replay solves nothing; its row's solver columns stay empty). */
     json_t *status = json_object_get(r->root, "solver_status");

@@ -27,6 +27,27 @@
 #include "schedule.h"
 #include "trace.h"
 
+/* The plan's prediction is priced with cm from now on (its fingerprint goes
+ * into --plan-out).  A saved plan priced with another cost model (another
+ * model, platform or option: docs/csv-format.md, predicted_iteration_s)
+ * keeps no prediction, and the reader is told why. */
+static void check_plan_pricing(const cli *c, const cm_model *cm, plan *pl)
+{
+    char fp[sizeof pl->cost_model_sha256];
+    cm_fingerprint(cm, fp);
+    if (c->plan_in && pl->cost_model_sha256[0] && strcmp(fp, pl->cost_model_sha256) != 0 &&
+        pl->predicted_iteration_s > 0) {
+        if (!c->quiet)
+            fprintf(stderr,
+                    "simrun: %s: priced for another cost model (the model, the platform or an "
+                    "option differs: cost_model_sha256); the replay simulates this one, and "
+                    "the plan's prediction, %.3f s, is not shown\n",
+                    c->plan_in, pl->predicted_iteration_s);
+        pl->predicted_iteration_s = 0;
+    }
+    memcpy(pl->cost_model_sha256, fp, sizeof fp);
+}
+
 /* Simulates one plan and reports it (table row, CSV row, plan file, trace). */
 static int simulate_and_report(const cli *c, job *j, plan *pl, np_error *err)
 {
@@ -39,6 +60,8 @@ static int simulate_and_report(const cli *c, job *j, plan *pl, np_error *err)
     schedule sc = {0};
     engine_result res = {0};
     int rc = planner_cost_model_for(&j->w, &j->pf.cluster, &j->cm, pl, &own, &cm, err);
+    if (!rc)
+        check_plan_pricing(c, cm, pl);
     if (!rc && plan_out && !j->check_only)
         rc = plan_write_json(plan_out, pl, c->workload_path, err);
     if (!rc)
