@@ -141,6 +141,47 @@ static void test_override_below_a_scalar_is_rejected(void)
                                "model.num_layers.x", "has no keys");
 }
 
+/* A rule between keys that the file's own values pass and a --set breaks
+ * names the command line, though the key it names (global_batch_size: 16 is
+ * no multiple of 3 x 2) is the file's; the same rule broken by the file
+ * alone names the file. */
+static void test_rule_broken_by_an_override_is_blamed_on_the_command_line(void)
+{
+    const char *const set[] = {"micro_batch_size=3"};
+    wl_workload w;
+    np_error err;
+    CU_ASSERT_EQUAL(test_wl_load_with("workloads/small_gpt.json", set, 1, &w, &err), NP_EXIT_INPUT);
+    CU_ASSERT_STRING_EQUAL(err.key, "training.global_batch_size");
+    CU_ASSERT_STRING_EQUAL(err.source, "<command line>");
+    CU_ASSERT_EQUAL(test_wl_load_with("tests/bad_input/pp_exceeds_layers.json", NULL, 0, &w, &err),
+                    NP_EXIT_INPUT);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.source, "pp_exceeds_layers.json"));
+    /* with an unrelated override, the file's own error still names the file */
+    const char *const other[] = {"micro_batch_size=1"};
+    CU_ASSERT_EQUAL(test_wl_load_with("tests/bad_input/pp_exceeds_layers.json", other, 1, &w, &err),
+                    NP_EXIT_INPUT);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.source, "pp_exceeds_layers.json"));
+}
+
+/* The same for the platform's NPU count: small_gpt is 1 x 4 x 2 = 8 NPUs;
+ * with data_parallel_size=4 from --set it needs 16 of the 8 (the command
+ * line), on 16 NPUs the file's own 8 are wrong (the file). */
+static void test_cluster_mismatch_from_an_override_is_blamed_on_the_command_line(void)
+{
+    const char *const set[] = {"data_parallel_size=4"};
+    wl_workload w;
+    np_error err;
+    CU_ASSERT_EQUAL_FATAL(test_wl_load_with("workloads/small_gpt.json", set, 1, &w, &err), 0);
+    CU_ASSERT_EQUAL(wl_check_cluster(&w, 8, &err), NP_EXIT_INPUT);
+    CU_ASSERT_STRING_EQUAL(err.source, "<command line>");
+    CU_ASSERT_EQUAL(wl_check_cluster(&w, 16, &err), 0);
+    wl_free(&w);
+    CU_ASSERT_EQUAL_FATAL(test_wl_load_with("workloads/small_gpt.json", NULL, 0, &w, &err), 0);
+    CU_ASSERT_EQUAL(wl_check_cluster(&w, 16, &err), NP_EXIT_INPUT);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.source, "small_gpt.json"));
+    wl_free(&w);
+}
+
 void register_workload_override_tests(void)
 {
     TEST_SUITE(
@@ -163,5 +204,9 @@ void register_workload_override_tests(void)
         {"override without equals sign is rejected", test_override_without_equals_sign_is_rejected},
         {"override of layer index out of range is rejected",
          test_override_of_layer_index_out_of_range_is_rejected},
-        {"override below a scalar is rejected", test_override_below_a_scalar_is_rejected});
+        {"override below a scalar is rejected", test_override_below_a_scalar_is_rejected},
+        {"rule broken by an override is blamed on the command line",
+         test_rule_broken_by_an_override_is_blamed_on_the_command_line},
+        {"cluster mismatch from an override is blamed on the command line",
+         test_cluster_mismatch_from_an_override_is_blamed_on_the_command_line});
 }
