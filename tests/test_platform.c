@@ -323,6 +323,8 @@ static void test_bad_platforms_are_input_errors_naming_the_problem(void)
         {"platform_duplicate_rank.xml", "", 0, "both have rank 0"},
         {"platform_mixed_speed.xml", "speed", 0, "host 'npu-4' has speed"},
         {"platform_mixed_prop.xml", "hbm_bytes", 0, "host 'npu-4' has \"32e9\""},
+        {"platform_misspelt_prop.xml", "collective_bus_eficiency", 15,
+         "not a host property npusim reads; did you mean collective_bus_efficiency?"},
         /* Found by fuzzing: each once aborted SimGrid, reached it as an
          * infinite duration, passed as a deadlock or took minutes to load. */
         {"platform_scaleup_latency_huge.xml", "scaleup_latency_s", 11, "from 0 to 1 s"},

@@ -400,6 +400,54 @@ static int link_figures(const char *path, const char *text, const char *tag, con
     return 0;
 }
 
+/* Every <prop> of a <cluster> or a <host> is a property npusim (or
+ * SimGrid's energy plugin) reads: a misspelt optional one would otherwise
+ * price the platform without it, silently.  Elements are followed on a stack
+ * (closing tags pop it), so a zone's or a link's own <prop>s, and <config>'s,
+ * are not taken for a host's. */
+static int check_host_props(const char *path, const char *text, np_error *err)
+{
+    enum { DEPTH = 64 };
+    char stack[DEPTH][16];
+    int depth = 0;
+    for (const char *s = text; (s = strchr(s, '<')) != NULL;) {
+        if (strncmp(s, "<!--", 4) == 0) {
+            const char *end = strstr(s + 4, "-->");
+            if (!end)
+                return 0;
+            s = end + 3;
+            continue;
+        }
+        const char *end = strchr(s, '>');
+        if (!end)
+            return 0;
+        if (s[1] == '/') {
+            depth -= depth > 0;
+        } else if (s[1] != '?' && s[1] != '!') {
+            size_t n = strcspn(s + 1, " \t\r\n/>");
+            bool leaf = end[-1] == '/';
+            if (n == 4 && strncmp(s + 1, "prop", 4) == 0 && depth > 0 &&
+                (strcmp(stack[depth - 1], "cluster") == 0 ||
+                 strcmp(stack[depth - 1], "host") == 0)) {
+                char id[128];
+                const char *nearest;
+                if (tag_attribute(s, end, "id", id, sizeof id) &&
+                    !platform_prop_known(id, &nearest))
+                    return np_error_set(
+                        err, NP_EXIT_INPUT, path, id, line_of(text, s),
+                        "not a host property npusim reads%s%s%s (docs/platform-format.md lists "
+                        "them): a misspelt optional property would silently be left out",
+                        nearest ? "; did you mean " : "", nearest ? nearest : "",
+                        nearest ? "?" : "");
+            }
+            if (!leaf && depth < DEPTH)
+                snprintf(stack[depth++], sizeof stack[0], "%.*s", (int)(n < 15 ? n : 15), s + 1);
+        }
+        s = end + 1;
+    }
+    return 0;
+}
+
 int platform_precheck(const char *path, const platform_limits *lim, platform_scan *scan,
                       np_error *err)
 {
@@ -434,6 +482,8 @@ int platform_precheck(const char *path, const platform_limits *lim, platform_sca
         rc =
             np_error_set(err, NP_EXIT_INPUT, path, "version", line_of(text, tag),
                          "expected a platform of version 4 (version=\"4.1\"), got \"%s\"", version);
+    if (!rc)
+        rc = check_host_props(path, text, err);
     double elements = 0;
     while (!rc && (end = next_element(end, &tag)) != NULL) {
         if ((rc = link_figures(path, text, tag, end, err)))

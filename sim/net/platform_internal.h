@@ -16,6 +16,8 @@
 #ifndef SIM_PLATFORM_INTERNAL_H
 #define SIM_PLATFORM_INTERNAL_H
 
+#include <stdbool.h>
+
 #include "platform.h"
 
 /* How SimGrid's max-min system is re-solved after a flow starts or ends
@@ -40,6 +42,10 @@ typedef struct platform_scan {
  * 0 with *scan filled. */
 int platform_precheck(const char *path, const platform_limits *lim, platform_scan *scan,
                       np_error *err);
+/* Whether name is a host property npusim reads (platform_props.c: the
+ * required and optional ones, the fabric's) or SimGrid's energy plugin does;
+ * else *nearest is the known name within 3 edits of it, or NULL. */
+bool platform_prop_known(const char *name, const char **nearest);
 /* Line of the first <prop ... id="name" in the file, 0 if not found:
  * SimGrid does not keep where a property came from. */
 int platform_prop_line(const char *path, const char *name);

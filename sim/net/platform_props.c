@@ -73,6 +73,63 @@ static const prop_spec optional_props[] = {
 };
 #define NUM_OPTIONAL_PROPS ((int)(sizeof optional_props / sizeof optional_props[0]))
 
+/* The fabric's host properties (platform_fabric.c, docs/platform-format.md)
+ * and those SimGrid's own energy plugin reads on a host. */
+static const char *const fabric_props[] = {
+    "npusim_port",  "nic_planes",        "nic_plane_policy", "scaleup_fabric", "cross_rail_pxn",
+    "fabric_taper", "wattage_per_state", "wattage_off",      "wattage_range",
+};
+
+/* Edit distance of a and b (both under 64 characters; longer: 64). */
+static int edit_distance(const char *a, const char *b)
+{
+    size_t n = strlen(a), m = strlen(b);
+    if (n >= 64 || m >= 64)
+        return 64;
+    int row[64];
+    for (size_t j = 0; j <= m; j++)
+        row[j] = (int)j;
+    for (size_t i = 1; i <= n; i++) {
+        int diag = row[0];
+        row[0] = (int)i;
+        for (size_t j = 1; j <= m; j++) {
+            int up = row[j], best = diag + (a[i - 1] != b[j - 1]);
+            if (up + 1 < best)
+                best = up + 1;
+            if (row[j - 1] + 1 < best)
+                best = row[j - 1] + 1;
+            diag = up;
+            row[j] = best;
+        }
+    }
+    return row[m];
+}
+
+bool platform_prop_known(const char *name, const char **nearest)
+{
+    const char *names[(int)(sizeof platform_props / sizeof platform_props[0]) + NUM_OPTIONAL_PROPS +
+                      sizeof fabric_props / sizeof fabric_props[0]];
+    int n = 0;
+    for (int i = 0; i < (int)(sizeof platform_props / sizeof platform_props[0]); i++)
+        names[n++] = platform_props[i].name;
+    for (int i = 0; i < NUM_OPTIONAL_PROPS; i++)
+        names[n++] = optional_props[i].name;
+    for (size_t i = 0; i < sizeof fabric_props / sizeof fabric_props[0]; i++)
+        names[n++] = fabric_props[i];
+    int best = 4; /* suggest only a name within 3 edits */
+    *nearest = NULL;
+    for (int i = 0; i < n; i++) {
+        if (strcmp(name, names[i]) == 0)
+            return true;
+        int d = edit_distance(name, names[i]);
+        if (d < best) {
+            best = d;
+            *nearest = names[i];
+        }
+    }
+    return false;
+}
+
 /* Floors of the figures every time divides by (B/s, FLOP/s), ceilings of
  * speed and of a link's latency. */
 #define MIN_BANDWIDTH_BPS 1e3
