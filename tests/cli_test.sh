@@ -146,6 +146,8 @@ expect_error "--dp-inter-algorithm without hierarchical" 1 "between-servers part
 expect_error "--dp-bucket-bytes without --dp-overlap" 1 "sizes the buckets of --dp-overlap" \
     --dp-bucket-bytes 1e6 "$P8" "$W8"
 expect_error "--trace-replicas without --trace" 1 "add --trace FILE" --trace-replicas 2 "$P8" "$W8"
+expect_error "--trace-replicas above the plan's DP" 1 "--trace-replicas: 5: the plan has 2 data-parallel replicas" \
+    --trace "$TMP/tr5.json" --trace-replicas 5 "$P8" "$W8"
 expect_error "infinite bucket" 1 "dp-bucket-bytes" --dp-overlap --dp-bucket-bytes inf "$P8" "$W8"
 
 # --- bad command line ---------------------------------------------------------

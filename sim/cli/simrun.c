@@ -62,6 +62,14 @@ static int simulate_and_report(const cli *c, job *j, plan *pl, np_error *err)
     int rc = planner_cost_model_for(&j->w, &j->pf.cluster, &j->cm, pl, &own, &cm, err);
     if (!rc)
         check_plan_pricing(c, cm, pl);
+    /* one plan: more trace replicas than it has is a mistake; under
+     * --planner all each plan's trace keeps at most its own */
+    if (!rc && c->trace_path && !j->several && c->trace_max_replicas > pl->data_parallel)
+        rc = np_error_set(err, NP_EXIT_USAGE, "<command line>", "--trace-replicas", 0,
+                          "%d: the plan has %d data-parallel replica%s per stage: expected 1 "
+                          "to %d, or all",
+                          c->trace_max_replicas, pl->data_parallel,
+                          pl->data_parallel == 1 ? "" : "s", pl->data_parallel);
     if (!rc && plan_out && !j->check_only)
         rc = plan_write_json(plan_out, pl, c->workload_path, err);
     if (!rc)
