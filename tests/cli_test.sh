@@ -444,6 +444,8 @@ EOF2
     grep -q " stashed " "$TMP/out" && ok || ko "--memory under PipeDream shows the stashed weights"
 expect_error "--memory with --quiet" 1 "--memory prints a table and --quiet prints nothing" \
     --memory --quiet "$P8" "$W8"
+expect_error "--stages with --quiet" 1 "--stages prints a table and --quiet prints nothing" \
+    --stages --quiet "$P8" "$W8"
 expect_error "does not fit gives the breakdown" 3 \
     "stage 0 needs .* GB (weights .* + gradients .* + optimizer .* + activations .* (4 in flight) + recompute .* + workspace .*) but has 64.00 GB" \
     --set num_layers=400 --set hidden_size=8192 --set num_attention_heads=64 "$P8" "$W8"

@@ -428,6 +428,8 @@ int parse_args(int argc, char **argv, cli *c)
     if (c->memory && c->quiet)
         return usage_error("%s", "--memory prints a table and --quiet prints nothing: drop one "
                                  "(with --csv, the mem_* columns hold the fullest stage's memory)");
+    if (c->stages && c->quiet)
+        return usage_error("%s", "--stages prints a table and --quiet prints nothing: drop one");
     if (c->run_id && !valid_run_id(c->run_id))
         return usage_error("--run-id expects 1 to 64 of A-Z a-z 0-9 . _ : -, got '%s'", c->run_id);
     if (c->fold_dp && parse_count(c->fold_dp, "--fold-dp", &c->fold_dp_replicas))
