@@ -195,7 +195,7 @@ static void test_bad_keys(void)
     expect_bad("{" PW ", \"vary\": []}", "vary", "an object");
     expect_bad("{" PW ", \"vary\": {\"--schedule\": \"gpipe\"}}", "vary.--schedule",
                "non-empty array");
-    expect_bad("{" PW ", \"vary\": {\"--schedule\": []}}", "vary.--schedule", "non-empty array");
+    expect_bad("{" PW ", \"vary\": {\"--schedule\": []}}", "vary.--schedule", "got []");
     expect_bad("{" PW ", \"vary\": {\"--schedule\": [[\"gpipe\"]]}}", "vary.--schedule[0]",
                "a string or a number");
     expect_bad("{" PW ", \"vary\": {\"--sched\": [\"gpipe\"]}}", "vary.--sched[0]",

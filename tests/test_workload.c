@@ -259,6 +259,13 @@ static void test_malformed_json_reports_its_line(void)
     CU_ASSERT_PTR_NOT_NULL(strstr(err.text, "syntax error"));
 }
 
+/* small_gpt.json behind a UTF-8 byte-order mark: named as such, not as a
+ * syntax error at an invisible character. */
+static void test_byte_order_mark_is_named(void)
+{
+    test_expect_bad_input("byte_order_mark.json", "", "UTF-8 byte-order mark");
+}
+
 static void test_duplicate_key_is_rejected_with_its_line(void)
 {
     test_expect_bad_input("duplicate_key.json", "", "duplicate");
@@ -531,6 +538,7 @@ void register_workload_tests(void)
         {"every shipped workload loads and fits its NPU count",
          test_every_shipped_workload_loads_and_fits_its_npu_count},
         {"malformed JSON reports its line", test_malformed_json_reports_its_line},
+        {"byte-order mark is named", test_byte_order_mark_is_named},
         {"duplicate key is rejected with its line", test_duplicate_key_is_rejected_with_its_line},
         {"missing file is an input error", test_missing_file_is_an_input_error},
         {"top-level array is rejected", test_top_level_array_is_rejected},

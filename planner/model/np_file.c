@@ -79,7 +79,7 @@ static int check_writable(const char *path, const struct stat *st, const char *k
     if (!(st->st_mode & (S_IWUSR | S_IWGRP | S_IWOTH)))
         return FILE_ERROR(err, path, key,
                           "the file is read-only (no write permission bit); refusing to "
-                          "overwrite it");
+                          "write to it");
     return 0;
 }
 
@@ -166,6 +166,16 @@ bool np_file_same(const char *a, const char *b)
     free(ca);
     free(cb);
     return same;
+}
+
+bool np_file_has_bom(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    unsigned char head[3] = {0};
+    size_t n = f ? fread(head, 1, 3, f) : 0;
+    if (f)
+        fclose(f);
+    return n == 3 && head[0] == 0xEF && head[1] == 0xBB && head[2] == 0xBF;
 }
 
 /* ---- whole files -------------------------------------------------------- */

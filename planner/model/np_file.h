@@ -66,6 +66,14 @@ int np_file_check_target(const char *path, const char *key, np_file_mode mode, n
  * CLI refuses an output that is one of its inputs or another output. */
 bool np_file_same(const char *a, const char *b);
 
+/* Whether the file at path starts with a UTF-8 byte-order mark (EF BB BF),
+ * which JSON does not allow: the readers say so instead of a syntax error at
+ * an invisible character. */
+bool np_file_has_bom(const char *path);
+#define NP_BOM_TEXT                                                                                \
+    "the file starts with a UTF-8 byte-order mark (EF BB BF), which JSON does not allow: "         \
+    "save it without one"
+
 /* A whole-file write in progress. */
 typedef struct np_file {
     FILE *f;         /* write here (fully buffered; setvbuf() it if wanted) */

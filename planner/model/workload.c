@@ -71,6 +71,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "np_file.h"
 #include "workload_internal.h"
 
 #define CMDLINE_SOURCE "<command line>"
@@ -180,6 +181,10 @@ static json_t *load_json(const load_ctx *c)
         return NULL;
     }
     close(fd);
+    if (!root && np_file_has_bom(c->path)) {
+        np_error_set(c->err, NP_EXIT_INPUT, c->path, "", 1, "%s", NP_BOM_TEXT);
+        return NULL;
+    }
     if (!root) {
         if (jerr.line > 0)
             np_error_set(c->err, NP_EXIT_INPUT, c->path, "", jerr.line,

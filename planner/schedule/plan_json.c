@@ -292,6 +292,8 @@ int plan_read_json(const char *path, int num_layers, plan *out, np_error *err)
     json_error_t jerr;
     memset(out, 0, sizeof *out);
     json_t *root = json_load_file(path, JSON_REJECT_DUPLICATES, &jerr);
+    if (!root && np_file_has_bom(path))
+        return np_error_set(err, NP_EXIT_INPUT, path, "", 1, "%s", NP_BOM_TEXT);
     if (!root)
         return np_error_set(err, NP_EXIT_INPUT, path, "", jerr.line > 0 ? jerr.line : 0, "%s",
                             jerr.text);

@@ -16,6 +16,7 @@
 #include <strings.h>
 #include <sys/stat.h>
 
+#include "np_file.h"
 #include "sweep_internal.h"
 
 /* simrun's options (sim/cli, simrun --help), by how they take their value;
@@ -278,7 +279,9 @@ static int check_vary(const char *path, const json_t *vary, np_error *err)
     {
         char where[300];
         snprintf(where, sizeof where, "vary.%s", key);
-        if (!json_is_array(values) || json_array_size(values) == 0)
+        if (json_is_array(values) && json_array_size(values) == 0)
+            return FAIL(err, path, where, "expected a non-empty array of values, got []");
+        if (!json_is_array(values))
             return fail_type(err, path, where, "a non-empty array of values", values);
         size_t i;
         json_t *v;
@@ -366,6 +369,8 @@ int sweep_load(const char *path, sweep *s, np_error *err)
     memset(s, 0, sizeof *s);
     json_error_t jerr;
     json_t *root = json_load_file(path, JSON_REJECT_DUPLICATES, &jerr);
+    if (!root && np_file_has_bom(path))
+        return np_error_set(err, NP_EXIT_INPUT, path, "", 1, "%s", NP_BOM_TEXT);
     if (!root)
         return np_error_set(err, NP_EXIT_INPUT, path, "", jerr.line > 0 ? jerr.line : 0, "%s",
                             jerr.text);
