@@ -196,6 +196,12 @@ static void test_bad_keys(void)
     expect_bad("{" PW ", \"vary\": {\"--schedule\": \"gpipe\"}}", "vary.--schedule",
                "non-empty array");
     expect_bad("{" PW ", \"vary\": {\"--schedule\": []}}", "vary.--schedule", "got []");
+    /* a workload key the workload does not have fails the sweep file, not
+     * every point when it runs; a value that breaks a rule stays a point's */
+    expect_bad("{" PW ", \"vary\": {\"bogus_key\": [1, 2]}}", "bogus_key",
+               "not a key of the workload");
+    expect_bad("{" PW ", \"points\": [{\"model.hiden_size\": 512}]}", "model.hiden_size",
+               "not a key of the workload");
     expect_bad("{" PW ", \"vary\": {\"--schedule\": [[\"gpipe\"]]}}", "vary.--schedule[0]",
                "a string or a number");
     expect_bad("{" PW ", \"vary\": {\"--sched\": [\"gpipe\"]}}", "vary.--sched[0]",

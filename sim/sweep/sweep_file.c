@@ -11,12 +11,15 @@
  */
 #define _GNU_SOURCE /* asprintf */
 #include <jansson.h>
+#include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <sys/stat.h>
 
 #include "np_file.h"
+#include "workload.h"
 #include "sweep_internal.h"
 
 /* simrun's options (sim/cli, simrun --help), by how they take their value;
@@ -362,6 +365,58 @@ static int check_top(const char *path, json_t *root, np_error *err)
     return 0;
 }
 
+/* Every workload key a point sets (--set KEY=VALUE: "vary", "points" or
+ * "options") is one its workload has: a misspelt key would otherwise fail
+ * every point only when it runs, after --dry-run listed them as pending.
+ * Checked once per workload and key, by loading the workload with that one
+ * override; other errors (a value that breaks a rule between keys) stay the
+ * points' own, a failed row each. */
+static int check_set_keys(const sweep *s, np_error *err)
+{
+    char **seen = NULL;
+    int num_seen = 0, rc = 0;
+    for (int i = 0; !rc && i < s->num_points; i++) {
+        const sweep_point *p = &s->points[i];
+        for (int a = 0; !rc && a + 1 < p->num_args; a++) {
+            if (strcmp(p->args[a], "--set") != 0)
+                continue;
+            const char *set = p->args[++a];
+            size_t klen = strcspn(set, "=");
+            char pair[1200];
+            snprintf(pair, sizeof pair, "%s\n%.*s", p->workload, (int)klen, set);
+            bool done = false;
+            for (int k = 0; k < num_seen && !done; k++)
+                done = strcmp(seen[k], pair) == 0;
+            if (done)
+                continue;
+            char **grown = realloc(seen, (size_t)(num_seen + 1) * sizeof *seen);
+            if (!grown || !(grown[num_seen] = strdup(pair))) {
+                seen = grown ? grown : seen;
+                rc = np_error_set(err, NP_EXIT_INTERNAL, s->path, "", 0, "out of memory");
+                break;
+            }
+            seen = grown;
+            num_seen++;
+            wl_workload w;
+            np_error e;
+            const char *one[1] = {set};
+            if (wl_load(p->workload, one, 1, &w, &e) == 0) {
+                wl_free(&w);
+                continue;
+            }
+            if (strcmp(e.source, "<command line>") == 0 &&
+                (strncmp(e.text, "unknown key", 11) == 0 ||
+                 strncmp(e.text, "ambiguous key", 13) == 0))
+                rc = np_error_set(err, NP_EXIT_INPUT, s->path, e.key, 0, "%s (in %s): %s",
+                                  "not a key of the workload", p->workload, e.text);
+        }
+    }
+    for (int k = 0; k < num_seen; k++)
+        free(seen[k]);
+    free(seen);
+    return rc;
+}
+
 /* ---- the API ------------------------------------------------------------ */
 
 int sweep_load(const char *path, sweep *s, np_error *err)
@@ -389,6 +444,8 @@ int sweep_load(const char *path, sweep *s, np_error *err)
         }
         s->csv = csv ? strdup(json_string_value(csv)) : NULL;
         rc = sweep_expand(s, root, err);
+        if (!rc)
+            rc = check_set_keys(s, err);
     }
     json_decref(root);
     if (rc)
