@@ -202,6 +202,10 @@ static void test_bad_keys(void)
                "not a key of the workload");
     expect_bad("{" PW ", \"points\": [{\"model.hiden_size\": 512}]}", "model.hiden_size",
                "not a key of the workload");
+    /* one --trace for every point: each would replace the last's */
+    expect_bad("{" PW ", \"options\": [\"--trace\", \"t.json\"], "
+               "\"vary\": {\"micro_batch_size\": [1, 2]}}",
+               "--trace", "points 0 and 1 would both write this file");
     expect_bad("{" PW ", \"vary\": {\"--schedule\": [[\"gpipe\"]]}}", "vary.--schedule[0]",
                "a string or a number");
     expect_bad("{" PW ", \"vary\": {\"--sched\": [\"gpipe\"]}}", "vary.--sched[0]",

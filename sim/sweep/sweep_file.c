@@ -417,6 +417,34 @@ static int check_set_keys(const sweep *s, np_error *err)
     return rc;
 }
 
+/* A file simrun writes whole (--trace, --plan-out, --frontier) may be named
+ * by one point only: points that share one would each replace the last's. */
+static bool writes_file(const char *option)
+{
+    return strcmp(option, "--trace") == 0 || strcmp(option, "--plan-out") == 0 ||
+           strcmp(option, "--frontier") == 0;
+}
+
+static int check_point_outputs(const sweep *s, np_error *err)
+{
+    for (int i = 0; i < s->num_points; i++)
+        for (int a = 0; a + 1 < s->points[i].num_args; a++) {
+            const char *opt = s->points[i].args[a], *file = s->points[i].args[a + 1];
+            if (!writes_file(opt))
+                continue;
+            for (int j = 0; j < i; j++)
+                for (int b = 0; b + 1 < s->points[j].num_args; b++)
+                    if (writes_file(s->points[j].args[b]) &&
+                        strcmp(s->points[j].args[b + 1], file) == 0)
+                        return np_error_set(err, NP_EXIT_INPUT, s->path, opt, 0,
+                                            "%s: points %d and %d would both write this file, "
+                                            "each replacing the other's: vary %s over one file "
+                                            "per point, or drop it",
+                                            file, j, i, opt);
+        }
+    return 0;
+}
+
 /* ---- the API ------------------------------------------------------------ */
 
 int sweep_load(const char *path, sweep *s, np_error *err)
@@ -446,6 +474,8 @@ int sweep_load(const char *path, sweep *s, np_error *err)
         rc = sweep_expand(s, root, err);
         if (!rc)
             rc = check_set_keys(s, err);
+        if (!rc)
+            rc = check_point_outputs(s, err);
     }
     json_decref(root);
     if (rc)
