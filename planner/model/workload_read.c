@@ -47,7 +47,8 @@ static const char *json_describe(const json_t *v, char *buf, size_t size)
     else if (json_is_array(v))
         snprintf(buf, size, "an array of %zu entries", json_array_size(v));
     else {
-        char *text = json_dumps(v, JSON_ENCODE_ANY);
+        char *text = json_dumps(
+            v, JSON_ENCODE_ANY | JSON_REAL_PRECISION(15)); /* -0.1, not -0.10000000000000001 */
         snprintf(buf, size, "%.80s%s", text ? text : "?", text && strlen(text) > 80 ? "..." : "");
         free(text);
     }
