@@ -204,6 +204,18 @@ same_refused "--trace and --plan-out on one new file" "is also the file of --pla
 same_refused "--planner all: the same name per planner" "new.megatron.json is also the file of --plan-out" \
     --planner all --plan-out "$S/new.json" --trace "$S/new.json" "$S/p.xml" "$S/w.json"
 [ ! -e "$S/new.json" ] && [ ! -e "$S/new.megatron.json" ] && ok || ko "a refused run creates no file"
+# the routing trace a workload names (model.moe_token_trace, relative to its folder) is an
+# input too; a plan may be re-saved onto itself (read whole before it is written)
+if "$(dirname "$SIMRUN")/moetrace" -o "$S/t.trace" --workload workloads/moe_21b_32npu.json --steps 1 \
+    --seed 3 2>"$TMP/err" && cp workloads/moe_21b_32npu.json "$S/moe.json"; then
+    rm -rf "$TMP/same.orig" && cp -r "$S" "$TMP/same.orig"
+    same_refused "--trace onto the workload's moe_token_trace" "is also the workload's model.moe_token_trace" \
+        --set 'model.moe_token_trace="t.trace"' --trace "$S/t.trace" platforms/moe_32npu.xml "$S/moe.json"
+else
+    ko "moetrace writes a trace for the moe_token_trace check"
+fi
+"$SIMRUN" --quiet --plan "$S/plan.json" --plan-out "$S/plan.json" "$S/p.xml" "$S/w.json" 2>"$TMP/err" &&
+    grep -q '"cost_model_sha256"' "$S/plan.json" && ok || ko "--plan-out onto its own --plan re-saves the plan"
 
 # A CSV whose last row was cut short (no line end) is refused before
 # simulating, naming its last line: a new row would be glued to it.

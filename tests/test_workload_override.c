@@ -161,6 +161,20 @@ static void test_rule_broken_by_an_override_is_blamed_on_the_command_line(void)
     CU_ASSERT_EQUAL(test_wl_load_with("tests/bad_input/pp_exceeds_layers.json", other, 1, &w, &err),
                     NP_EXIT_INPUT);
     CU_ASSERT_PTR_NOT_NULL(strstr(err.source, "pp_exceeds_layers.json"));
+    /* a file broken twice (TP 3 does not divide 16 heads; a batch of 15 no
+     * multiple of DP 2), the first mended by --set: the second is still the
+     * file's */
+    static const char *const twice =
+        "{\"name\": \"t\",\n"
+        " \"model\": {\"num_layers\": 4, \"hidden_size\": 1024, \"num_attention_heads\": 16,\n"
+        "           \"seq_length\": 512, \"vocab_size\": 1000},\n"
+        " \"training\": {\"global_batch_size\": 15},\n"
+        " \"parallel\": {\"tensor_model_parallel_size\": 3, \"pipeline_model_parallel_size\": 2,\n"
+        "              \"data_parallel_size\": 2}}\n";
+    const char *const mend[] = {"tensor_model_parallel_size=1"};
+    CU_ASSERT_EQUAL(test_wl_load_text(twice, mend, 1, &w, &err), NP_EXIT_INPUT);
+    CU_ASSERT_STRING_EQUAL(err.key, "training.global_batch_size");
+    CU_ASSERT_STRING_NOT_EQUAL(err.source, "<command line>");
 }
 
 /* The same for the platform's NPU count: small_gpt is 1 x 4 x 2 = 8 NPUs;

@@ -166,7 +166,8 @@ void cm_free(cm_model *m);
 
 /* The SHA-256 (hex) of what a plan's prediction is priced from: every
  * layer's times, bytes and parameters, the model's sizes and options, and
- * the cluster's device and network figures, printed at full precision.  Two
+ * the cluster's device and network figures, to 12 significant digits (so
+ * that builds that round the last bits differently agree).  Two
  * models with the same fingerprint price every plan alike; a saved plan
  * keeps the fingerprint it was priced with (plan_json.h). */
 void cm_fingerprint(const cm_model *m, char hex[65]);

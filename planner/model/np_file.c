@@ -344,6 +344,16 @@ static int lock_file(int fd)
     return 0;
 }
 
+FILE *np_file_open_shared(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    while (flock(fileno(f), LOCK_SH) != 0 && errno == EINTR)
+        ; /* without flock (some network file systems) read as is */
+    return f;
+}
+
 /* 0 or an errno. */
 static int write_all(int fd, const char *buf, size_t size)
 {
@@ -390,6 +400,17 @@ int np_file_append(const char *path, const char *key, const char *header, const 
         if (fstat(fd, &st) != 0)
             e = errno;
         before = st.st_size;
+    }
+    /* a last record cut short (an edit, a process killed in write()): the new
+     * one would be glued to it.  Checked under the lock, where no other
+     * writer is half-way through its row. */
+    char last = '\n';
+    if (!e && before > 0 && pread(fd, &last, 1, before - 1) == 1 && last != '\n') {
+        close(fd);
+        return np_error_set(err, NP_EXIT_INTERNAL, path, key, 0,
+                            "the last row has no line end (cut short: a run stopped while "
+                            "writing, or an edit); a new row would be glued to it: complete "
+                            "or remove that line, or write to a new file");
     }
     size_t head = !e && header && before == 0 ? strlen(header) + 1 : 0;
     if (!e && !(buf = malloc(head + len + 1)))

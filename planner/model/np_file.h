@@ -111,6 +111,11 @@ void np_csv_field(FILE *f, const char *s);
  * NP_EXIT_INTERNAL. */
 int np_stdout_finish(const char *program);
 
+/* Opens path for reading under a shared lock (released by fclose), so that
+ * no record another process is appending (np_file_append holds the
+ * exclusive lock while it writes) is seen half-written.  NULL as fopen. */
+FILE *np_file_open_shared(const char *path);
+
 int np_file_append(const char *path, const char *key, const char *header, const char *record,
                    size_t len, np_error *err);
 

@@ -237,19 +237,19 @@ int wl_load(const char *path, const char *const *overrides, int num_overrides, w
     if (rc)
         wl_free(out);
     if (rc == NP_EXIT_INPUT && num_overrides > 0 && c.err->line == 0 &&
-        strcmp(c.err->source, path) == 0 && wl_file_passes(path, c.err->key))
+        strcmp(c.err->source, path) == 0 && wl_file_passes(path))
         snprintf(c.err->source, sizeof c.err->source, "%s", CMDLINE_SOURCE);
     return rc;
 }
 
-bool wl_file_passes(const char *path, const char *key)
+bool wl_file_passes(const char *path)
 {
     wl_workload alone;
     np_error e;
     int rc = wl_load(path, NULL, 0, &alone, &e);
     if (!rc)
         wl_free(&alone);
-    return rc == 0 || strcmp(e.key, key) != 0;
+    return rc == 0;
 }
 
 void wl_free(wl_workload *w)

@@ -126,11 +126,11 @@ int wl_read_moe_layer_freq(const load_ctx *c, const json_t *v, wl_moe_layer_freq
                            const char *key);
 int wl_moe_fill_defaults(const load_ctx *c, wl_workload *w);
 int wl_moe_check(const load_ctx *c, const wl_workload *w);
-/* Whether the file at path, loaded without overrides, gets past the check
- * that blamed key (it loads, or fails on another key): then an error on key
- * with overrides came from them, and its source is the command line
- * (workload.c, wl_check_cluster). */
-bool wl_file_passes(const char *path, const char *key);
+/* Whether the file at path loads without overrides: then an error with
+ * overrides came from them, and its source is the command line (workload.c,
+ * wl_check_cluster).  A file that fails on its own keeps the blame, even on
+ * another key (the --set may have mended an earlier error of the file). */
+bool wl_file_passes(const char *path);
 
 /* The multi-latent attention keys: all four dimensions with
  * multi_latent_attention, none without (workload_moe.c). */

@@ -130,7 +130,7 @@ const char *output_path(const char *base, const char *planner, int several, char
 
 /* Every output of the run, checked before anything is simulated
  * (np_file_check_target), as output_path() names them. */
-int check_outputs(const cli *c, int several, np_error *err);
+int check_outputs(const cli *c, const char *moe_trace, int several, np_error *err);
 
 /* Flushes standard output, remembering its first write error. */
 void flush_stdout(void);

@@ -60,29 +60,53 @@ int finish_stdout(void)
 }
 
 /* The files a run reads and writes, by option, for the check that no output
- * is an input or another output. */
-enum { MAX_FILES = 64 };
+ * is an input or another output: the paths as given, and the names
+ * output_path() makes under --planner all (in names[]). */
+enum { MAX_FILES = 64, NAME_SIZE = 1024 };
 typedef struct file_list {
-    int count, inputs; /* the first `inputs` are read */
-    char path[MAX_FILES][1024];
+    int count, inputs;    /* the first `inputs` are read */
+    const char *too_long; /* the option whose per-planner name did not fit */
+    const char *path[MAX_FILES];
     const char *key[MAX_FILES];
+    char names[MAX_FILES][NAME_SIZE];
 } file_list;
 
 static void list_file(file_list *l, const char *path, const char *key)
 {
     if (path && l->count < MAX_FILES) {
-        snprintf(l->path[l->count], sizeof l->path[0], "%s", path);
+        l->path[l->count] = path;
         l->key[l->count++] = key;
     }
+}
+
+/* base's name for one planner of --planner all (several), kept in l. */
+static void list_output(file_list *l, const char *base, const char *planner, int several,
+                        const char *key)
+{
+    if (!base || l->count >= MAX_FILES)
+        return;
+    char *buf = l->names[l->count];
+    const char *path = output_path(base, planner, several, buf, NAME_SIZE);
+    if (path == buf && strlen(base) + strlen(planner) + 2 >= NAME_SIZE && !l->too_long)
+        l->too_long = key;
+    list_file(l, path, key);
 }
 
 /* An output that is one of the run's inputs, or another output, would
  * destroy it (or lose one of the two results): refused, naming both. */
 static int check_distinct(const file_list *l, np_error *err)
 {
+    if (l->too_long)
+        return np_error_set(err, NP_EXIT_USAGE, "<command line>", l->too_long, 0,
+                            "with --planner all each planner's file name would be %d bytes or "
+                            "more: expected a shorter path",
+                            NAME_SIZE);
     for (int i = l->inputs; i < l->count; i++)
         for (int j = 0; j < i; j++)
-            if (np_file_same(l->path[i], l->path[j]))
+            if (np_file_same(l->path[i], l->path[j]) &&
+                /* a plan re-saved: read whole before it is written */
+                !(strcmp(l->key[i], "--plan-out") == 0 &&
+                  strcmp(l->key[j], "the --plan file") == 0))
                 return np_error_set(err, NP_EXIT_USAGE, "<command line>", l->key[i], 0,
                                     "%s is also %s%s: %s; give each output a file of its own",
                                     l->path[i], j < l->inputs ? "" : "the file of ", l->key[j],
@@ -95,15 +119,19 @@ static int check_distinct(const file_list *l, np_error *err)
  * (np_file_check_target): --csv is appended to; --frontier, --plan-out and
  * --trace are replaced, the last two once per planner under --planner all
  * (several), as output_path() names them.  No output may be an input (the
- * platform, the workload, --plan, --moe-trace) or another output. */
-int check_outputs(const cli *c, int several, np_error *err)
+ * platform, the workload, --plan, --moe-trace or moe_trace, the routing
+ * trace the workload names) or another output; --plan-out may be --plan
+ * (the plan is read whole before it is written: a plan re-saved). */
+int check_outputs(const cli *c, const char *moe_trace, int several, np_error *err)
 {
     int rc;
-    file_list files = {0};
+    static file_list files; /* 64 KiB of names: off the stack */
+    memset(&files, 0, sizeof files);
     list_file(&files, c->platform_path, "the platform");
     list_file(&files, c->workload_path, "the workload");
     list_file(&files, c->plan_in, "the --plan file");
     list_file(&files, c->moe_trace_path, "the --moe-trace file");
+    list_file(&files, moe_trace, "the workload's model.moe_token_trace");
     files.inputs = files.count;
     list_file(&files, c->csv_path, "--csv");
     list_file(&files, c->frontier_path, "--frontier");
@@ -111,12 +139,8 @@ int check_outputs(const cli *c, int several, np_error *err)
     int n = 1;
     const planner_desc *all = several ? planner_all(&n) : NULL;
     for (int b = 0; b < 2; b++)
-        for (int i = 0; bases[b] && i < n; i++) {
-            char buf[1024];
-            list_file(&files,
-                      output_path(bases[b], all ? all[i].name : NULL, several, buf, sizeof buf),
-                      keys[b]);
-        }
+        for (int i = 0; bases[b] && i < n; i++)
+            list_output(&files, bases[b], all ? all[i].name : "", several, keys[b]);
     if ((rc = check_distinct(&files, err)))
         return rc;
     for (int i = files.inputs; i < files.count; i++) {

@@ -39,9 +39,9 @@ static void check_plan_pricing(const cli *c, const cm_model *cm, plan *pl)
         pl->predicted_iteration_s > 0) {
         if (!c->quiet)
             fprintf(stderr,
-                    "simrun: %s: priced for another cost model (the model, the platform or an "
-                    "option differs: cost_model_sha256); the replay simulates this one, and "
-                    "the plan's prediction, %.3f s, is not shown\n",
+                    "simrun: %s: priced for another cost model (the model, the platform, an "
+                    "option or the simrun build differs: cost_model_sha256); the replay "
+                    "simulates this one, and the plan's prediction, %.3f s, is not shown\n",
                     c->plan_in, pl->predicted_iteration_s);
         pl->predicted_iteration_s = 0;
     }
@@ -273,7 +273,7 @@ static int load_inputs(cli *c, job *j, np_error *err)
         return np_error_set(err, NP_EXIT_USAGE, "<command line>", "--run-id", 0,
                             "--run-id names one row, --planner all writes one per planner: run "
                             "each planner with its own id");
-    if ((rc = check_outputs(c, all, err)))
+    if ((rc = check_outputs(c, j->moe_trace_path, all, err)))
         return rc;
     if ((rc = engine_simgrid_init(&c->simgrid_argc, c->simgrid_argv, err)))
         return rc;

@@ -270,7 +270,7 @@ static long cut_last_line(FILE *f)
 
 int report_csv_check_header(const char *path, np_error *err)
 {
-    FILE *f = fopen(path, "rb");
+    FILE *f = np_file_open_shared(path); /* no row half-written by a concurrent simrun */
     if (!f)
         return 0;    /* a new file (np_file_check_target() says why one cannot be made) */
     char line[8192]; /* the header is about 1 KB: a longer first line is not it */

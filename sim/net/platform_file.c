@@ -405,6 +405,20 @@ static int link_figures(const char *path, const char *text, const char *tag, con
  * price the platform without it, silently.  Elements are followed on a stack
  * (closing tags pop it), so a zone's or a link's own <prop>s, and <config>'s,
  * are not taken for a host's. */
+/* The '>' that ends the tag at s, past any quoted attribute value. */
+static const char *tag_end(const char *s)
+{
+    for (char quote = 0; *s; s++) {
+        if (quote)
+            quote = *s == quote ? 0 : quote;
+        else if (*s == '"' || *s == '\'')
+            quote = *s;
+        else if (*s == '>')
+            return s;
+    }
+    return NULL;
+}
+
 static int check_host_props(const char *path, const char *text, np_error *err)
 {
     enum { DEPTH = 64 };
@@ -418,7 +432,7 @@ static int check_host_props(const char *path, const char *text, np_error *err)
             s = end + 3;
             continue;
         }
-        const char *end = strchr(s, '>');
+        const char *end = tag_end(s);
         if (!end)
             return 0;
         if (s[1] == '/') {
