@@ -1,15 +1,15 @@
 # bench_common.sh -- sourced by the bench_*.sh scripts (not run on its own).
-# bench_init SCRIPT DEFAULT_REPEATS [SIMRUN [REPEATS]]: the scripts' common
-# start: sets SIMRUN (default build/simrun) and REPEATS (a positive integer,
-# else exit 2 naming SCRIPT), moves to the project's root and makes TMP, a
-# temporary folder removed on exit.
+# bench_init SCRIPT NAME DEFAULT [SIMRUN [COUNT]]: the scripts' common start:
+# sets SIMRUN (default build/simrun) and REPEATS to COUNT (default DEFAULT; a
+# positive integer, else exit 2 naming SCRIPT and the argument NAME), moves
+# to the project's root and makes TMP, a temporary folder removed on exit.
 bench_init() {
-    _script=$1 _default=$2
-    shift 2
+    _script=$1 _what=$2 _default=$3
+    shift 3
     SIMRUN=${1:-build/simrun}
     REPEATS=${2:-$_default}
     case $REPEATS in
-    ''|*[!0-9]*|0) echo "$_script: REPEATS: expected a positive integer, got '$REPEATS'" >&2 && exit 2 ;;
+    ''|*[!0-9]*|0) echo "$_script: $_what: expected a positive integer, got '$REPEATS'" >&2 && exit 2 ;;
     esac
     cd "$(dirname "$0")/.."
     TMP=$(mktemp -d)

@@ -5,14 +5,9 @@
 # Prints, per case: iteration time, bubble and peak memory of the full run,
 # their relative difference with --fold-dp K (default 1), and both wall times.
 set -eu
-SIMRUN=${1:-build/simrun}
-K=${2:-1}
-case $K in
-''|*[!0-9]*|0) echo "bench_fold.sh: K: expected a positive integer, got '$K'" >&2 && exit 2 ;;
-esac
-cd "$(dirname "$0")/.."
-TMP=$(mktemp -d)
-trap 'rm -rf "$TMP"' EXIT
+. "$(dirname "$0")/bench_common.sh"
+bench_init bench_fold.sh K 1 "$@"
+K=$REPEATS
 
 # prints "wall iteration bubble peak" of one run, or nothing when it fails
 run() {

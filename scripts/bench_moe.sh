@@ -14,7 +14,7 @@
 # The machine is shared: the load average is printed before and after.
 set -eu
 . "$(dirname "$0")/bench_common.sh"
-bench_init bench_moe.sh 3 "$@"
+bench_init bench_moe.sh REPEATS 3 "$@"
 MOETRACE=$(dirname "$SIMRUN")/moetrace
 
 col() { # the column named $1 of the CSV's header, in its last row (simrun appends)

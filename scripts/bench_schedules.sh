@@ -13,7 +13,7 @@
 # 30 s at 64K.
 set -eu
 . "$(dirname "$0")/bench_common.sh"
-bench_init bench_schedules.sh 5 "$@"
+bench_init bench_schedules.sh REPEATS 5 "$@"
 
 bench() { # name target_s args...: the default run (the exact TP fold) and --per-rank-flows
     name=$1 target=$2

@@ -7,7 +7,7 @@
 # The machine is shared: the load average is printed before and after.
 set -eu
 . "$(dirname "$0")/bench_common.sh"
-bench_init bench_simrun.sh 5 "$@"
+bench_init bench_simrun.sh REPEATS 5 "$@"
 
 bench() { # name target_s target_mib args...
     name=$1 target_s=$2 target_mib=$3

@@ -15,7 +15,7 @@
 # DRAGONFLY_FULL=1.
 set -eu
 . "$(dirname "$0")/bench_common.sh"
-bench_init bench_solver.sh 5 "$@"
+bench_init bench_solver.sh REPEATS 5 "$@"
 GEN="/usr/bin/python3 platforms/gen_platform.py"
 $GEN --preset h100 --npus 16384 --fabric torus --torus 16,32,32 -o "$TMP/torus.xml"
 $GEN --preset h100 --npus 16384 --fabric dragonfly --dragonfly "16,68;16,1;16,1;4" -o "$TMP/dragonfly.xml"
