@@ -298,6 +298,17 @@ static void test_missing_file_is_an_input_error_with_strerror(void)
     CU_ASSERT_PTR_NOT_NULL(strstr(r.err.text, strerror(ENOENT)));
 }
 
+/* Properties that are not a host's (a zone's, <config>'s) are not checked
+ * against the names npusim reads: the platform loads as test_8npu.xml. */
+static void test_zone_and_config_properties_are_not_host_properties(void)
+{
+    load_result r;
+    CU_ASSERT_EQUAL_FATAL(load_in_child(test_path("tests/data/test_foreign_props_8.xml"), &r), 0);
+    CU_ASSERT_EQUAL(r.rc, 0);
+    CU_ASSERT_EQUAL(r.num_npus, 8);
+    CU_ASSERT_EQUAL(r.cluster.npus_per_node, 4);
+}
+
 static void test_directory_is_not_a_platform_file(void)
 {
     const char *path = test_path("platforms");
@@ -484,6 +495,8 @@ void register_platform_tests(void)
         {"directory: input error", test_directory_is_not_a_platform_file},
         {"bad platforms: input errors naming the problem",
          test_bad_platforms_are_input_errors_naming_the_problem},
+        {"zone and config properties are not host properties",
+         test_zone_and_config_properties_are_not_host_properties},
         {"second platform in one process is refused",
          test_second_platform_in_one_process_is_refused},
         {"fork helper reports a child that dies", test_fork_helper_reports_a_child_that_dies});
