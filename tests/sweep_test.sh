@@ -9,7 +9,8 @@
 # are in exits 130, leaves whole rows only, and once re-run holds exactly the
 # rows of the uninterrupted sweep; --emit-jobs run by sh, and by GNU parallel
 # when it is installed, gives the same run ids; the Slurm job script run task
-# by task, then --merge, too; --merge drops duplicate run ids keeping an ok
+# by task, then --merge, too; --merge drops duplicate results (run id, planner,
+# MoE policy: a --planner all run keeps a row per planner) keeping an ok
 # row over a failed one; simrun's --placement, --moe-policy, --moe-trace and
 # --moe-trace-step in a sweep land in their columns, and --memory is refused
 # with its reason; simsweep --help and moetrace --stats to /dev/full exit 4,
@@ -213,6 +214,16 @@ ids "$TMP/merged.csv"
 if [ "$(wc -l <"$TMP/merged.csv.ids")" -eq 13 ] && [ "$(grep -c ' ok$' "$TMP/merged.csv.ids")" -eq 13 ] &&
     grep -q "13 rows (4 duplicate rows dropped)" "$TMP/err"; then ok
 else ko "--merge keeps one row per run id, an ok row over a failed one"; fi
+# one run of --planner all writes a row per planner under one run id: a merge keeps them all
+# (and a second copy of the file adds nothing)
+"$SIMRUN" --quiet --planner all --csv "$TMP/pall.csv" platforms/test_8npu.xml \
+    workloads/small_gpt.json 2>"$TMP/err"
+cp "$TMP/pall.csv" "$TMP/pall2.csv"
+n=$(rows "$TMP/pall.csv" | wc -l)
+"$SWEEP" --merge "$TMP/pall.csv" "$TMP/pall2.csv" 2>>"$TMP/err"
+if [ "$n" -ge 5 ] && [ "$(rows "$TMP/pall.csv" | wc -l)" -eq "$n" ] &&
+    grep -q "$n rows ($n duplicate rows dropped)" "$TMP/err"; then ok
+else ko "--merge keeps every planner's row of one --planner all run ($n rows)"; fi
 
 # --- --moe-sample-mb as an axis lands in moe_sample_mb (issue 9) -------------------------------
 # the 21B MoE on 32 NPUs (tests/cli_test.sh's MoE runs), global batch 64 (2 micro-batches): no

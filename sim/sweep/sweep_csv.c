@@ -323,18 +323,28 @@ bool sweep_is_pending(sweep_point_state st, bool retry_failed)
 
 /* ---- --merge ------------------------------------------------------------ */
 
-/* A row chosen for a run id: the table and record it comes from. */
+/* A row chosen for a result: the table and record it comes from.  A result
+ * is a run id and, since one run of --planner all or --moe-policy all writes
+ * a row per planner or policy under one run id, its planner and policy. */
 typedef struct chosen {
-    const char *run_id;
+    const char *run_id, *planner, *policy;
     int table, record;
-    int order; /* where its run id first appeared */
+    int order; /* where its result first appeared */
     bool ok;
 } chosen;
+
+static int same_result(const chosen *x, const chosen *y)
+{
+    int c = strcmp(x->run_id, y->run_id);
+    if (!c)
+        c = strcmp(x->planner, y->planner);
+    return c ? c : strcmp(x->policy, y->policy);
+}
 
 static int chosen_cmp(const void *a, const void *b)
 {
     const chosen *x = a, *y = b;
-    int c = strcmp(x->run_id, y->run_id);
+    int c = same_result(x, y);
     return c ? c : x->order - y->order;
 }
 
@@ -377,9 +387,12 @@ int sweep_merge(const char *out, const char *const *fragments, int num_fragments
         if (!t[i].header)
             continue;
         int id = csv_column(&t[i], "run_id"), status = csv_column(&t[i], "status");
+        int planner = csv_column(&t[i], "planner"), policy = csv_column(&t[i], "moe_policy");
         for (int r = 0; r < t[i].num_records; r++) {
             const csv_record *rec = &t[i].records[r];
             c[m] = (chosen){.run_id = rec->fields[id],
+                            .planner = planner >= 0 ? rec->fields[planner] : "",
+                            .policy = policy >= 0 ? rec->fields[policy] : "",
                             .table = i,
                             .record = r,
                             .order = m,
@@ -387,14 +400,14 @@ int sweep_merge(const char *out, const char *const *fragments, int num_fragments
             m++;
         }
     }
-    /* per run id: the first ok row, else the first row; rows without a run
-     * id are all kept */
+    /* per result (run id, planner, policy): the first ok row, else the first
+     * row; rows without a run id are all kept */
     int out_rows = 0;
     if (!rc) {
         qsort(c, (size_t)m, sizeof *c, chosen_cmp);
         for (int i = 0; i < m;) {
             int j = i + 1;
-            while (j < m && *c[i].run_id && strcmp(c[j].run_id, c[i].run_id) == 0)
+            while (j < m && *c[i].run_id && same_result(&c[j], &c[i]) == 0)
                 j++;
             int pick = i;
             for (int k = i; k < j; k++)
