@@ -576,4 +576,26 @@ sys.exit(0 if float(a["predicted_iteration_s"]) > 0 and a["predicted_iteration_s
 sed 's/"cost_model_sha256": "[0-9a-f]*"/"cost_model_sha256": "XYZ"/' "$TMP/fp.json" >"$TMP/fp_bad.json"
 expect_error "a malformed cost_model_sha256" 2 "cost_model_sha256: expected 64 lower-case hex digits" \
     --plan "$TMP/fp_bad.json" "$P8" "$W8"
+# SIGINT (Ctrl-C, or simsweep stopping a sweep) ends simrun by the signal, at once, with no
+# row: SimGrid's own handler exited 1 (a "failed" point for simsweep) and could hang in exit
+/usr/bin/python3 - "$SIMRUN" "$TMP/int.csv" <<'PYEOF' 2>"$TMP/err" && ok || ko "SIGINT ends simrun by the signal, no row"
+import signal, subprocess, sys, time
+for delay in (0.3, 1.5):
+    p = subprocess.Popen([sys.argv[1], "--quiet", "--csv", sys.argv[2], "platforms/16k_npu.xml",
+                          "workloads/llama.json"], stderr=subprocess.DEVNULL)
+    time.sleep(delay)
+    p.send_signal(signal.SIGINT)
+    try:
+        rc = p.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        sys.exit("simrun still running 10 s after SIGINT (at %.1f s)" % delay)
+    if rc != -signal.SIGINT:
+        sys.exit("SIGINT at %.1f s: returncode %d, expected death by SIGINT" % (delay, rc))
+try:
+    open(sys.argv[2]).close()
+    sys.exit("a row was written")
+except FileNotFoundError:
+    pass
+PYEOF
 harness_done cli

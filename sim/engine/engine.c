@@ -16,6 +16,7 @@
  */
 #include <simgrid/barrier.h>
 #include <simgrid/engine.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,6 +47,12 @@ static void init_simgrid(void *ctx)
 {
     init_args *a = ctx;
     simgrid_init(a->argc, a->argv);
+}
+
+static void die_of_signal(int sig)
+{
+    signal(sig, SIG_DFL); /* both async-signal-safe */
+    raise(sig);
 }
 
 int engine_simgrid_init(int *argc, char **argv, np_error *err)
@@ -84,6 +91,15 @@ int engine_simgrid_init(int *argc, char **argv, np_error *err)
                             "SimGrid rejected an option: %s",
                             message[0] ? message : "(no message)");
     xbt_log_control_set("root.thresh:critical");
+    /* SimGrid's own SIGINT handler calls exit(1): the run then looks like a
+     * failure to whoever started it (simsweep wrote a failed row), and the
+     * exit-time teardown can deadlock when the signal arrived inside malloc
+     * (seen: a simrun hung for minutes after a Ctrl-C of a sweep).  Die of
+     * the signal instead, at once, as a process without a handler does. */
+    struct sigaction sa = {0};
+    sigemptyset(&sa.sa_mask);
+    sa.sa_handler = die_of_signal;
+    sigaction(SIGINT, &sa, NULL);
     return 0;
 }
 
