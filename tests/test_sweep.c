@@ -202,6 +202,14 @@ static void test_bad_keys(void)
                "not a key of the workload");
     expect_bad("{" PW ", \"points\": [{\"model.hiden_size\": 512}]}", "model.hiden_size",
                "not a key of the workload");
+    /* one workload key set twice in a point, spelt two ways */
+    expect_bad("{" PW ", \"vary\": {\"training.global_batch_size\": [16], "
+               "\"global_batch_size\": [32]}}",
+               "",
+               "sets one workload key twice, as global_batch_size and "
+               "training.global_batch_size");
+    expect_bad("{" PW ", \"points\": [{\"--schedule\": \"gpipe\", \"schedule\": \"zb-h1\"}]}", "",
+               "as --schedule and schedule");
     /* one --trace for every point: each would replace the last's */
     expect_bad("{" PW ", \"options\": [\"--trace\", \"t.json\"], "
                "\"vary\": {\"micro_batch_size\": [1, 2]}}",

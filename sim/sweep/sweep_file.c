@@ -475,6 +475,67 @@ static int check_point_outputs(const sweep *s, np_error *err)
     return rc;
 }
 
+/* The workload key a point's argument sets: a --set's key, or the key an
+ * option stands for (--schedule: schedule, --planner: planner); NULL when
+ * none.  Its length in *n. */
+static const char *set_key(char *const *args, int a, int num_args, size_t *n)
+{
+    if (strcmp(args[a], "--set") == 0 && a + 1 < num_args) {
+        *n = strcspn(args[a + 1], "=");
+        return args[a + 1];
+    }
+    if (strcmp(args[a], "--schedule") == 0 || strcmp(args[a], "--planner") == 0) {
+        *n = strlen(args[a] + 2);
+        return args[a] + 2;
+    }
+    return NULL;
+}
+
+/* The same key spelt twice: equal, or one bare and the other's last dotted
+ * part (bare keys are unique, workload_override.c). */
+static bool same_key(const char *a, size_t na, const char *b, size_t nb)
+{
+    if (na == nb && strncmp(a, b, na) == 0)
+        return true;
+    const char *da = memchr(a, '.', na), *db = memchr(b, '.', nb);
+    if ((da != NULL) == (db != NULL))
+        return false;
+    const char *dotted = da ? a : b, *bare = da ? b : a;
+    size_t nd = da ? na : nb, nbare = da ? nb : na;
+    const char *last = dotted + nd;
+    while (last > dotted && last[-1] != '.')
+        last--;
+    return (size_t)(dotted + nd - last) == nbare && strncmp(last, bare, nbare) == 0;
+}
+
+/* A point that sets one workload key twice (training.global_batch_size and
+ * global_batch_size, or --schedule and schedule) would run with whichever
+ * simrun reads last, by an order the file does not show. */
+static int check_point_keys(const sweep *s, np_error *err)
+{
+    for (int i = 0; i < s->num_points; i++) {
+        char *const *args = s->points[i].args;
+        int n = s->points[i].num_args;
+        for (int a = 0; a < n; a++) {
+            size_t na, nb;
+            const char *ka = set_key(args, a, n, &na);
+            for (int b = a + 1; ka && b < n; b++) {
+                const char *kb = set_key(args, b, n, &nb);
+                if (kb && same_key(ka, na, kb, nb)) {
+                    /* an option by its own name: --schedule, not schedule */
+                    bool oa = ka == args[a] + 2, ob = kb == args[b] + 2;
+                    return np_error_set(err, NP_EXIT_INPUT, s->path, "", 0,
+                                        "point %d sets one workload key twice, as %s%.*s and "
+                                        "%s%.*s: give it once",
+                                        i, oa ? "--" : "", (int)na, ka, ob ? "--" : "", (int)nb,
+                                        kb);
+                }
+            }
+        }
+    }
+    return 0;
+}
+
 /* ---- the API ------------------------------------------------------------ */
 
 int sweep_load(const char *path, sweep *s, np_error *err)
@@ -506,6 +567,8 @@ int sweep_load(const char *path, sweep *s, np_error *err)
             rc = check_set_keys(s, err);
         if (!rc)
             rc = check_point_outputs(s, err);
+        if (!rc)
+            rc = check_point_keys(s, err);
     }
     json_decref(root);
     if (rc)
