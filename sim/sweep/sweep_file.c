@@ -508,15 +508,18 @@ static bool same_key(const char *a, size_t na, const char *b, size_t nb)
     return (size_t)(dotted + nd - last) == nbare && strncmp(last, bare, nbare) == 0;
 }
 
-/* A point that sets one workload key twice (training.global_batch_size and
- * global_batch_size, or --schedule and schedule) would run with whichever
- * simrun reads last, by an order the file does not show. */
+/* A point whose own arguments (vary, points) set one workload key twice
+ * (training.global_batch_size and global_batch_size, or --schedule and
+ * schedule) would run with whichever simrun reads last, by an order the file
+ * does not show.  A fixed option ("options") a point's own value overrides
+ * is by design (docs/sweeps.md). */
 static int check_point_keys(const sweep *s, np_error *err)
 {
     for (int i = 0; i < s->num_points; i++) {
         char *const *args = s->points[i].args;
         int n = s->points[i].num_args;
-        for (int a = 0; a < n; a++) {
+        /* its own arguments: a fixed option's value is meant to be overridden */
+        for (int a = s->points[i].first_own_arg; a < n; a++) {
             size_t na, nb;
             const char *ka = set_key(args, a, n, &na);
             for (int b = a + 1; ka && b < n; b++) {
