@@ -4,8 +4,8 @@
 TRACE_AND_STEPS is the title's description of the trace and steps (default
 the 21B experiment's).
 
-Reads simrun's CSV with a trace_step column appended, one row per policy
-and step, and draws three panels, each the mean over the steps with the
+Reads simrun's CSV, one row per policy and trace step (its moe_trace_step
+column), and draws three panels, each the mean over the steps with the
 smallest and largest step as error bars: the iteration time, the
 all-to-all time next to the expert copies' broadcasts and reductions, and
 the wasted work (padding FLOPs, and the share of assignments dropped).
@@ -18,7 +18,7 @@ import argparse
 import npcsv
 
 POLICIES = ["none", "switch", "fastermoe", "efficientmoe"]
-NUMBERS = ["trace_step", "iteration_s", "moe_alltoall_s", "moe_copy_s", "moe_padding_flops",
+NUMBERS = ["moe_trace_step", "iteration_s", "moe_alltoall_s", "moe_copy_s", "moe_padding_flops",
            "moe_dropped_tokens", "moe_assignments", "peak_bytes"]
 NEEDED = ["workload", "platform", "moe_policy"] + NUMBERS
 
@@ -50,8 +50,8 @@ def run():
         description="The MoE policies compared: iteration time, all-to-all and copy time, "
         "padding and dropped assignments, each the mean over the trace steps with the "
         "smallest and largest step as error bars; prints the means as a table.")
-    ap.add_argument("csv", metavar="CSV", help="simrun --csv rows with a trace_step column "
-                    "appended, one row per policy and step (scripts/moe_experiment.sh)")
+    ap.add_argument("csv", metavar="CSV", help="simrun --csv rows, one per policy and trace step "
+                    "(moe_trace_step; scripts/moe_experiment.sh)")
     ap.add_argument("png", metavar="PNG", help="figure to write: a .png, .pdf or .svg file")
     ap.add_argument("trace_and_steps", nargs="?", metavar="TRACE_AND_STEPS",
                     default="skewed trace (top-2 share 0.7), mean of steps 1-4",

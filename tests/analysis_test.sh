@@ -122,6 +122,13 @@ head -1 results/moe/policies.csv >"$TMP/moe.csv"
 grep -E ',[12]$' results/moe/policies.csv >>"$TMP/moe.csv"
 expect_png moe_policies "$TMP/m.png" plot_moe_policies.py "$TMP/moe.csv" "$TMP/m.png" "two steps"
 grep -q "^efficientmoe " "$TMP/out" && ok || ko "plot_moe_policies prints the table of means"
+# simrun's own CSV, without the experiments' appended trace_step column: the same plot
+"$PYTHON" -c 'import csv, sys
+rows = list(csv.reader(open(sys.argv[1])))
+k = rows[0].index("trace_step")
+csv.writer(open(sys.argv[2], "w", newline=""), lineterminator="\n").writerows(r[:k] + r[k + 1:] for r in rows)' \
+    "$TMP/moe.csv" "$TMP/moe_plain.csv"
+expect_png moe_policies_plain "$TMP/m2.png" plot_moe_policies.py "$TMP/moe_plain.csv" "$TMP/m2.png" "two steps"
 awk -F, 'BEGIN { OFS = "," } NR == 1 { for (i = 1; i <= NF; i++) if ($i == "moe_policy") c = i }
     NR == 2 { $c = "sometimes" } { print }' "$TMP/moe.csv" >"$TMP/moe_policy.csv"
 expect_error "moe unknown policy" "moe_policy.csv:2: column 'moe_policy': 'sometimes'" \
