@@ -467,6 +467,7 @@ expect_error "--moe-policy all with --trace" 1 "cannot be combined with --trace"
     --moe-policy all --trace "$TMP/t.json" "$PM" "$WM"
 expect_error "--moe-policy without the MoE replay" 1 "needs the MoE replay" \
     --moe-policy switch "$P8" "$W8"
+expect_error "--moe-trace a directory" 2 "/tmp: a directory, expected a trace file" --moe-trace /tmp "$PM" "$WM"
 # model.moe_token_trace: the workload's trace, relative to its folder, replayed
 # as --moe-trace replays it (which wins when both are given)
 mkdir -p "$TMP/mw"

@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "moe.h"
 #include "np_file.h"
@@ -253,6 +254,10 @@ static int read_lines(reader *r, FILE *f, char *buf)
 int moe_trace_read(const char *path, moe_trace *out, np_error *err)
 {
     *out = (moe_trace){0};
+    struct stat st;
+    if (stat(path, &st) == 0 && !S_ISREG(st.st_mode))
+        return np_error_set(err, NP_EXIT_INPUT, path, "", 0, "%s, expected a trace file",
+                            S_ISDIR(st.st_mode) ? "a directory" : "not a regular file");
     FILE *f = fopen(path, "r");
     if (!f)
         return np_error_set(err, NP_EXIT_INPUT, path, "", 0, "cannot open: %s", strerror(errno));
