@@ -407,10 +407,7 @@ int np_file_append(const char *path, const char *key, const char *header, const 
     char last = '\n';
     if (!e && before > 0 && pread(fd, &last, 1, before - 1) == 1 && last != '\n') {
         close(fd);
-        return np_error_set(err, NP_EXIT_INTERNAL, path, key, 0,
-                            "the last row has no line end (cut short: a run stopped while "
-                            "writing, or an edit); a new row would be glued to it: complete "
-                            "or remove that line, or write to a new file");
+        return np_error_set(err, NP_EXIT_INTERNAL, path, key, 0, "%s", NP_CUT_ROW_TEXT);
     }
     size_t head = !e && header && before == 0 ? strlen(header) + 1 : 0;
     if (!e && !(buf = malloc(head + len + 1)))

@@ -111,6 +111,13 @@ void np_csv_field(FILE *f, const char *s);
  * NP_EXIT_INTERNAL. */
 int np_stdout_finish(const char *program);
 
+/* What an appended file whose last record has no line end is told: the
+ * next record would be glued to it (np_file_append, and the CSV readers'
+ * checks before a run). */
+#define NP_CUT_ROW_TEXT                                                                            \
+    "the last row has no line end (cut short: a run stopped while writing, or an edit); a "        \
+    "new row would be glued to it: complete or remove that line, or write to a new file"
+
 /* Opens path for reading under a shared lock (released by fclose), so that
  * no record another process is appending (np_file_append holds the
  * exclusive lock while it writes) is seen half-written.  NULL as fopen. */

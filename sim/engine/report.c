@@ -285,10 +285,8 @@ int report_csv_check_header(const char *path, np_error *err)
         long cut = cut_last_line(f);
         fclose(f);
         if (cut)
-            return np_error_set(err, NP_EXIT_INTERNAL, path, "--csv", (int)cut,
-                                "the last row has no line end (cut short: a run stopped while "
-                                "writing, or an edit); a new row would be glued to it: complete "
-                                "or remove that line, or write to a new file");
+            return np_error_set(err, NP_EXIT_INTERNAL, path, "--csv", (int)cut, "%s",
+                                NP_CUT_ROW_TEXT);
         return 0;
     }
     fclose(f);

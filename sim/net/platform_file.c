@@ -77,6 +77,20 @@ static char *read_platform_text(const char *path, np_error *err)
     return text;
 }
 
+/* The '>' that ends the tag at s, past any quoted attribute value. */
+static const char *tag_end(const char *s)
+{
+    for (char quote = 0; *s; s++) {
+        if (quote)
+            quote = *s == quote ? 0 : quote;
+        else if (*s == '"' || *s == '\'')
+            quote = *s;
+        else if (*s == '>')
+            return s;
+    }
+    return NULL;
+}
+
 /* The next element tag at or after s, skipping comments, <?...?> and
  * <!DOCTYPE ...>: *tag is set to its '<' and the return value is its end
  * ('>'), or NULL when there is none (or the tag is not closed). */
@@ -92,7 +106,7 @@ static const char *next_element(const char *s, const char **tag)
             s++;
         } else {
             *tag = s;
-            return strchr(s, '>');
+            return tag_end(s);
         }
     }
     return NULL;
@@ -405,20 +419,6 @@ static int link_figures(const char *path, const char *text, const char *tag, con
  * price the platform without it, silently.  Elements are followed on a stack
  * (closing tags pop it), so a zone's or a link's own <prop>s, and <config>'s,
  * are not taken for a host's. */
-/* The '>' that ends the tag at s, past any quoted attribute value. */
-static const char *tag_end(const char *s)
-{
-    for (char quote = 0; *s; s++) {
-        if (quote)
-            quote = *s == quote ? 0 : quote;
-        else if (*s == '"' || *s == '\'')
-            quote = *s;
-        else if (*s == '>')
-            return s;
-    }
-    return NULL;
-}
-
 static int check_host_props(const char *path, const char *text, np_error *err)
 {
     enum { DEPTH = 64 };
