@@ -226,24 +226,91 @@ static void test_hierarchical_allreduce_is_two_scaleup_rings_and_an_inter_ring(v
     ASSERT_REL(t[2], intra + 4 * ALPHA_S + 2.0 * 3 / 4 * (s / l) / B_BPS, 1e-6);
 }
 
-/* A flat ring over 4 servers of 4 (test_flat_16_4pn.xml) mixes fast
- * scale-up edges with slow NIC edges.  The flow ring runs at the slow edge's
- * pace, 2(N−1)(α + S/(N·B)); its fast-edge members must not end (which
- * cancels their outgoing flow) before the slow edges deliver.  The step ring
- * lets a chunk cross a fast edge while another waits on a slow one, so it can
- * only be bounded: at most that pace, and at least the 2(N−1) chunks of S/N
- * every slow edge must carry at B. */
-static void test_ring_over_servers_runs_at_the_slow_edge_pace(void)
+/* A ring over servers of several members (test_flat_16_4pn.xml: 4 NPUs per
+ * server).  The step ring is one ring: it mixes fast scale-up edges with slow
+ * NIC edges and can only be bounded: at most the slow edge's pace
+ * 2(N−1)(α + S/(N·B)), at least the 2(N−1) chunks of S/N every slow edge
+ * carries at B.  The flow ring runs L = 4 channels of S/L (NCCL's rings, one
+ * per NIC; collective.h): every member sends 1/L of its 2(N−1)/N·S to the
+ * next server on its own NIC (α + 2(N−1)/N·S/(L·B)) and the rest to its
+ * successor in the server on the scale-up fabric (α_u + (L−1)/L·2(N−1)/N·S/B_u,
+ * shorter here), then waits 2N−3 step latencies, the NIC edge's α:
+ *   2(N−1)·α + 2(N−1)/N·S/(L·B),
+ * the ring formula with the server's L NICs.  Runs of unequal length (6
+ * members: 4 + 2) keep one ring at the slow edge's pace; TP 2 (8 members of 2
+ * NPUs, 2 per server) gives each TP rank's channels L = 2. */
+static void test_ring_over_servers_runs_a_channel_per_nic(void)
 {
     const double s = 32e6;
-    bench_batch b = {.platform = "platforms/test_flat_16_4pn.xml", .count = 2};
+    bench_batch b = {.platform = "platforms/test_flat_16_4pn.xml", .count = 5};
     b.specs[0] = spec_of(COLL_ALLREDUCE, COLL_RING, 16, s);
     b.specs[1] = spec_of(COLL_ALLREDUCE, COLL_RING_FLOW, 16, s);
+    b.specs[2] = spec_of(COLL_ALLREDUCE, COLL_RING_FLOW, 8, s);
+    b.specs[3] = spec_of(COLL_ALLREDUCE, COLL_RING_FLOW, 6, s);
+    b.specs[4] = spec_of(COLL_ALLREDUCE, COLL_RING_FLOW, 8, s);
+    b.specs[4].tp = 2;
     double t[MAX_RUNS];
     CU_ASSERT_EQUAL_FATAL(simulate(&b, t), 0);
     CU_ASSERT(t[0] <= ring_allreduce_s(16, s) * (1 + 1e-6));
     CU_ASSERT(t[0] >= 2.0 * 15 * s / (16 * B_BPS));
-    ASSERT_REL(t[1], ring_allreduce_s(16, s), 1e-6);
+    ASSERT_REL(t[1], 2.0 * 15 * ALPHA_S + 2.0 * 15 / 16 * s / (4 * B_BPS), 1e-6);
+    ASSERT_REL(t[2], 2.0 * 7 * ALPHA_S + 2.0 * 7 / 8 * s / (4 * B_BPS), 1e-6);
+    ASSERT_REL(t[3], ring_allreduce_s(6, s), 1e-6);
+    ASSERT_REL(t[4], 2.0 * 7 * ALPHA_S + 2.0 * 7 / 8 * s / (2 * B_BPS), 1e-6);
+}
+
+/* The channel rings' peers, checked by walking them: for every channel c,
+ * starting at member c of server 0, L−1 moves to the successor in the
+ * server and then one to the next server visit all n members once and come
+ * back; across the L channels every member leaves its server exactly once
+ * (its NIC carries one channel); and a member's peer in the next server has
+ * its position (the same rail) except on the wrap to server 0. */
+static void test_channel_ring_peers_form_one_ring_per_channel(void)
+{
+    const int shapes[][2] = {{1, 5}, {4, 1}, {4, 4}, {2, 3}, {8, 3}, {8, 16}, {3, 4}};
+    for (size_t x = 0; x < sizeof shapes / sizeof shapes[0]; x++) {
+        int local = shapes[x][0], servers = shapes[x][1], n = local * servers;
+        int leaves[128] = {0};
+        for (int c = 0; c < local; c++) {
+            int seen[128] = {0}, me = c, moves = 0;
+            do {
+                coll_ring_peers p;
+                coll_ring_peers_of(n, local, me, &p);
+                CU_ASSERT_FALSE(seen[me]);
+                seen[me] = 1;
+                moves++;
+                bool leave = local == 1 || moves % local == 0;
+                int next = leave ? p.inter_next : p.intra_next;
+                coll_ring_peers q;
+                coll_ring_peers_of(n, local, next, &q);
+                CU_ASSERT_EQUAL(leave ? q.inter_prev : q.intra_prev, me);
+                if (leave && servers > 1) {
+                    leaves[me]++;
+                    CU_ASSERT_NOT_EQUAL(next / local, me / local);
+                    if (me / local + 1 < servers)
+                        CU_ASSERT_EQUAL(next % local, me % local);
+                }
+                me = next;
+            } while (me != c && moves <= n);
+            CU_ASSERT_EQUAL(moves, n);
+        }
+        for (int m = 0; servers > 1 && m < n; m++)
+            CU_ASSERT_EQUAL(leaves[m], 1);
+    }
+}
+
+static long server_of_rank(const void *ctx, int i) { return ((const long *)ctx)[i]; }
+
+/* Members per server: runs of equal length that divide n, else 1. */
+static void test_channel_ring_local_needs_equal_runs(void)
+{
+    const long even[] = {0, 0, 0, 1, 1, 1, 2, 2, 2}, uneven[] = {0, 0, 0, 0, 1, 1};
+    const long split[] = {0, 0, 1, 1, 0, 0}, alone[] = {0, 1, 2, 3};
+    CU_ASSERT_EQUAL(coll_ring_local(9, server_of_rank, even), 3);
+    CU_ASSERT_EQUAL(coll_ring_local(6, server_of_rank, uneven), 1);
+    CU_ASSERT_EQUAL(coll_ring_local(6, server_of_rank, split), 2); /* runs, not servers */
+    CU_ASSERT_EQUAL(coll_ring_local(4, server_of_rank, alone), 1);
+    CU_ASSERT_EQUAL(coll_ring_local(3, server_of_rank, even), 3); /* one server */
 }
 
 /* With one member per server (1 NPU per node) hierarchical is its
@@ -477,8 +544,10 @@ void register_collectives_tests(void)
          test_hierarchical_allreduce_is_two_scaleup_rings_and_an_inter_ring},
         {"hierarchical_with_one_member_per_server_is_the_inter_ring",
          test_hierarchical_with_one_member_per_server_is_the_inter_ring},
-        {"ring_over_servers_runs_at_the_slow_edge_pace",
-         test_ring_over_servers_runs_at_the_slow_edge_pace},
+        {"ring_over_servers_runs_a_channel_per_nic", test_ring_over_servers_runs_a_channel_per_nic},
+        {"channel_ring_peers_form_one_ring_per_channel",
+         test_channel_ring_peers_form_one_ring_per_channel},
+        {"channel_ring_local_needs_equal_runs", test_channel_ring_local_needs_equal_runs},
         {"tp_ranks_run_their_rings_in_parallel", test_tp_ranks_run_their_rings_in_parallel},
         {"ring_reduce_scatter_is_n_minus_1_steps", test_ring_reduce_scatter_is_n_minus_1_steps},
         {"ring_allgather_is_n_minus_1_steps", test_ring_allgather_is_n_minus_1_steps},

@@ -129,6 +129,54 @@ static void test_overlap_exposes_only_the_last_bucket(void)
 
 /* One bucket as large as the gradients is ready only when the backward
  * ends: nothing to overlap, the time of the plain all-reduce. */
+/* The same stage on test_flat_16_4pn.xml (4 NPUs per server; NICs α = 10 µs,
+ * B = 1e9 B/s; scale-up α_u = 2 µs, B_u = 4e9 B/s), its replicas sharing
+ * servers: 16 replicas of TP 1 (4 per server) and 8 of TP 2 (2 per server).
+ * The all-reduce runs as L channels (test_collectives.c): 2(N−1)/N·S split
+ * L ways on the NICs, the rest on the scale-up fabric (faster here), then
+ * 2N−3 NIC latencies, 2(N−1)α + 2(N−1)/N·S/(L·B); one ring on one NIC per
+ * server would take L times the bandwidth term.  Simulated and predicted. */
+static double shared_servers_run(int tp, int dp, bool simulate)
+{
+    cm_model cm;
+    plan pl;
+    case_model(1e-3, 0, false, 0, &cm, &pl);
+    cm.data_parallel = pl.data_parallel = dp;
+    cm.tensor_parallel = pl.tensor_parallel = tp;
+    double t = -1;
+    if (simulate) {
+        engine_options o;
+        engine_init_options(&o);
+        test_sim_result out;
+        int rc = test_simulate_plan("platforms/test_flat_16_4pn.xml", &cm, &pl, &o, &out);
+        t = rc || out.rc ? -1 : out.iteration_s;
+    } else {
+        cl_cluster c;
+        memset(&c, 0, sizeof c);
+        c.num_npus = 16;
+        c.npus_per_node = 4;
+        c.scaleout_latency_s = 10e-6;
+        c.scaleout_bandwidth_Bps = 1e9;
+        c.scaleup_latency_s = 2e-6;
+        c.scaleup_bandwidth_Bps = 4e9;
+        t = predict_1f1b_iteration_s(&cm, &c, &pl, PREDICT_SENDS_RANK_ORDER);
+    }
+    plan_free(&pl);
+    cm_free(&cm);
+    return t;
+}
+
+static void test_replicas_sharing_a_server_reduce_on_every_nic(void)
+{
+    const double s = 40e6, alpha = 10e-6, b = 1e9;
+    double tp1 = 0.402 + 30 * alpha + 30.0 / 16 * s / (4 * b);
+    double tp2 = 0.402 + 14 * alpha + 14.0 / 8 * s / (2 * b);
+    ASSERT_REL(shared_servers_run(1, 16, true), tp1, 1e-6);
+    ASSERT_REL(shared_servers_run(1, 16, false), tp1, 1e-12);
+    ASSERT_REL(shared_servers_run(2, 8, true), tp2, 1e-6);
+    ASSERT_REL(shared_servers_run(2, 8, false), tp2, 1e-12);
+}
+
 static void test_one_bucket_hides_nothing(void)
 {
     ASSERT_REL(run(true, 40e6, 0), 0.402 + ring_s(40e6), 1e-6);
@@ -224,6 +272,8 @@ void register_overlap_tests(void)
          test_without_overlap_the_allreduce_follows_the_backward},
         {"overlap_exposes_only_the_last_bucket", test_overlap_exposes_only_the_last_bucket},
         {"one_bucket_hides_nothing", test_one_bucket_hides_nothing},
+        {"replicas_sharing_a_server_reduce_on_every_nic",
+         test_replicas_sharing_a_server_reduce_on_every_nic},
         {"folding_is_refused_with_overlap", test_folding_is_refused_with_overlap},
         {"distributed_optimizer_is_reduce_scatter_then_half_all_gather",
          test_distributed_optimizer_is_reduce_scatter_then_half_all_gather},

@@ -243,9 +243,16 @@ double cm_dp_bucket_bytes(double given, int dp);
 bool cm_zero_overlapped(const cm_model *cm);
 double cm_dp_param_buckets(double params, double bucket_bytes);
 
-/* Ring all-gather of `bytes` among `ranks` replicas of one TP rank, tp NPUs
- * apart: on the scale-up fabric when tp·ranks NPUs fit in a server (the
- * planners' view of data-parallel collectives, predict.h). */
+/* The engine's ring-flow among `ranks` replicas of one TP rank, tp NPUs
+ * apart, `halves` = 1 (all-gather, reduce-scatter) or 2 (all-reduce): on the
+ * scale-up fabric when tp·ranks NPUs fit in a server (bus efficiency as in
+ * cm_ring_allgather_s); across servers one ring at the NIC's pace, or, when
+ * a server holds local = npus_per_node/tp ≥ 2 of them (tp dividing it and
+ * local dividing ranks), local channels: the slower of 1/local of the
+ * ring's 2(N−1)/N·S (halves = 2) on the NIC and the rest on the scale-up
+ * fabric, then 2N−3 step latencies (sim/net/collective_ring.c).  The
+ * planners' view of data-parallel collectives (predict.h). */
+double cm_dp_ring_s(const cl_cluster *c, int tp, int ranks, double bytes, int halves);
 double cm_dp_ring_allgather_s(const cl_cluster *c, int tp, int ranks, double bytes);
 /* Bytes per parameter of the gradient reduced over DP (fp32 main grads, fp16: 2). */
 double cm_grad_bytes_per_param(wl_dtype d);

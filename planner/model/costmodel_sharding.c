@@ -69,16 +69,34 @@ double cm_sharded_state_bytes_per_param(wl_dtype d, wl_dp_sharding s, int shards
     }
 }
 
+double cm_dp_ring_s(const cl_cluster *c, int tp, int ranks, double bytes, int halves)
+{
+    if (!c || ranks <= 1 || bytes <= 0)
+        return 0.0;
+    int t = tp > 0 ? tp : 1;
+    cl_cluster view = *c; /* replicas of one TP rank, tp NPUs apart */
+    int local = 1;
+    if (c->npus_per_node > 0) {
+        view.npus_per_node = c->npus_per_node / t > 0 ? c->npus_per_node / t : 1;
+        if (c->npus_per_node % t == 0)
+            local = view.npus_per_node;
+    }
+    if (local < 2 || ranks <= local || ranks % local)
+        return halves * cm_ring_allgather_s(&view, ranks, bytes);
+    /* ring-flow's channels (sim/net/collective_ring.c): 1/local of the
+     * ring's bytes on each member's NIC, the rest to its successor in the
+     * server, then the other steps at the NIC edge's latency */
+    int steps = halves * (ranks - 1);
+    double total = steps * bytes / ranks;
+    double out = c->scaleout_latency_s + total / (local * c->scaleout_bandwidth_Bps);
+    double in = c->scaleup_latency_s +
+                total * (local - 1) / local / (c->scaleup_bandwidth_Bps * cm_bus_efficiency(c));
+    return fmax(out, in) + (steps - 1) * fmax(c->scaleout_latency_s, c->scaleup_latency_s);
+}
+
 double cm_dp_ring_allgather_s(const cl_cluster *c, int tp, int ranks, double bytes)
 {
-    if (!c || ranks <= 1)
-        return 0.0;
-    cl_cluster view = *c; /* replicas of one TP rank, tp NPUs apart */
-    if (c->npus_per_node > 0) {
-        int t = tp > 0 ? tp : 1;
-        view.npus_per_node = c->npus_per_node / t > 0 ? c->npus_per_node / t : 1;
-    }
-    return cm_ring_allgather_s(&view, ranks, bytes);
+    return cm_dp_ring_s(c, tp, ranks, bytes, 1);
 }
 
 double cm_dp_bucket_bytes(double given, int dp)

@@ -82,15 +82,11 @@ double predict_dp_allreduce_s(const cl_cluster *c, int tp, int dp, double grad_b
 {
     if (!c || dp <= 1)
         return 0.0;
-    cl_cluster dp_view = *c; /* replicas of one TP rank sharing a server */
+    cl_cluster dp_view = *c;
     /* The engine runs data-parallel collectives as flows and scale-up
      * transfers at the link bandwidth (sim/net): no bus efficiency here. */
     dp_view.collective_bus_efficiency = 1.0;
-    if (c->npus_per_node > 0) {
-        int t = tp > 0 ? tp : 1;
-        dp_view.npus_per_node = c->npus_per_node / t > 0 ? c->npus_per_node / t : 1;
-    }
-    return cm_ring_allreduce_s(&dp_view, dp, grad_bytes);
+    return cm_dp_ring_s(&dp_view, tp, dp, grad_bytes, 2);
 }
 
 double predict_dp_sync_bytes_s(const cm_model *cm, const cl_cluster *c, int tp, int dp,

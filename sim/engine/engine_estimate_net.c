@@ -74,14 +74,24 @@ typedef struct butterfly_shape {
 } butterfly_shape;
 
 static double member_cost(const est_fabric *f, const plan *pl, const engine_options *o,
-                          coll_algorithm a, coll_kind kind, const butterfly_shape *bf, int s, int d)
+                          coll_algorithm a, coll_kind kind, const butterfly_shape *bf, int local,
+                          int s, int d)
 {
     int n = pl->data_parallel;
     double halves = kind == COLL_ALLREDUCE ? 2 : 1;
     switch (a) {
     case COLL_RING_FLOW: {
-        double steps = halves * (n - 1);
-        return est_transfer_cost(f, pl, s, d, s, (d + 1) % n) + (steps > 1 ? 1 : 0);
+        double steps = halves * (n - 1), cost;
+        if (local > 1) { /* channels: to the successor in the server and the peer in the next */
+            coll_ring_peers q;
+            coll_ring_peers_of(n, local, d, &q);
+            cost = est_transfer_cost(f, pl, s, d, s, q.intra_next);
+            if (q.inter_next != q.intra_next)
+                cost += est_transfer_cost(f, pl, s, d, s, q.inter_next);
+        } else {
+            cost = est_transfer_cost(f, pl, s, d, s, (d + 1) % n);
+        }
+        return cost + (steps > 1 ? 1 : 0);
     }
     case COLL_HALVING_DOUBLING:
     case COLL_BUTTERFLY: {
@@ -114,7 +124,7 @@ static double member_cost(const est_fabric *f, const plan *pl, const engine_opti
         if (inter == COLL_HIERARCHICAL || !coll_algorithm_supports(inter, COLL_ALLREDUCE))
             inter = COLL_RING_FLOW; /* as coll_hierarchical_allreduce() does */
         if (local < 1 || n % local) /* servers not alike: the inter algorithm on all */
-            return member_cost(f, pl, o, inter, kind, bf, s, d);
+            return member_cost(f, pl, o, inter, kind, bf, 1, s, d);
         int servers = n / local;
         /* a scale-up step: one wait, or a flow per TP rank when simulated
          * (one under the TP fold) */
@@ -137,6 +147,20 @@ static double member_cost(const est_fabric *f, const plan *pl, const engine_opti
     }
 }
 
+/* The server of replica d of stage s (its TP rank 0), for ring-flow's
+ * channels (collective.h). */
+typedef struct stage_members {
+    const est_fabric *f;
+    const plan *pl;
+    int stage;
+} stage_members;
+
+static long stage_member_server(const void *ctx, int d)
+{
+    const stage_members *m = ctx;
+    return rank_of(m->f, m->pl, 0, d, m->stage) / m->f->per_node;
+}
+
 /* Activities of one gradient collective of stage s, over all its members. */
 double est_stage_collective(const est_fabric *f, const plan *pl, const engine_options *o,
                             coll_algorithm a, coll_kind kind, int s)
@@ -152,8 +176,10 @@ double est_stage_collective(const est_fabric *f, const plan *pl, const engine_op
                                            : o->dp_radix >= 2         ? o->dp_radix
                                                                       : 4,
                                            bf.radices);
+    stage_members m = {f, pl, s};
+    int local = a == COLL_RING_FLOW ? coll_ring_local(n, stage_member_server, &m) : 1;
     double cost = 0;
     for (int d = 0; d < sampled; d++)
-        cost += member_cost(f, pl, o, a, kind, &bf, s, d);
+        cost += member_cost(f, pl, o, a, kind, &bf, local, s, d);
     return cost * n / sampled;
 }

@@ -89,6 +89,28 @@ void coll_algorithm_list(coll_kind k, char *buf, size_t size);
  * options with it (coll_check_options, engine.h). */
 int coll_check_choice(coll_algorithm a, coll_kind k, const char *option, np_error *err);
 
+/* The channels of a ring-flow collective (collective_ring.c).  When the n
+ * members, in order, come in runs of `local` > 1 that share a server, the
+ * ring runs as `local` channels (NCCL's rings, one per NIC), each carrying
+ * S/local: channel rings enter a server on one member, pass its members on
+ * the scale-up fabric and leave it on the member before, to the member of
+ * the same position in the next server (the same rail).  Member j of server
+ * k then always sends to member j+1 of its server (local−1 channels' share)
+ * and to member j of server k+1 (one channel's share; the last server wraps
+ * to member (j + servers) mod local of server 0), so every member's NIC
+ * carries 1/local of what one ring would put on it.  local = 1 is the plain
+ * ring. */
+typedef struct coll_ring_peers {
+    int intra_next, intra_prev; /* in the member's server; −1 when local = 1 */
+    int inter_next, inter_prev; /* in the next and previous servers */
+} coll_ring_peers;
+/* `local` for members whose server is server(ctx, i): the length of the
+ * first run of equal servers when n is a multiple of it and every run of
+ * that length shares one server, else 1. */
+int coll_ring_local(int n, long (*server)(const void *ctx, int i), const void *ctx);
+/* Member me's peers in the channel rings of n members, `local` per server. */
+void coll_ring_peers_of(int n, int local, int me, coll_ring_peers *out);
+
 typedef struct coll_params {
     coll_algorithm algorithm;
     int radix;                      /* COLL_BUTTERFLY: R ≥ 2; < 2 means 4 */

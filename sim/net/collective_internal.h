@@ -32,6 +32,9 @@ typedef struct coll_view {
 
 void coll_ctx_enter(coll_ctx *c, transport *t, const coll_group *g);
 void coll_ctx_leave(coll_ctx *c);
+/* The session's cache of ring-flow's members per server for the whole
+ * group (collective_ring.c); 0 until computed. */
+int *coll_session_ring_local(coll_ctx *c);
 /* Reserves `count` consecutive message tags; returns the first. */
 int coll_tags(coll_ctx *c, int count);
 /* Group index of view position i. */

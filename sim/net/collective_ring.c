@@ -56,6 +56,73 @@ void coll_ring_allreduce(coll_ctx *c, const coll_view *v, double bytes)
     coll_ring_allgather(c, v, bytes);
 }
 
+/* ---- channels (collective.h, coll_ring_peers) --------------------------- */
+
+int coll_ring_local(int n, long (*server)(const void *ctx, int i), const void *ctx)
+{
+    int local = 1;
+    long first = server(ctx, 0);
+    while (local < n && server(ctx, local) == first)
+        local++;
+    if (local == 1 || n % local)
+        return 1;
+    for (int start = local; start < n; start += local) {
+        long here = server(ctx, start);
+        if (here == server(ctx, start - 1))
+            return 1; /* a server's members in two runs */
+        for (int i = start + 1; i < start + local; i++)
+            if (server(ctx, i) != here)
+                return 1;
+    }
+    return local;
+}
+
+void coll_ring_peers_of(int n, int local, int me, coll_ring_peers *out)
+{
+    if (local < 1 || n % local)
+        local = 1;
+    int servers = n / local, k = me / local, j = me % local;
+    out->intra_next = local > 1 ? k * local + (j + 1) % local : -1;
+    out->intra_prev = local > 1 ? k * local + (j + local - 1) % local : -1;
+    /* channel rings leave server k on member j for member j of server k+1;
+     * the last server's member j wraps to member (j + servers) mod local */
+    out->inter_next = k + 1 < servers ? (k + 1) * local + j : (j + servers) % local;
+    out->inter_prev = k > 0 ? (k - 1) * local + j
+                            : (servers - 1) * local + ((j - servers) % local + local) % local;
+}
+
+typedef struct view_of {
+    const coll_ctx *c;
+    const coll_view *v;
+    int per_node;
+} view_of;
+
+static long view_server(const void *ctx, int i)
+{
+    const view_of *w = ctx;
+    return coll_view_endpoint(w->c, w->v, i)->ranks[0] / w->per_node;
+}
+
+/* The view's members per server for the channels: computed once per
+ * collective call for the whole group (the session keeps it: O(n) per call,
+ * not per member), each time for a sub-view (hierarchical's across-servers
+ * view, one member per server, stops at its second member). */
+static int view_local(coll_ctx *c, const coll_view *v)
+{
+    int per_node = c->t->pf->cluster.npus_per_node;
+    if (per_node <= 0 || v->n < 2)
+        return 1;
+    view_of w = {c, v, per_node};
+    if (v->index)
+        return coll_ring_local(v->n, view_server, &w);
+    int *cached = coll_session_ring_local(c);
+    if (*cached == 0)
+        *cached = coll_ring_local(v->n, view_server, &w);
+    return *cached;
+}
+
+/* ---- ring-flow ------------------------------------------------------------ */
+
 /* The latency that paces every step of the ring: the largest of its edges'.
  * Each step needs the predecessor's chunk, so a member whose own edges are
  * fast (inside a server) still waits a slow edge's latency per step.  The
@@ -76,13 +143,46 @@ static double ring_step_latency_s(const coll_ctx *c, const coll_view *v)
     return slowest;
 }
 
-/* One flow carrying `steps` chunks of S/N, then the other steps' latency. */
+/* With channels, each step waits for the slower of a member's two edges;
+ * member 0's edge out of its server stands for the others' (as above). */
+static double channel_step_latency_s(const coll_ctx *c, const coll_view *v,
+                                     const coll_ring_peers *p, int local)
+{
+    coll_ring_peers first;
+    coll_ring_peers_of(v->n, local, 0, &first);
+    double a = coll_latency_s(c, v, v->me, p->inter_next);
+    double b = coll_latency_s(c, v, v->me, p->intra_next);
+    double f = coll_latency_s(c, v, 0, first.inter_next);
+    return a > b ? (a > f ? a : f) : (b > f ? b : f);
+}
+
+/* Each member sends what it would send over the ring's `steps` steps, S/N a
+ * step: as one flow to its successor, or, with channels, (local−1)/local of
+ * it to its successor in the server and 1/local to its peer in the next;
+ * then the other steps' latency. */
 static void ring_flow(coll_ctx *c, const coll_view *v, int steps, double bytes)
 {
-    int tag = coll_tags(c, 1);
-    coll_send(c, v, ring_next(v), tag, steps * bytes / v->n);
-    coll_recv(c, v, ring_prev(v), tag);
-    coll_sleep(c, (steps - 1) * ring_step_latency_s(c, v));
+    int local = view_local(c, v);
+    int tag = coll_tags(c, 2); /* every member reserves two */
+    double total = steps * bytes / v->n;
+    if (local == 1) {
+        coll_send(c, v, ring_next(v), tag, total);
+        coll_recv(c, v, ring_prev(v), tag);
+        coll_sleep(c, (steps - 1) * ring_step_latency_s(c, v));
+        return;
+    }
+    coll_ring_peers p;
+    coll_ring_peers_of(v->n, local, v->me, &p);
+    if (p.inter_next == p.intra_next) { /* one server: the plain ring */
+        coll_send(c, v, p.intra_next, tag, total);
+        coll_recv(c, v, p.intra_prev, tag);
+    } else {
+        coll_send(c, v, p.intra_next, tag, total * (local - 1) / local);
+        coll_send(c, v, p.inter_next, tag + 1, total / local);
+        coll_recv(c, v, p.intra_prev, tag);
+        coll_recv(c, v, p.inter_prev, tag + 1);
+    }
+    coll_sleep(c, (steps - 1) * channel_step_latency_s(c, v, &p, local));
 }
 
 void coll_ring_flow_reduce_scatter(coll_ctx *c, const coll_view *v, double bytes)

@@ -52,6 +52,7 @@ struct coll_session {
     const endpoint *first; /* the key: (id, first member, size) */
     int id, size;
     int joined, left;
+    int ring_local;            /* ring-flow's members per server; 0 = not yet known */
     unsigned char *has_joined; /* [size] */
     coll_inbox *inbox;         /* [size] */
 };
@@ -128,6 +129,8 @@ void coll_ctx_leave(coll_ctx *c)
         session_destroy(s);
     c->session = NULL;
 }
+
+int *coll_session_ring_local(coll_ctx *c) { return &c->session->ring_local; }
 
 int coll_tags(coll_ctx *c, int count)
 {
