@@ -92,19 +92,25 @@ for fabric in dragonfly torus rail; do
         --fold-dp 2 "platforms/test_${fabric}_64.xml" "$W8" --set data_parallel_size=16
 done
 # SimGrid's max-min update mode follows the fabric (selective update on a
-# torus or a dragonfly, the whole system on fat trees): the same plan gives
-# the same times in every mode, and a mode given with --cfg is used
+# torus or a dragonfly, the whole system on fat trees): the default run gives
+# exactly the selective-update times, every mode the same times within 0.1%
+# (the modes solve the same max-min problem in a different order: on the
+# torus, with the data-parallel channels of 8 replicas per server, Full
+# differs by 0.04%; docs/design.md, SimGrid facts), and a mode given with
+# --cfg is used
 for fabric in torus dragonfly; do
     rm -f "$TMP/modes.csv"
-    for mode in "" --cfg=network/optim:Full --cfg=network/maxmin-selective-update:yes \
+    for mode in "" --cfg=network/maxmin-selective-update:yes --cfg=network/optim:Full \
         --cfg=network/optim:Lazy; do
         "$SIMRUN" --quiet --csv "$TMP/modes.csv" $mode "platforms/test_${fabric}_64.xml" "$W8" \
             --set data_parallel_size=16 --dp-overlap 2>>"$TMP/err"
     done
     if [ "$(awk -F, 'NR>1' "$TMP/modes.csv" | wc -l)" -eq 4 ] &&
-        [ "$(awk -F, 'NR>1{print $14, $22}' "$TMP/modes.csv" | sort -u | wc -l)" -eq 1 ] &&
+        [ "$(awk -F, 'NR==2 || NR==3 {print $14, $22}' "$TMP/modes.csv" | sort -u | wc -l)" -eq 1 ] &&
+        awk -F, 'NR==2{t=$14} NR>2{d=($14-t)/t; if (d<0) d=-d; if (d>1e-3) bad=1} END{exit bad}' \
+            "$TMP/modes.csv" &&
         grep -q 'network/optim:Lazy' "$TMP/modes.csv"; then ok; else
-        ko "$fabric: the same times under every max-min update mode"
+        ko "$fabric: the selective-update times by default, the same within 0.1% in every mode"
     fi
 done
 # a mode set inside a multi-setting --cfg is the user's too (SimGrid splits

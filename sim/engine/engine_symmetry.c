@@ -109,10 +109,10 @@ tp_symmetry *engine_tp_symmetry(const sim_platform *pf, const cm_model *cm, cons
         for (int i = 0; ok && local > 1 && i < n; i++) {
             coll_ring_peers q;
             coll_ring_peers_of(n, local, i, &q);
-            ok = check_workers(sym, &t, pf, order, sizes, s, i / cp, i % cp, s,
-                               q.intra_next / cp, q.intra_next % cp) &&
-                 check_workers(sym, &t, pf, order, sizes, s, i / cp, i % cp, s,
-                               q.inter_next / cp, q.inter_next % cp);
+            ok = check_workers(sym, &t, pf, order, sizes, s, i / cp, i % cp, s, q.intra_next / cp,
+                               q.intra_next % cp) &&
+                 check_workers(sym, &t, pf, order, sizes, s, i / cp, i % cp, s, q.inter_next / cp,
+                               q.inter_next % cp);
         }
     }
     if (!ok) {

@@ -22,6 +22,7 @@
  * Algorithms and their cost on an idle fabric where every route has latency
  * α and bandwidth B, each NPU one NIC (derivations in the algorithm files):
  *   ring-flow         all-reduce 2(N−1)(α + S/(N·B)), N flows   collective_ring.c
+ *                     (B = L NICs when L members share a server: channels)
  *   ring              all-reduce 2(N−1)(α + S/(N·B)), 2N(N−1) flows
  *                     RS, AG     (N−1)(α + S/(N·B))
  *   halving-doubling  all-reduce 2·log2(N)·α + 2(N−1)/N·S/B     collective_butterfly.c

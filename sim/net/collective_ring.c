@@ -25,6 +25,16 @@
  * SimGrid: docs/design.md, SimGrid facts).  What it gives up: the steps'
  * pipelining is assumed perfect, so a slow link delays the whole edge rather
  * than one chunk.
+ *
+ * Channels: when the members come in runs of L > 1 per server (TP below the
+ * server size), one ring would cross every server boundary on one member's
+ * NIC with the whole 2(N−1)/N·S.  NCCL runs a ring per channel, each on its
+ * own NIC, with 1/L of the data (collective.h, coll_ring_peers): so every
+ * member sends 1/L of its bytes to its peer in the next server and the rest
+ * to its successor in the server.  On an idle fabric
+ *   max(α + 2(N−1)/N·S/(L·B), α_u + (L−1)/L·2(N−1)/N·S/B_u) + (2N−3)·α,
+ * the ring formula with B = L NICs when the NICs are the bottleneck.  The
+ * step ring (COLL_RING) stays one ring.
  */
 #include "collective.h"
 #include "collective_internal.h"
