@@ -72,6 +72,12 @@ typedef struct cl_cluster {
      * the NPUs of a TP group in different servers (sim/net/placement.h), so
      * the cost model prices its TP collectives on the scale-out route. */
     int tp_across_servers;
+    /* Not a platform property either: the channels the engine's
+     * data-parallel ring runs with at TP dp_ring_tp (simrun sets both from
+     * the run's rank order and --dp-algorithm: 1 for the step ring, else the
+     * replicas per server of ring-flow, collective.h); cm_dp_ring_s() uses
+     * it at that TP.  0: npus_per_node/tp, Megatron's order with ring-flow. */
+    int dp_ring_local, dp_ring_tp;
 } cl_cluster;
 
 /* Point-to-point time of `bytes` between two NPUs, alpha-beta, on the

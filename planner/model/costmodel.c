@@ -390,7 +390,9 @@ void cm_fingerprint(const cm_model *m, char hex[65])
                         c->attention_efficiency,
                         c->elementwise_fusion,
                         c->collective_bus_efficiency,
-                        c->tp_across_servers};
+                        c->tp_across_servers,
+                        c->dp_ring_local,
+                        c->dp_ring_tp};
     hash_numbers(&h, "cluster", cluster, (int)(sizeof cluster / sizeof cluster[0]));
     for (int l = 0; l < m->num_layers; l++) {
         const cm_layer *ly = &m->layers[l];

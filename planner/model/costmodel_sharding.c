@@ -78,7 +78,9 @@ double cm_dp_ring_s(const cl_cluster *c, int tp, int ranks, double bytes, int ha
     int local = 1;
     if (c->npus_per_node > 0) {
         view.npus_per_node = c->npus_per_node / t > 0 ? c->npus_per_node / t : 1;
-        if (c->npus_per_node % t == 0)
+        if (c->dp_ring_local > 0 && c->dp_ring_tp == t)
+            local = c->dp_ring_local;
+        else if (c->npus_per_node % t == 0)
             local = view.npus_per_node;
     }
     if (local < 2 || ranks <= local || ranks % local)

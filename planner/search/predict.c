@@ -89,28 +89,63 @@ double predict_dp_allreduce_s(const cl_cluster *c, int tp, int dp, double grad_b
     return cm_dp_ring_s(&dp_view, tp, dp, grad_bytes, 2);
 }
 
-double predict_dp_sync_bytes_s(const cm_model *cm, const cl_cluster *c, int tp, int dp,
-                               double param_bytes, double grad_bytes)
+/* The sync's form over `group` replicas `stride` NPUs apart (cm_dp_ring_s). */
+static double sync_form_s(const cm_model *cm, const cl_cluster *c, int stride, int group,
+                          double param_bytes, double grad_bytes)
 {
-    int group = dp * (cm->context_parallel > 1 ? cm->context_parallel : 1);
     if (cm->sharding >= WL_SHARD_OPTIM_GRADS_PARAMS)
         return 0.0; /* reduce-scattered per micro-batch, parameters gathered per pass */
     if (cm->sharding == WL_SHARD_OPTIM_GRADS)
-        return cm_dp_ring_allgather_s(c, tp, group, param_bytes);
+        return cm_dp_ring_allgather_s(c, stride, group, param_bytes);
     if (cm->sharding == WL_SHARD_OPTIM) /* reduce-scatter the gradients, gather the parameters */
-        return (predict_dp_allreduce_s(c, tp, group, grad_bytes) +
-                predict_dp_allreduce_s(c, tp, group, param_bytes)) /
+        return (predict_dp_allreduce_s(c, stride, group, grad_bytes) +
+                predict_dp_allreduce_s(c, stride, group, param_bytes)) /
                2.0;
-    return predict_dp_allreduce_s(c, tp, group, grad_bytes);
+    return predict_dp_allreduce_s(c, stride, group, grad_bytes);
+}
+
+/* The sync with the experts' share (expert_params and expert_grad_bytes of
+ * the same layers) reduced apart, as the engine does: over the
+ * expert-data-parallel group, the dp/ep replicas holding the same experts,
+ * tp·cp·ep NPUs apart in Megatron's order (sim/engine/engine_moe.c), the
+ * dense rest over the dp·cp replicas. */
+static double sync_split_s(const cm_model *cm, const cl_cluster *c, int tp, int dp,
+                           double param_bytes, double grad_bytes, double expert_param_bytes,
+                           double expert_grad_bytes)
+{
+    int cp = cm->context_parallel > 1 ? cm->context_parallel : 1;
+    int ep = cm->has_source ? cm->source.parallel.expert_model_parallel_size : 1;
+    if (ep < 2 || dp % ep || expert_grad_bytes <= 0)
+        return sync_form_s(cm, c, tp, dp * cp, param_bytes, grad_bytes);
+    return sync_form_s(cm, c, tp, dp * cp, fmax(0.0, param_bytes - expert_param_bytes),
+                       fmax(0.0, grad_bytes - expert_grad_bytes)) +
+           sync_form_s(cm, c, tp * cp * ep, dp / ep, expert_param_bytes, expert_grad_bytes);
+}
+
+/* The experts' parameter bytes (at the weights' width) and gradient bytes
+ * of the layers [first, last), added to *param and *grad. */
+static void expert_bytes(const cm_model *cm, int first, int last, double *param, double *grad)
+{
+    for (int l = first; l < last; l++) {
+        *param += cm->layers[l].moe.expert_params * cm->weight_bytes_per_param;
+        *grad += cm->layers[l].moe.expert_grad_bytes;
+    }
+}
+
+double predict_dp_sync_bytes_s(const cm_model *cm, const cl_cluster *c, int tp, int dp,
+                               double param_bytes, double grad_bytes)
+{
+    return sync_split_s(cm, c, tp, dp, param_bytes, grad_bytes, 0.0, 0.0);
 }
 
 double predict_dp_sync_s(const cm_model *cm, const cl_cluster *c, int tp, int dp, int first,
                          int last, double grad_bytes)
 {
-    double param_bytes = 0.0;
+    double param_bytes = 0.0, expert_param = 0.0, expert_grad = 0.0;
     for (int l = first; l < last; l++)
         param_bytes += cm->layers[l].params * cm->weight_bytes_per_param;
-    return predict_dp_sync_bytes_s(cm, c, tp, dp, param_bytes, grad_bytes);
+    expert_bytes(cm, first, last, &expert_param, &expert_grad);
+    return sync_split_s(cm, c, tp, dp, param_bytes, grad_bytes, expert_param, expert_grad);
 }
 
 /* ZeRO-2 with its collectives overlapped: the gather of the update leaves
@@ -164,8 +199,16 @@ static double stage_sync_s(const cm_model *cm, const cl_cluster *c, const plan *
         return predict_dp_bucket_exposed_s(cm, c, pl, first, last);
     if (zero2_update_overlapped(cm))
         return 0.0;
-    return predict_dp_sync_bytes_s(cm, c, pl->tensor_parallel, pl->data_parallel, param_bytes,
-                                   grad_bytes);
+    /* the experts of every chunk of the stage whose chunk 0 is [first, last) */
+    double expert_param = 0.0, expert_grad = 0.0;
+    int p = pl->num_stages, v = pl->num_chunks > 0 ? pl->num_chunks : 1, s = 0;
+    while (s + 1 < p && pl->chunk_start[s + 1] <= first)
+        s++;
+    for (int j = 0; j < v; j++)
+        expert_bytes(cm, pl->chunk_start[j * p + s], pl->chunk_start[j * p + s + 1], &expert_param,
+                     &expert_grad);
+    return sync_split_s(cm, c, pl->tensor_parallel, pl->data_parallel, param_bytes, grad_bytes,
+                        expert_param, expert_grad);
 }
 
 double predict_stage_end_s(const cm_model *cm, const cl_cluster *c, const plan *pl, int first,

@@ -230,6 +230,16 @@ static bool set_on_command_line(const cli *c, const char *name)
     return false;
 }
 
+/* The channels of the engine's data-parallel ring at the run's own sizes
+ * (cl_cluster.dp_ring_local): 1 for the step ring, else ring-flow's
+ * replicas per server under the run's rank order (collective.h). */
+static int dp_ring_local(const cli *c, const int sizes[PLACE_DIMS], int npus_per_node)
+{
+    if (c->engine.dp_algorithm == COLL_RING)
+        return 1;
+    return placement_dp_ring_local(&c->engine.placement, sizes, 0, npus_per_node);
+}
+
 static int load_inputs(cli *c, job *j, np_error *err)
 {
     /* --schedule X is the override schedule="X", applied with the others so
@@ -297,6 +307,8 @@ static int load_inputs(cli *c, job *j, np_error *err)
     placement_split split;
     j->pf.cluster.tp_across_servers = placement_tp_across_servers(
         &c->engine.placement, sizes, j->pf.cluster.npus_per_node, &split);
+    j->pf.cluster.dp_ring_local = dp_ring_local(c, sizes, j->pf.cluster.npus_per_node);
+    j->pf.cluster.dp_ring_tp = sizes[PLACE_TP];
     if (j->pf.cluster.tp_across_servers && j->w.model.num_experts > 0)
         return np_error_set(err, NP_EXIT_USAGE, "<command line>", "--placement", 0,
                             "puts the TP group of stage %d, replica %d across servers (NPUs %d "
@@ -316,6 +328,7 @@ static int write_frontier(const cli *c, job *j, np_error *err)
     /* the frontier tries every TP size in Megatron's order, inside servers */
     cl_cluster megatron_order = j->pf.cluster;
     megatron_order.tp_across_servers = 0;
+    megatron_order.dp_ring_local = 0; /* and its data-parallel channels */
     int rc = frontier_sweep(&j->w, &megatron_order, j->cm.zero_overlap, &fr, err);
     cli_progress_clear(c);
     if (!rc)

@@ -54,22 +54,6 @@ static bool check_workers(tp_symmetry *sym, transport *t, const sim_platform *pf
            tp_symmetry_check(sym, t, &g.ep[1], &g.ep[0], why, sizeof why);
 }
 
-/* The server of member i = d·cp + c of stage s's data-parallel group. */
-typedef struct dp_members {
-    const sim_platform *pf;
-    const placement *order;
-    const int *sizes;
-    int stage;
-} dp_members;
-
-static long dp_member_server(const void *ctx, int i)
-{
-    const dp_members *m = ctx;
-    int cp = m->sizes[1];
-    int rank = placement_rank(m->order, m->sizes, 0, i % cp, i / cp, m->stage);
-    return rank / m->pf->cluster.npus_per_node;
-}
-
 tp_symmetry *engine_tp_symmetry(const sim_platform *pf, const cm_model *cm, const plan *pl,
                                 const engine_options *o)
 {
@@ -104,8 +88,8 @@ tp_symmetry *engine_tp_symmetry(const sim_platform *pf, const cm_model *cm, cons
     /* ring-flow's channels when the data-parallel group has several
      * members per server (collective.h, coll_ring_peers) */
     for (int s = 0; ok && s < p && dp * cp > 1; s++) {
-        dp_members m = {pf, order, sizes, s};
-        int n = dp * cp, local = coll_ring_local(n, dp_member_server, &m);
+        int n = dp * cp,
+            local = placement_dp_ring_local(order, sizes, s, pf->cluster.npus_per_node);
         for (int i = 0; ok && local > 1 && i < n; i++) {
             coll_ring_peers q;
             coll_ring_peers_of(n, local, i, &q);

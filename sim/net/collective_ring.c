@@ -153,17 +153,25 @@ static double ring_step_latency_s(const coll_ctx *c, const coll_view *v)
     return slowest;
 }
 
-/* With channels, each step waits for the slower of a member's two edges;
- * member 0's edge out of its server stands for the others' (as above). */
+/* With channels, each step waits for the slowest of a member's two edges,
+ * member 0's edge out of its server (standing for the others', as above)
+ * and the wrap from the last server to the first, which leaves the rail
+ * when the number of servers is not a multiple of L. */
 static double channel_step_latency_s(const coll_ctx *c, const coll_view *v,
                                      const coll_ring_peers *p, int local)
 {
-    coll_ring_peers first;
+    coll_ring_peers first, wrap;
     coll_ring_peers_of(v->n, local, 0, &first);
-    double a = coll_latency_s(c, v, v->me, p->inter_next);
-    double b = coll_latency_s(c, v, v->me, p->intra_next);
-    double f = coll_latency_s(c, v, 0, first.inter_next);
-    return a > b ? (a > f ? a : f) : (b > f ? b : f);
+    coll_ring_peers_of(v->n, local, v->n - local, &wrap);
+    double edges[] = {coll_latency_s(c, v, v->me, p->inter_next),
+                      coll_latency_s(c, v, v->me, p->intra_next),
+                      coll_latency_s(c, v, 0, first.inter_next),
+                      coll_latency_s(c, v, v->n - local, wrap.inter_next)};
+    double slowest = edges[0];
+    for (int i = 1; i < 4; i++)
+        if (edges[i] > slowest)
+            slowest = edges[i];
+    return slowest;
 }
 
 /* Each member sends what it would send over the ring's `steps` steps, S/N a

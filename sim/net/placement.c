@@ -3,6 +3,8 @@
  */
 #include "placement.h"
 
+#include "collective.h"
+
 #include <stdio.h>
 #include <string.h>
 
@@ -102,4 +104,27 @@ bool placement_tp_across_servers(const placement *p, const int sizes[PLACE_DIMS]
                 }
             }
     return false;
+}
+
+typedef struct dp_members {
+    const placement *order;
+    const int *sizes;
+    int stage, npus_per_node;
+} dp_members;
+
+static long dp_member_server(const void *ctx, int i)
+{
+    const dp_members *m = ctx;
+    int cp = m->sizes[PLACE_CP];
+    return placement_rank(m->order, m->sizes, 0, i % cp, i / cp, m->stage) / m->npus_per_node;
+}
+
+int placement_dp_ring_local(const placement *p, const int sizes[PLACE_DIMS], int stage,
+                            int npus_per_node)
+{
+    int n = sizes[PLACE_CP] * sizes[PLACE_DP];
+    if (npus_per_node <= 0 || n < 2)
+        return 1;
+    dp_members m = {p, sizes, stage, npus_per_node};
+    return coll_ring_local(n, dp_member_server, &m);
 }

@@ -62,4 +62,11 @@ typedef struct placement_split {
 bool placement_tp_across_servers(const placement *p, const int sizes[PLACE_DIMS], int npus_per_node,
                                  placement_split *where);
 
+/* Members per server of ring-flow's channels (collective.h, coll_ring_local)
+ * for stage `stage`'s data-parallel group (the dp·cp workers, member d·cp + c,
+ * by their TP rank 0's NPU): L > 1 when they come in runs of L per server,
+ * else 1.  sizes as for placement_rank. */
+int placement_dp_ring_local(const placement *p, const int sizes[PLACE_DIMS], int stage,
+                            int npus_per_node);
+
 #endif
