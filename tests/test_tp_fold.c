@@ -132,6 +132,10 @@ static void test_fold_keeps_the_times_where_the_fabric_allows_it(void)
         {"platforms/test_rail_2plane_64.xml", 2, 1, 8, 4, 4, SCHED_1F1B, COLL_RING_FLOW, 4e8, 8},
         /* the shipped 16-NPU platform */
         {"platforms/test_16npu.xml", 2, 2, 4, 2, 4, SCHED_INTERLEAVED, COLL_RING_FLOW, 4e8, 4},
+        /* 4 replicas per server: ring-flow's channels (collective.h), their
+         * pairs checked before the run; on rails the wrap leaves the rail */
+        {"platforms/test_clos3_64.xml", 4, 1, 2, 8, 4, SCHED_1F1B, COLL_RING_FLOW, 4e8, 2},
+        {"platforms/test_rail_64.xml", 4, 1, 2, 8, 4, SCHED_1F1B, COLL_RING_FLOW, 4e8, 2},
     };
     expect_same_times(cases, (int)(sizeof cases / sizeof cases[0]));
 }
