@@ -245,17 +245,37 @@ static void test_pxn_counts_the_relay_leg(void)
     CU_ASSERT_EQUAL(c.estimated, c.actual);
 }
 
+/* Ring-flow's channels (collective.h): 8 replicas of TP 2, 4 per server, on
+ * the 3-tier Clos.  Each member of a stage's all-reduce sends two messages,
+ * to its successor in the server (a scale-up transfer: one wait) and to its
+ * peer in the next server (a flow per TP rank, one under the TP fold), then
+ * sleeps the other steps' latency: 2 + r activities, r = 2 or 1; 4 stages of
+ * 8 members. */
+static void test_channel_ring_counts_both_messages(void)
+{
+    for (int per_rank = 0; per_rank < 2; per_rank++) {
+        fabric_case fc = {
+            "platforms/test_clos3_64.xml", NULL, NULL, 4, 2, 8, false, false, per_rank};
+        fabric_counts c;
+        run_case(&fc, &c);
+        CU_ASSERT_EQUAL(c.tp_fold, per_rank ? 1 : 2);
+        CU_ASSERT_EQUAL(c.estimated_collective, 4 * 8 * (2 + (per_rank ? 2 : 1)));
+        CU_ASSERT_EQUAL(c.estimated, c.actual);
+    }
+}
+
 void register_estimate_fabric_tests(void)
 {
-    TEST_SUITE(
-        "estimate_fabric",
-        {"dual-plane pipeline: a flow per plane (split) or one (hash)",
-         test_dual_plane_pipeline_counts_a_flow_per_plane},
-        {"dual-plane gradient sync: a flow per plane (split) or one (hash)",
-         test_dual_plane_gradient_sync_counts_a_flow_per_plane},
-        {"dual-plane ZeRO-2: its collectives, blocking and overlapped",
-         test_dual_plane_zero2_counts_its_collectives},
-        {"simulated scale-up: a flow per same-server rank",
-         test_simulated_scaleup_counts_a_flow_per_rank},
-        {"PXN: the relay's scale-up leg and the network leg", test_pxn_counts_the_relay_leg});
+    TEST_SUITE("estimate_fabric",
+               {"dual-plane pipeline: a flow per plane (split) or one (hash)",
+                test_dual_plane_pipeline_counts_a_flow_per_plane},
+               {"dual-plane gradient sync: a flow per plane (split) or one (hash)",
+                test_dual_plane_gradient_sync_counts_a_flow_per_plane},
+               {"dual-plane ZeRO-2: its collectives, blocking and overlapped",
+                test_dual_plane_zero2_counts_its_collectives},
+               {"simulated scale-up: a flow per same-server rank",
+                test_simulated_scaleup_counts_a_flow_per_rank},
+               {"PXN: the relay's scale-up leg and the network leg", test_pxn_counts_the_relay_leg},
+               {"ring-flow's channels: both messages of every member",
+                test_channel_ring_counts_both_messages});
 }

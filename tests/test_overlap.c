@@ -82,12 +82,7 @@ static double predicted(bool overlap, double bucket_bytes, double gather_ratio, 
     cm_model cm;
     plan pl;
     case_model(forward_s, gather_ratio, overlap, bucket_bytes, &cm, &pl);
-    cl_cluster c;
-    memset(&c, 0, sizeof c);
-    c.num_npus = 4;
-    c.npus_per_node = 1;
-    c.scaleout_latency_s = c.scaleup_latency_s = 10e-6;
-    c.scaleout_bandwidth_Bps = c.scaleup_bandwidth_Bps = 1e9;
+    cl_cluster c = test_two_level_cluster(4, 1, 1e9, 10e-6, 1e9, 10e-6);
     double t = predict_1f1b_iteration_s(&cm, &c, &pl, PREDICT_SENDS_RANK_ORDER);
     plan_free(&pl);
     cm_free(&cm);
@@ -151,14 +146,7 @@ static double shared_servers_run(int tp, int dp, bool simulate)
         int rc = test_simulate_plan("platforms/test_flat_16_4pn.xml", &cm, &pl, &o, &out);
         t = rc || out.rc ? -1 : out.iteration_s;
     } else {
-        cl_cluster c;
-        memset(&c, 0, sizeof c);
-        c.num_npus = 16;
-        c.npus_per_node = 4;
-        c.scaleout_latency_s = 10e-6;
-        c.scaleout_bandwidth_Bps = 1e9;
-        c.scaleup_latency_s = 2e-6;
-        c.scaleup_bandwidth_Bps = 4e9;
+        cl_cluster c = test_two_level_cluster(16, 4, 1e9, 10e-6, 4e9, 2e-6);
         t = predict_1f1b_iteration_s(&cm, &c, &pl, PREDICT_SENDS_RANK_ORDER);
     }
     plan_free(&pl);

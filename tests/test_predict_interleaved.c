@@ -62,14 +62,7 @@ static void test_one_chunk_is_the_1f1b_prediction(void)
     pl.num_micro_batches = 6;
     pl.tensor_parallel = 1;
     pl.data_parallel = 2;
-    cl_cluster c;
-    memset(&c, 0, sizeof c);
-    c.num_npus = 6;
-    c.npus_per_node = 1;
-    c.scaleout_latency_s = 1e-5;
-    c.scaleout_bandwidth_Bps = 1e10;
-    c.scaleup_latency_s = 1e-5;
-    c.scaleup_bandwidth_Bps = 1e10;
+    cl_cluster c = test_two_level_cluster(6, 1, 1e10, 1e-5, 1e10, 1e-5);
     double one = predict_1f1b_iteration_s(&cm, &c, &pl, PREDICT_SENDS_RANK_ORDER);
     CU_ASSERT(one > 6 * 3.0);
     ASSERT_REL(predict_interleaved_iteration_s(&cm, &c, &pl, PREDICT_SENDS_RANK_ORDER), one, 1e-12);

@@ -235,6 +235,17 @@ cl_cluster test_scaleout_cluster(double bandwidth_Bps, double latency_s)
     return c;
 }
 
+cl_cluster test_two_level_cluster(int num_npus, int npus_per_node, double out_Bps, double out_s,
+                                  double up_Bps, double up_s)
+{
+    cl_cluster c = test_scaleout_cluster(out_Bps, out_s);
+    c.num_npus = num_npus;
+    c.npus_per_node = npus_per_node;
+    c.scaleup_bandwidth_Bps = up_Bps;
+    c.scaleup_latency_s = up_s;
+    return c;
+}
+
 double test_largest_stage_bytes(const cm_model *cm, const plan *pl)
 {
     double most = 0;

@@ -127,6 +127,11 @@ void test_pipeline_workload(wl_workload *w, int p, int m, schedule_kind sched);
 /* One NPU per node behind a scale-out link of the given bandwidth and
  * latency; everything else zero. */
 cl_cluster test_scaleout_cluster(double bandwidth_Bps, double latency_s);
+/* num_npus NPUs, npus_per_node per server: the scale-out route (NIC) and
+ * the scale-up fabric at the given bandwidths and latencies; everything
+ * else zero (the planners' view of a flat test platform). */
+cl_cluster test_two_level_cluster(int num_npus, int npus_per_node, double out_Bps, double out_s,
+                                  double up_Bps, double up_s);
 
 /* The largest mem_stage_bytes() total over pl's stages. */
 double test_largest_stage_bytes(const cm_model *cm, const plan *pl);

@@ -147,20 +147,6 @@ static double member_cost(const est_fabric *f, const plan *pl, const engine_opti
     }
 }
 
-/* The server of replica d of stage s (its TP rank 0), for ring-flow's
- * channels (collective.h). */
-typedef struct stage_members {
-    const est_fabric *f;
-    const plan *pl;
-    int stage;
-} stage_members;
-
-static long stage_member_server(const void *ctx, int d)
-{
-    const stage_members *m = ctx;
-    return rank_of(m->f, m->pl, 0, d, m->stage) / m->f->per_node;
-}
-
 /* Activities of one gradient collective of stage s, over all its members. */
 double est_stage_collective(const est_fabric *f, const plan *pl, const engine_options *o,
                             coll_algorithm a, coll_kind kind, int s)
@@ -176,8 +162,8 @@ double est_stage_collective(const est_fabric *f, const plan *pl, const engine_op
                                            : o->dp_radix >= 2         ? o->dp_radix
                                                                       : 4,
                                            bf.radices);
-    stage_members m = {f, pl, s};
-    int local = a == COLL_RING_FLOW ? coll_ring_local(n, stage_member_server, &m) : 1;
+    int sizes[PLACE_DIMS] = {pl->tensor_parallel, 1, n, pl->num_stages};
+    int local = a == COLL_RING_FLOW ? placement_dp_ring_local(&f->order, sizes, s, f->per_node) : 1;
     double cost = 0;
     for (int d = 0; d < sampled; d++)
         cost += member_cost(f, pl, o, a, kind, &bf, local, s, d);
