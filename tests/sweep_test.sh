@@ -138,13 +138,15 @@ ids "$TMP/default.csv"
 cp "$TMP/default.csv.ids" "$TMP/expected.ids"
 
 # --- SIGTERM mid-way, then resume ---------------------------------------------------
-# a simrun that takes 0.3 s more, so that the sweep is still running when stopped
-printf '#!/bin/sh\nsleep 0.3\nexec "%s" "$@"\n' "$SIMRUN" >"$TMP/slow_simrun"
+# a simrun that takes 1 s more, so that the sweep is still running when stopped
+# (the 12 other points need 6 s more at -j2 after the first row, and a loaded
+# machine may take many seconds to write that row: wait up to 30 s for it)
+printf '#!/bin/sh\nsleep 1\nexec "%s" "$@"\n' "$SIMRUN" >"$TMP/slow_simrun"
 chmod +x "$TMP/slow_simrun"
 "$SWEEP" -j2 --simrun "$TMP/slow_simrun" -o "$TMP/part.csv" "$TMP/s.json" 2>"$TMP/err" &
 pid=$!
 n=0
-while [ $n -lt 200 ] && [ "$(cat "$TMP/part.csv" 2>/dev/null | wc -l)" -lt 2 ]; do
+while [ $n -lt 600 ] && [ "$(cat "$TMP/part.csv" 2>/dev/null | wc -l)" -lt 2 ]; do
     sleep 0.05
     n=$((n + 1))
 done
@@ -156,7 +158,7 @@ done_before=$(wc -l <"$TMP/part.csv.ids")
 if [ $code -eq 130 ] && [ "$done_before" -ge 1 ] && [ "$done_before" -lt 13 ]; then ok
 else ko "SIGTERM stops the sweep: exit 130 ($code), whole rows only, some but not all ($done_before)"; fi
 rows "$TMP/part.csv" >/dev/null 2>"$TMP/err" && ok || ko "the stopped sweep's CSV has no partial row"
-sleep 0.4 # the stopped points' sleep children end
+sleep 1.1 # the stopped points' sleep children end
 "$SWEEP" -j2 -o "$TMP/part.csv" "$TMP/s.json" 2>"$TMP/err"
 code=$?
 ids "$TMP/part.csv"
