@@ -234,11 +234,12 @@ static void test_hierarchical_allreduce_is_two_scaleup_rings_and_an_inter_ring(v
  * per NIC; collective.h): every member sends 1/L of its 2(N−1)/N·S to the
  * next server on its own NIC (α + 2(N−1)/N·S/(L·B)) and the rest to its
  * successor in the server on the scale-up fabric (α_u + (L−1)/L·2(N−1)/N·S/B_u,
- * shorter here), then waits 2N−3 step latencies, the NIC edge's α:
- *   2(N−1)·α + 2(N−1)/N·S/(L·B),
- * the ring formula with the server's L NICs.  Runs of unequal length (6
- * members: 4 + 2) keep one ring at the slow edge's pace; TP 2 (8 members of 2
- * NPUs, 2 per server) gives each TP rank's channels L = 2. */
+ * shorter here), then waits 2N−3 step latencies, each the mean of a channel
+ * ring's edges, λ = ((L−1)·α_u + α)/L (the steps pipeline around the ring):
+ *   α + 2(N−1)/N·S/(L·B) + (2N−3)·λ,
+ * the ring formula with the server's L NICs and the channel's mean latency.  Runs of unequal length
+ * (6 members: 4 + 2) keep one ring at the slow edge's pace; TP 2 (8 members of 2 NPUs, 2 per
+ * server) gives each TP rank's channels L = 2. */
 static void test_ring_over_servers_runs_a_channel_per_nic(void)
 {
     const double s = 32e6;
@@ -253,10 +254,11 @@ static void test_ring_over_servers_runs_a_channel_per_nic(void)
     CU_ASSERT_EQUAL_FATAL(simulate(&b, t), 0);
     CU_ASSERT(t[0] <= ring_allreduce_s(16, s) * (1 + 1e-6));
     CU_ASSERT(t[0] >= 2.0 * 15 * s / (16 * B_BPS));
-    ASSERT_REL(t[1], 2.0 * 15 * ALPHA_S + 2.0 * 15 / 16 * s / (4 * B_BPS), 1e-6);
-    ASSERT_REL(t[2], 2.0 * 7 * ALPHA_S + 2.0 * 7 / 8 * s / (4 * B_BPS), 1e-6);
+    const double alpha_u = 2e-6, l4 = (3 * alpha_u + ALPHA_S) / 4, l2 = (alpha_u + ALPHA_S) / 2;
+    ASSERT_REL(t[1], ALPHA_S + 2.0 * 15 / 16 * s / (4 * B_BPS) + 29 * l4, 1e-6);
+    ASSERT_REL(t[2], ALPHA_S + 2.0 * 7 / 8 * s / (4 * B_BPS) + 13 * l4, 1e-6);
     ASSERT_REL(t[3], ring_allreduce_s(6, s), 1e-6);
-    ASSERT_REL(t[4], 2.0 * 7 * ALPHA_S + 2.0 * 7 / 8 * s / (2 * B_BPS), 1e-6);
+    ASSERT_REL(t[4], ALPHA_S + 2.0 * 7 / 8 * s / (2 * B_BPS) + 13 * l2, 1e-6);
 }
 
 /* The channel rings' peers, checked by walking them: for every channel c,

@@ -129,8 +129,9 @@ static void test_overlap_exposes_only_the_last_bucket(void)
  * servers: 16 replicas of TP 1 (4 per server) and 8 of TP 2 (2 per server).
  * The all-reduce runs as L channels (test_collectives.c): 2(N−1)/N·S split
  * L ways on the NICs, the rest on the scale-up fabric (faster here), then
- * 2N−3 NIC latencies, 2(N−1)α + 2(N−1)/N·S/(L·B); one ring on one NIC per
- * server would take L times the bandwidth term.  Simulated and predicted. */
+ * 2N−3 steps at a channel ring's mean edge latency λ = ((L−1)α_u + α)/L:
+ * α + 2(N−1)/N·S/(L·B) + (2N−3)λ; one ring on one NIC per server would take
+ * L times the bandwidth term.  Simulated and predicted. */
 static double shared_servers_run(int tp, int dp, bool simulate)
 {
     cm_model cm;
@@ -156,9 +157,9 @@ static double shared_servers_run(int tp, int dp, bool simulate)
 
 static void test_replicas_sharing_a_server_reduce_on_every_nic(void)
 {
-    const double s = 40e6, alpha = 10e-6, b = 1e9;
-    double tp1 = 0.402 + 30 * alpha + 30.0 / 16 * s / (4 * b);
-    double tp2 = 0.402 + 14 * alpha + 14.0 / 8 * s / (2 * b);
+    const double s = 40e6, alpha = 10e-6, alpha_u = 2e-6, b = 1e9;
+    double tp1 = 0.402 + alpha + 30.0 / 16 * s / (4 * b) + 29 * (3 * alpha_u + alpha) / 4;
+    double tp2 = 0.402 + alpha + 14.0 / 8 * s / (2 * b) + 13 * (alpha_u + alpha) / 2;
     ASSERT_REL(shared_servers_run(1, 16, true), tp1, 1e-6);
     ASSERT_REL(shared_servers_run(1, 16, false), tp1, 1e-12);
     ASSERT_REL(shared_servers_run(2, 8, true), tp2, 1e-6);

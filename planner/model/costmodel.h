@@ -250,7 +250,8 @@ double cm_dp_param_buckets(double params, double bucket_bytes);
  * a server holds local = npus_per_node/tp ≥ 2 of them (tp dividing it and
  * local dividing ranks), local channels: the slower of 1/local of the
  * ring's 2(N−1)/N·S (halves = 2) on the NIC and the rest on the scale-up
- * fabric, then 2N−3 step latencies (sim/net/collective_ring.c).  The
+ * fabric, then 2N−3 steps at the channel ring's mean edge latency,
+ * ((local − 1)·α_u + α)/local (sim/net/collective_ring.c).  The
  * planners' view of data-parallel collectives (predict.h). */
 double cm_dp_ring_s(const cl_cluster *c, int tp, int ranks, double bytes, int halves);
 double cm_dp_ring_allgather_s(const cl_cluster *c, int tp, int ranks, double bytes);

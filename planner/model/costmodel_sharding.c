@@ -87,13 +87,15 @@ double cm_dp_ring_s(const cl_cluster *c, int tp, int ranks, double bytes, int ha
         return halves * cm_ring_allgather_s(&view, ranks, bytes);
     /* ring-flow's channels (sim/net/collective_ring.c): 1/local of the
      * ring's bytes on each member's NIC, the rest to its successor in the
-     * server, then the other steps at the NIC edge's latency */
+     * server, then the other steps at a channel ring's mean edge latency
+     * (local − 1 scale-up edges for each NIC edge) */
     int steps = halves * (ranks - 1);
     double total = steps * bytes / ranks;
     double out = c->scaleout_latency_s + total / (local * c->scaleout_bandwidth_Bps);
     double in = c->scaleup_latency_s +
                 total * (local - 1) / local / (c->scaleup_bandwidth_Bps * cm_bus_efficiency(c));
-    return fmax(out, in) + (steps - 1) * fmax(c->scaleout_latency_s, c->scaleup_latency_s);
+    double step = ((local - 1) * c->scaleup_latency_s + c->scaleout_latency_s) / local;
+    return fmax(out, in) + (steps - 1) * step;
 }
 
 double cm_dp_ring_allgather_s(const cl_cluster *c, int tp, int ranks, double bytes)

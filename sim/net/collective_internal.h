@@ -35,6 +35,9 @@ void coll_ctx_leave(coll_ctx *c);
 /* The session's cache of ring-flow's members per server for the whole
  * group (collective_ring.c); 0 until computed. */
 int *coll_session_ring_local(coll_ctx *c);
+/* Its cache of the channels' mean edge latency (collective_ring.c); < 0
+ * until computed. */
+double *coll_session_ring_step(coll_ctx *c);
 /* Reserves `count` consecutive message tags; returns the first. */
 int coll_tags(coll_ctx *c, int count);
 /* Group index of view position i. */

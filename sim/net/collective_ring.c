@@ -32,9 +32,11 @@
  * own NIC, with 1/L of the data (collective.h, coll_ring_peers): so every
  * member sends 1/L of its bytes to its peer in the next server and the rest
  * to its successor in the server.  On an idle fabric
- *   max(α + 2(N−1)/N·S/(L·B), α_u + (L−1)/L·2(N−1)/N·S/B_u) + (2N−3)·α,
- * the ring formula with B = L NICs when the NICs are the bottleneck.  The
- * step ring (COLL_RING) stays one ring.
+ *   max(α + 2(N−1)/N·S/(L·B), α_u + (L−1)/L·2(N−1)/N·S/B_u) + (2N−3)·λ,
+ * λ = ((L−1)·α_u + α)/L the mean edge latency of a channel ring, the ring
+ * formula with B = L NICs when the NICs are the bottleneck.  The step ring
+ * (COLL_RING) stays one ring, and the plain ring-flow (L = 1) keeps the
+ * slowest edge's latency per step (an upper bound when edges differ).
  */
 #include "collective.h"
 #include "collective_internal.h"
@@ -153,25 +155,30 @@ static double ring_step_latency_s(const coll_ctx *c, const coll_view *v)
     return slowest;
 }
 
-/* With channels, each step waits for the slowest of a member's two edges,
- * member 0's edge out of its server (standing for the others', as above)
- * and the wrap from the last server to the first, which leaves the rail
- * when the number of servers is not a multiple of L. */
-static double channel_step_latency_s(const coll_ctx *c, const coll_view *v,
-                                     const coll_ring_peers *p, int local)
+/* With channels, a step's latency is the mean of a channel ring's edges:
+ * the steps pipeline around the ring, so the critical path of its 2(N−1)
+ * steps crosses as many consecutive edges, L−1 inside a server for each
+ * one between servers.  The edges between servers (member 0's channel:
+ * servers k to k+1, and the wrap to server 0) are looked up once per
+ * collective call for the whole group (the session keeps the mean). */
+static double channel_step_latency_s(coll_ctx *c, const coll_view *v, const coll_ring_peers *p,
+                                     int local)
 {
-    coll_ring_peers first, wrap;
-    coll_ring_peers_of(v->n, local, 0, &first);
-    coll_ring_peers_of(v->n, local, v->n - local, &wrap);
-    double edges[] = {coll_latency_s(c, v, v->me, p->inter_next),
-                      coll_latency_s(c, v, v->me, p->intra_next),
-                      coll_latency_s(c, v, 0, first.inter_next),
-                      coll_latency_s(c, v, v->n - local, wrap.inter_next)};
-    double slowest = edges[0];
-    for (int i = 1; i < 4; i++)
-        if (edges[i] > slowest)
-            slowest = edges[i];
-    return slowest;
+    double *cached = v->index ? NULL : coll_session_ring_step(c);
+    if (cached && *cached >= 0)
+        return *cached;
+    int servers = v->n / local;
+    double between = 0.0;
+    for (int k = 0; k < servers; k++) {
+        coll_ring_peers q;
+        coll_ring_peers_of(v->n, local, k * local, &q);
+        between += coll_latency_s(c, v, k * local, q.inter_next);
+    }
+    double inside = coll_latency_s(c, v, v->me, p->intra_next);
+    double step = ((local - 1) * inside + between / servers) / local;
+    if (cached)
+        *cached = step;
+    return step;
 }
 
 /* Each member sends what it would send over the ring's `steps` steps, S/N a

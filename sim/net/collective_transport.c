@@ -53,6 +53,7 @@ struct coll_session {
     int id, size;
     int joined, left;
     int ring_local;            /* ring-flow's members per server; 0 = not yet known */
+    double ring_step_s;        /* its channels' mean edge latency; < 0 = not yet known */
     unsigned char *has_joined; /* [size] */
     coll_inbox *inbox;         /* [size] */
 };
@@ -79,6 +80,7 @@ static coll_session *session_create(const coll_group *g)
     s->first = g->members[0];
     s->id = g->id;
     s->size = g->size;
+    s->ring_step_s = -1.0;
     s->has_joined = coll_alloc((size_t)g->size, 1);
     s->inbox = coll_alloc((size_t)g->size, sizeof *s->inbox);
     coll_session **tail = &live_head;
@@ -131,6 +133,8 @@ void coll_ctx_leave(coll_ctx *c)
 }
 
 int *coll_session_ring_local(coll_ctx *c) { return &c->session->ring_local; }
+
+double *coll_session_ring_step(coll_ctx *c) { return &c->session->ring_step_s; }
 
 int coll_tags(coll_ctx *c, int count)
 {
