@@ -285,6 +285,11 @@ printf '{"platforms": ["%s"], "workloads": ["%s"], "options": ["--memory"]}\n' "
 code=$?
 [ $code -eq 2 ] && grep -q 'mem.json: options\[0\]: --memory prints a table .*mem_\* columns' "$TMP/err" &&
     ok || ko "--memory in options is refused with the reason, exit 2 ($code)"
+printf '{"platforms": ["%s"], "workloads": ["%s"], "vary": {"--stages": [true, false]}}\n' "$P8" "$W8" >"$TMP/st.json"
+"$SWEEP" --dry-run "$TMP/st.json" >/dev/null 2>"$TMP/err"
+code=$?
+[ $code -eq 2 ] && grep -q 'st.json: vary.--stages\[0\]: --stages prints a table' "$TMP/err" &&
+    ok || ko "--stages in vary is refused before any point runs, exit 2 ($code: $(cat "$TMP/err"))"
 
 # --- standard output and output files that cannot be written -----------------------------------
 "$SWEEP" --help >/dev/full 2>"$TMP/err"

@@ -352,12 +352,12 @@ static void test_option_kinds(void)
                             "--fold-dp"};
     for (size_t i = 0; i < sizeof values / sizeof values[0]; i++)
         CU_ASSERT_EQUAL(sweep_option_kind_of(values[i]), SWEEP_OPT_VALUE);
-    const char *flags[] = {"--dp-overlap", "--shifted-recompute", "--per-rank-flows", "--stages",
+    const char *flags[] = {"--dp-overlap", "--shifted-recompute", "--per-rank-flows",
                            "--allow-large"};
     for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++)
         CU_ASSERT_EQUAL(sweep_option_kind_of(flags[i]), SWEEP_OPT_FLAG);
-    const char *managed[] = {"--csv",    "--run-id", "--csv-header", "--version",
-                             "--memory", "--quiet",  "--progress",   "--help"};
+    const char *managed[] = {"--csv",    "--run-id", "--csv-header", "--version", "--memory",
+                             "--stages", "--quiet",  "--progress",   "--help"};
     for (size_t i = 0; i < sizeof managed / sizeof managed[0]; i++)
         CU_ASSERT_EQUAL(sweep_option_kind_of(managed[i]), SWEEP_OPT_MANAGED);
     CU_ASSERT_EQUAL(sweep_option_kind_of("--log=root.thresh:info"), SWEEP_OPT_JOINED);

@@ -53,7 +53,6 @@ static const struct {
     {"--dp-overlap", SWEEP_OPT_FLAG, NULL},
     {"--per-rank-flows", SWEEP_OPT_FLAG, NULL},
     {"--shifted-recompute", SWEEP_OPT_FLAG, NULL},
-    {"--stages", SWEEP_OPT_FLAG, NULL},
     {"--allow-large", SWEEP_OPT_FLAG, NULL},
     {"--cfg", SWEEP_OPT_JOINED, NULL},
     {"--log", SWEEP_OPT_JOINED, NULL},
@@ -63,6 +62,9 @@ static const struct {
     {"--memory", SWEEP_OPT_MANAGED,
      "--memory prints a table and simsweep runs simrun with --quiet, which refuses it; the "
      "CSV's mem_* columns hold the fullest stage's memory"},
+    {"--stages", SWEEP_OPT_MANAGED,
+     "--stages prints a table and simsweep runs simrun with --quiet, which refuses it; the CSV "
+     "holds the run's totals (a point's stages: simrun --stages on its own)"},
     {"--progress", SWEEP_OPT_MANAGED,
      "simsweep runs simrun with --quiet, which shows no progress; simsweep reports its own"},
     {"--csv-header", SWEEP_OPT_MANAGED, "--csv-header prints the header and runs nothing"},
