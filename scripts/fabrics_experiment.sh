@@ -5,7 +5,8 @@
 #     DP 128, interleaved) on each 16,384-NPU fabric;
 #   - GPT-3 175B (workloads/gpt3_175b.json: TP 8, PP 8, DP 16, 1F1B) on each
 #     1,024-NPU fabric, and the same with TP 4 and DP 32, so that two replicas
-#     share a server and the data-parallel ring crosses rails.
+#     share a server and the data-parallel ring runs a channel per NIC
+#     (docs/design.md, "Channels when replicas share a server").
 # Every platform uses the h100 preset (the devices these plans ran on).  The
 # dragonflies have as many global links per group as hosts (Kim et al.'s
 # balance, ISCA 2008): 1,024 hosts per group and 15 other groups at 16K, so
@@ -16,7 +17,7 @@
 # PATTERN (an extended regular expression matched against the fabric name)
 # runs only those fabrics and replaces their rows in an existing OUT_CSV,
 # keeping the others (e.g. '^rail-2plane' after adding the dual-plane rows).
-# The whole pass takes about 3 minutes, about 1 of them (63 s in results/fabrics/fabrics.csv) the dragonfly at 16K.
+# The whole pass takes about 3 minutes, about 1 of them (47 s in results/fabrics/fabrics.csv) the dragonfly at 16K.
 #
 # Writes one row per run: fabric,npus,workload,variant,iteration_s,
 # pipeline_s,exposed_comm_s,activities,sim_wall_s (simrun's CSV columns 14,
