@@ -144,10 +144,11 @@ PRESETS = {
         "fusion_src": "Megatron-LM fuses bias+dropout+add on NVIDIA GPUs by default "
         "(args.bias_dropout_fusion, true unless the no-bias-dropout-fusion flag is given)",
         "collective_bus_efficiency": 0.8,
-        "bus_src": "NCCL ring collectives reach ~80% of the NVLink line rate: "
-        "NCCL's maintainer, github.com/NVIDIA/nccl-tests/issues/212 (H100: 370 of "
-        "450 GB/s, protocol overhead ~20%); users report ~200-208 GB/s all-reduce "
-        "bus bandwidth on 8 x A100 SXM4 (nccl-tests issues 149, 178), 0.67-0.69",
+        "bus_src": "assumption: NCCL ring collectives at ~80% of the NVLink line rate, "
+        "NCCL's maintainer's figure measured on H100 (github.com/NVIDIA/nccl-tests/issues/212: "
+        "370 of 450 GB/s, protocol overhead ~20%); users report ~200-208 GB/s all-reduce bus "
+        "bandwidth on 8 x A100 SXM4 (nccl-tests issues 149, 178), 0.67-0.69, which the A100 "
+        "calibration does not use yet (docs/validation.md)",
     },
     "h100": {
         "title": "NVIDIA H100 SXM5 80GB, 8 per node (DGX H100-class)",
