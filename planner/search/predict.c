@@ -132,12 +132,6 @@ static void expert_bytes(const cm_model *cm, int first, int last, double *param,
     }
 }
 
-double predict_dp_sync_bytes_s(const cm_model *cm, const cl_cluster *c, int tp, int dp,
-                               double param_bytes, double grad_bytes)
-{
-    return sync_split_s(cm, c, tp, dp, param_bytes, grad_bytes, 0.0, 0.0);
-}
-
 double predict_dp_sync_s(const cm_model *cm, const cl_cluster *c, int tp, int dp, int first,
                          int last, double grad_bytes)
 {
@@ -189,38 +183,42 @@ double predict_dp_bucket_exposed_s(const cm_model *cm, const cl_cluster *c, cons
     return fmax(r, n * r - (n - 1.0) * backward_s / n);
 }
 
+/* The bytes a stage's sync reduces: its parameters (at the weights'
+ * width), gradients, and the experts' share of both (reduced apart). */
+typedef struct sync_bytes {
+    double param, grad, expert_param, expert_grad;
+} sync_bytes;
+
+/* Adds the layers [first, last) to *b. */
+static void add_sync_bytes(const cm_model *cm, int first, int last, sync_bytes *b)
+{
+    for (int l = first; l < last; l++) {
+        b->grad += cm->layers[l].grad_bytes;
+        b->param += cm->layers[l].params * cm->weight_bytes_per_param;
+    }
+    expert_bytes(cm, first, last, &b->expert_param, &b->expert_grad);
+}
+
 /* AR_s without ZeRO-2/3's last reduce-scatter: the sync of a stage whose
  * last backward is the layers [first, last) (an interleaved stage's chunk
- * 0) and whose parameters and gradients are param_bytes and grad_bytes. */
+ * 0) and whose chunks hold the bytes b. */
 static double stage_sync_s(const cm_model *cm, const cl_cluster *c, const plan *pl, int first,
-                           int last, double param_bytes, double grad_bytes)
+                           int last, const sync_bytes *b)
 {
     if (dp_buckets_overlapped(cm, pl))
         return predict_dp_bucket_exposed_s(cm, c, pl, first, last);
     if (zero2_update_overlapped(cm))
         return 0.0;
-    /* the experts of every chunk of the stage whose chunk 0 is [first, last) */
-    double expert_param = 0.0, expert_grad = 0.0;
-    int p = pl->num_stages, v = pl->num_chunks > 0 ? pl->num_chunks : 1, s = 0;
-    while (s + 1 < p && pl->chunk_start[s + 1] <= first)
-        s++;
-    for (int j = 0; j < v; j++)
-        expert_bytes(cm, pl->chunk_start[j * p + s], pl->chunk_start[j * p + s + 1], &expert_param,
-                     &expert_grad);
-    return sync_split_s(cm, c, pl->tensor_parallel, pl->data_parallel, param_bytes, grad_bytes,
-                        expert_param, expert_grad);
+    return sync_split_s(cm, c, pl->tensor_parallel, pl->data_parallel, b->param, b->grad,
+                        b->expert_param, b->expert_grad);
 }
 
 double predict_stage_end_s(const cm_model *cm, const cl_cluster *c, const plan *pl, int first,
                            int last)
 {
-    double grad_bytes = 0.0, param_bytes = 0.0;
-    for (int l = first; l < last; l++) {
-        grad_bytes += cm->layers[l].grad_bytes;
-        param_bytes += cm->layers[l].params * cm->weight_bytes_per_param;
-    }
-    return stage_sync_s(cm, c, pl, first, last, param_bytes, grad_bytes) +
-           cm_optimizer_step_s(cm, first, last);
+    sync_bytes b = {0};
+    add_sync_bytes(cm, first, last, &b);
+    return stage_sync_s(cm, c, pl, first, last, &b) + cm_optimizer_step_s(cm, first, last);
 }
 
 double predict_stage_tail_s(const cm_model *cm, const cl_cluster *c, const plan *pl, int s)
@@ -355,15 +353,13 @@ double predict_interleaved_iteration_s(const cm_model *cm, const cl_cluster *c, 
     /* the bottleneck stage's S and S', Σ S' */
     double max = 0.0, max_chain = 0.0, sum_chain = 0.0, tail = 0.0;
     for (int s = p - 1; s >= 0; s--) {
-        double stage_s = 0.0, grad_bytes = 0.0, param_bytes = 0.0, step_s = 0.0, less_s = 0.0;
-        double stream_s = 0.0;
+        double stage_s = 0.0, step_s = 0.0, less_s = 0.0, stream_s = 0.0;
+        sync_bytes bytes = {0};
         for (int j = 0; j < v; j++) {
             int k = j * p + s, first = pl->chunk_start[k], last = pl->chunk_start[k + 1];
-            for (int l = first; l < last; l++) {
+            for (int l = first; l < last; l++)
                 stage_s += predict_layer_s(cm, pl, l, false);
-                grad_bytes += cm->layers[l].grad_bytes;
-                param_bytes += cm->layers[l].params * cm->weight_bytes_per_param;
-            }
+            add_sync_bytes(cm, first, last, &bytes);
             if (c && k + 1 < chunks)
                 stage_s += 2.0 * predict_chunk_boundary_s(cm, c, pl, k, sends);
             if (k > 0)
@@ -376,8 +372,7 @@ double predict_interleaved_iteration_s(const cm_model *cm, const cl_cluster *c, 
         }
         /* one sync of the stage's chunks (ZeRO-2: one gather of the update,
          * as the op lists post it) */
-        double sync_s = stage_sync_s(cm, c, pl, pl->chunk_start[s], pl->chunk_start[s + 1],
-                                     param_bytes, grad_bytes);
+        double sync_s = stage_sync_s(cm, c, pl, pl->chunk_start[s], pl->chunk_start[s + 1], &bytes);
         /* overlapped ZeRO-3: the last reduce-scatter (chunk 0's) ends before
          * the step; blocking, it is in S_b */
         if (cm_zero_overlapped(cm))

@@ -117,10 +117,6 @@ double predict_dp_allreduce_s(const cl_cluster *c, int tp, int dp, double grad_b
  * the layers' zero_backward_s), nothing with optim_grads_params. */
 double predict_dp_sync_s(const cm_model *cm, const cl_cluster *c, int tp, int dp, int first,
                          int last, double grad_bytes);
-/* The same for a stage whose parameters (param_bytes, at the weights'
- * width) need not be one range of layers (an interleaved stage's chunks). */
-double predict_dp_sync_bytes_s(const cm_model *cm, const cl_cluster *c, int tp, int dp,
-                               double param_bytes, double grad_bytes);
 
 /* --dp-overlap (cm_model.zero_overlap) without ZeRO-2/3: what the last
  * backward of the layers [first, last), d long, does not hide of their
