@@ -125,7 +125,7 @@ PRESETS = {
         "link_latency_s": 0.5e-6,
         "link_lat_src": "assumption: 0.5 us per link (HCA + ~130 ns IB switch); "
         "same-leaf route 1 us, cross-spine route 2 us",
-        "matmul_efficiency": 0.6582,
+        "matmul_efficiency": 0.6680,
         "eff_src": "calibrated on ONE measurement (tests/validation/validate.py --calibrate a100, "
         "docs/validation.md): the value for which npusim reproduces Korthikanti et al. 2022 "
         "(arXiv:2205.05198) Table 5, GPT-3 175B, full recompute, TP 8 PP 8 (3 chunks), 64 GPUs, "
@@ -143,12 +143,10 @@ PRESETS = {
         "elementwise_fusion": 1,
         "fusion_src": "Megatron-LM fuses bias+dropout+add on NVIDIA GPUs by default "
         "(args.bias_dropout_fusion, true unless the no-bias-dropout-fusion flag is given)",
-        "collective_bus_efficiency": 0.8,
-        "bus_src": "assumption: NCCL ring collectives at ~80% of the NVLink line rate, "
-        "NCCL's maintainer's figure measured on H100 (github.com/NVIDIA/nccl-tests/issues/212: "
-        "370 of 450 GB/s, protocol overhead ~20%); users report ~200-208 GB/s all-reduce bus "
-        "bandwidth on 8 x A100 SXM4 (nccl-tests issues 149, 178), 0.67-0.69, which the A100 "
-        "calibration does not use yet (docs/validation.md)",
+        "collective_bus_efficiency": 0.68,
+        "bus_src": "NCCL all-reduce bus bandwidth measured on 8 x A100 SXM4 80GB over NVSwitch: "
+        "~200 GB/s (github.com/NVIDIA/nccl-tests/issues/149) and 208 GB/s (issues/178) of the "
+        "300 GB/s per direction, 0.667 and 0.693: their mean",
     },
     "h100": {
         "title": "NVIDIA H100 SXM5 80GB, 8 per node (DGX H100-class)",

@@ -182,7 +182,7 @@ static void test_dgx_a100_1024_is_128_dgx_nodes_with_hdr(void)
                                         1e-6,
                                         25e9,
                                         1e-6,
-                                        0.6582,
+                                        0.6680,
                                         5e-6};
     load_and_check(&e);
 }

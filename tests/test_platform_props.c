@@ -87,7 +87,7 @@ static void test_absent_properties_take_their_defaults(void)
 
 /* dgx_a100_128.xml carries the A100 preset's cited figures
  * (platforms/gen_platform.py): FlashAttention-2 73%, Megatron's
- * bias-dropout-add fusion, NCCL rings at 80% of NVLink. */
+ * bias-dropout-add fusion, NCCL all-reduce at 68% of NVLink (nccl-tests issues 149, 178). */
 static void test_a100_preset_carries_its_cited_figures(void)
 {
     props_result r;
@@ -96,7 +96,7 @@ static void test_a100_preset_carries_its_cited_figures(void)
     CU_ASSERT_EQUAL(r.cluster.gemm_table_points, 0);
     CU_ASSERT_EQUAL(r.cluster.attention_efficiency, 0.73);
     CU_ASSERT_EQUAL(r.cluster.elementwise_fusion, 1);
-    CU_ASSERT_EQUAL(r.cluster.collective_bus_efficiency, 0.8);
+    CU_ASSERT_EQUAL(r.cluster.collective_bus_efficiency, 0.68);
 }
 
 /* Without its optional lines the A100 platform reads as before: the same
