@@ -247,6 +247,51 @@ static void test_peak_memory_is_static_plus_published_in_flight(void)
 
 /* ---- the workload path ---------------------------------------------------- */
 
+/* ---- overlap_p2p_comm ----------------------------------------------------- */
+
+/* Interleaved, p = 2, v = 2, m = 2, one layer per chunk of forward f and
+ * backward b, on test_8npu.xml with DP 4 placed pp before dp: each
+ * replica's two stages in one server, so every send takes the scale-up
+ * closed form tau = alpha_up + S/B_up, with no contention.  Megatron's order (warm-up 2(p-s-1) +
+ * (v-1)p: stage 0 runs its four forwards first, stage 1 two, then F, B pairs) followed by hand,
+ * chunk k on stage k mod 2, with 2 tau < f:
+ *   blocking sends (each holds its sender tau):
+ *     stage 0 F0 F0' F2 F2', stage 1 F1 F1' F3 B3 F3' B3' B1 B1',
+ *     stage 0 B2 B2' B0 B0', the last ending at 5f + 7 tau + 5b;
+ *   asynchronous sends (overlap_p2p_comm): the same order with no sender
+ *     held, every op starting at the later of its stage's last end and its
+ *     input's arrival: the last backward ends at 5f + 6 tau + 5b. */
+static double overlap_p2p_pipeline_s(bool overlap, double output_bytes)
+{
+    const sched_case c = {
+        "platforms/test_8npu.xml", SCHED_INTERLEAVED, 2, 2, 2, 4, 1, 1e-3, 2e-3, 0};
+    cm_model cm;
+    plan pl;
+    model_build(&c, &cm, &pl);
+    for (int l = 0; l < cm.num_layers; l++)
+        cm.layers[l].output_bytes = output_bytes;
+    cm.overlap_p2p = overlap;
+    engine_options o;
+    engine_init_options(&o);
+    np_error err;
+    CU_ASSERT_EQUAL_FATAL(placement_parse("tp-cp-pp-ep-dp", "test", &o.placement, &err), 0);
+    test_sim_result out;
+    int rc = test_simulate_plan(c.platform, &cm, &pl, &o, &out);
+    plan_free(&pl);
+    cm_free(&cm);
+    CU_ASSERT_EQUAL(rc, 0);
+    CU_ASSERT_EQUAL(out.rc, 0);
+    return out.pipeline_s;
+}
+
+static void test_overlap_p2p_comm_takes_sends_off_the_sender(void)
+{
+    double bytes = 19.6e6, f = 1e-3, b = 2e-3;
+    double tau = 2e-6 + bytes / 196e9; /* test_8npu.xml: scaleup_latency_s, _bandwidth_Bps */
+    ASSERT_REL(overlap_p2p_pipeline_s(false, bytes), 5 * f + 7 * tau + 5 * b, 1e-9);
+    ASSERT_REL(overlap_p2p_pipeline_s(true, bytes), 5 * f + 6 * tau + 5 * b, 1e-9);
+}
+
 /* Every schedule name of the workload's "schedule" key runs the whole path
  * (loader, cost model, Megatron planner, generator, engine) on a small GPT;
  * interleaved with two virtual chunks. */
@@ -323,5 +368,7 @@ void register_engine_schedules_tests(void)
         {"peak_memory_is_static_plus_published_in_flight",
          test_peak_memory_is_static_plus_published_in_flight},
         {"every_schedule_runs_a_workload_end_to_end",
-         test_every_schedule_runs_a_workload_end_to_end});
+         test_every_schedule_runs_a_workload_end_to_end},
+        {"overlap_p2p_comm_takes_sends_off_the_sender",
+         test_overlap_p2p_comm_takes_sends_off_the_sender});
 }

@@ -224,6 +224,7 @@ int cm_build(const wl_workload *w, const cl_cluster *c, int micro_batch_size, cm
     out->sequence_parallel = x.sp;
     out->distributed_optimizer = w->training.use_distributed_optimizer;
     out->moe_overlap = w->model.overlap_moe_expert_parallel_comm;
+    out->overlap_p2p = w->training.overlap_p2p_comm;
     out->workspace_bytes = workspace_bytes();
     out->hbm_bytes = c->hbm_bytes;
     out->hbm_bandwidth_Bps = c->hbm_bandwidth_Bps;
@@ -366,6 +367,7 @@ void cm_fingerprint(const cm_model *m, char hex[65])
                       m->sequence_parallel,
                       m->distributed_optimizer,
                       m->moe_overlap,
+                      m->overlap_p2p,
                       m->zero_overlap,
                       m->dp_bucket_bytes,
                       m->workspace_bytes,

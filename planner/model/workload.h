@@ -151,6 +151,12 @@ typedef struct wl_training {
      * the sequence-parallel all-gathers and reduce-scatters pipelined with the
      * GEMMs next to them, chunk by chunk (costmodel_transformer.c); needs SP. */
     bool tp_comm_overlap;
+    /* Megatron's --overlap-p2p-communication (config.overlap_p2p_comm):
+     * under the interleaved schedule (v > 1, the only one Megatron applies it
+     * to) a stage-to-stage send is posted asynchronously and overlaps the
+     * compute that follows; without it the send holds the stage until its
+     * data has arrived (sim/engine/engine_worker.c). */
+    bool overlap_p2p_comm;
     wl_dp_sharding data_parallel_sharding_strategy;
 } wl_training;
 

@@ -214,6 +214,7 @@ static const key_spec training_keys[] = {
     SCALAR("scatter_gather_tensors_in_pipeline", KEY_BOOL, OPTIONAL,
            W_OFF(training.scatter_gather_tensors_in_pipeline)),
     SCALAR("tp_comm_overlap", KEY_BOOL, OPTIONAL, W_OFF(training.tp_comm_overlap)),
+    SCALAR("overlap_p2p_comm", KEY_BOOL, OPTIONAL, W_OFF(training.overlap_p2p_comm)),
     ENUM("data_parallel_sharding_strategy", OPTIONAL,
          W_OFF(training.data_parallel_sharding_strategy), sharding_names, WL_SHARD_COUNT),
     END,

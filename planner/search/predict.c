@@ -352,8 +352,11 @@ double predict_interleaved_iteration_s(const cm_model *cm, const cl_cluster *c, 
     double t0 = zero2_stream ? first_forward_s(cm, c, pl, sends) : 0.0, stream_bound = 0.0;
     /* the bottleneck stage's S and S', Σ S' */
     double max = 0.0, max_chain = 0.0, sum_chain = 0.0, tail = 0.0;
+    /* overlap_p2p_comm: a stage's sends overlap its next compute, so they
+     * leave its steady state S; the fill and drain still cross them */
+    bool async_sends = cm->overlap_p2p && v > 1;
     for (int s = p - 1; s >= 0; s--) {
-        double stage_s = 0.0, step_s = 0.0, less_s = 0.0, stream_s = 0.0;
+        double stage_s = 0.0, step_s = 0.0, less_s = 0.0, stream_s = 0.0, sends_s = 0.0;
         sync_bytes bytes = {0};
         for (int j = 0; j < v; j++) {
             int k = j * p + s, first = pl->chunk_start[k], last = pl->chunk_start[k + 1];
@@ -361,7 +364,7 @@ double predict_interleaved_iteration_s(const cm_model *cm, const cl_cluster *c, 
                 stage_s += predict_layer_s(cm, pl, l, false);
             add_sync_bytes(cm, first, last, &bytes);
             if (c && k + 1 < chunks)
-                stage_s += 2.0 * predict_chunk_boundary_s(cm, c, pl, k, sends);
+                sends_s += 2.0 * predict_chunk_boundary_s(cm, c, pl, k, sends);
             if (k > 0)
                 stage_s += cm->layers[first - 1].recv_gather_s;
             if (k + 1 < chunks)
@@ -379,8 +382,8 @@ double predict_interleaved_iteration_s(const cm_model *cm, const cl_cluster *c, 
             sync_s += predict_zero_reduce_s(cm, pl->chunk_start[s], pl->chunk_start[s + 1]);
         /* the fill and drain run the compute chain; overlapped ZeRO-2/3's
          * stream only paces the steady state, as in the 1F1B prediction */
-        double chain_s = stage_s - less_s;
-        stage_s = fmax(stage_s, stream_s);
+        double chain_s = stage_s + sends_s - less_s;
+        stage_s = fmax(stage_s + (async_sends ? 0.0 : sends_s), stream_s);
         sum_chain += chain_s;
         if (stage_s > max || (stage_s == max && chain_s > max_chain)) { /* ties: larger S' */
             max = stage_s;

@@ -36,12 +36,14 @@ void channel_post(channel *ch, transfer t)
     }
 }
 
-/* A blocking send: starts the transfer, waits for it, then hands it to
- * `to`'s channel ch, where channel_receive() finds it arrived. */
-static void channel_send(engine *e, worker *from, worker *to, int ch, double bytes)
+/* A send: starts the transfer and hands it to `to`'s channel ch, where
+ * channel_receive() waits for it.  Blocking (Megatron's default), the sender
+ * waits for it first; with overlap_p2p it goes on at once. */
+static void channel_send(engine *e, worker *from, worker *to, int ch, double bytes, bool blocking)
 {
     transfer t = transport_start(&e->net, &from->ep, &to->ep, bytes);
-    transport_wait(&e->net, &t);
+    if (blocking)
+        transport_wait(&e->net, &t);
     channel_post(&to->chan[ch], t);
 }
 
@@ -279,12 +281,17 @@ int worker_run_compute(worker *w, const sched_op *ops, int first, int count)
 
 /* Megatron's point-to-point calls wait for their requests
  * (p2p_communication.py, _communicate), so a send holds its worker until its
- * data has arrived; it returns the time spent. */
+ * data has arrived; it returns the time spent.  With overlap_p2p_comm
+ * (interleaved only) Megatron posts the send asynchronously and waits for
+ * its handle before the next transfer in that direction, after the compute
+ * in between: here the send holds nothing, and the receiver waits for the
+ * data as always (docs/design.md, Stage-to-stage transfers). */
 static double timed_send(worker *w, const sched_op *op, int ch)
 {
     engine *e = w->eng;
     double start = engine_now(e);
-    channel_send(e, w, engine_cp_worker(e, op->peer, w->replica, w->cp_rank), ch, op->bytes);
+    channel_send(e, w, engine_cp_worker(e, op->peer, w->replica, w->cp_rank), ch, op->bytes,
+                 !e->overlap_p2p);
     return engine_now(e) - start;
 }
 
