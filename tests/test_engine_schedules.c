@@ -249,22 +249,27 @@ static void test_peak_memory_is_static_plus_published_in_flight(void)
 
 /* ---- overlap_p2p_comm ----------------------------------------------------- */
 
-/* Interleaved, p = 2, v = 2, m = 2, one layer per chunk of forward f and
- * backward b, on test_8npu.xml with DP 4 placed pp before dp: each
- * replica's two stages in one server, so every send takes the scale-up
- * closed form tau = alpha_up + S/B_up, with no contention.  Megatron's order (warm-up 2(p-s-1) +
- * (v-1)p: stage 0 runs its four forwards first, stage 1 two, then F, B pairs) followed by hand,
- * chunk k on stage k mod 2, with 2 tau < f:
- *   blocking sends (each holds its sender tau):
- *     stage 0 F0 F0' F2 F2', stage 1 F1 F1' F3 B3 F3' B3' B1 B1',
- *     stage 0 B2 B2' B0 B0', the last ending at 5f + 7 tau + 5b;
- *   asynchronous sends (overlap_p2p_comm): the same order with no sender
- *     held, every op starting at the later of its stage's last end and its
- *     input's arrival: the last backward ends at 5f + 6 tau + 5b. */
+/* Interleaved, p = 2, v = 2, m = 4 (m = 2p: Megatron runs every forward
+ * first when m = p), one layer per chunk of forward f and backward b, on
+ * test_8npu.xml with DP 4 placed pp before dp: each replica's two stages in
+ * one server, so every send takes the scale-up closed form
+ * tau = alpha_up + S/B_up, with no contention.  Megatron's order: stage s
+ * runs 2(p-s-1) + (v-1)p warm-up forwards (4 on stage 0, 2 on stage 1),
+ * then F, B pairs, then the remaining backwards; forward k runs chunk
+ * (k / p) mod v of micro-batch (k / pv)p + k mod p, backward k chunk
+ * v-1 - (k / p) mod v.  Every op starts at the later of its stage's last end
+ * and its input's arrival (its producer's end + tau); followed op by op
+ * (with 2 tau < f, the order never changes):
+ *   blocking sends, each holding its sender tau: the last backward ends at
+ *     9f + 9b + 13 tau;
+ *   overlap_p2p_comm, the steady state's sends (stage 0's B, F pairs from
+ *     its 5th forward, stage 1's from its 3rd) holding nothing except the
+ *     last pair's backward send: 9f + 9b + 6 tau.
+ * (The same walk for m = 2 gives the engine's 5f + 5b + 7 tau, blocking.) */
 static double overlap_p2p_pipeline_s(bool overlap, double output_bytes)
 {
     const sched_case c = {
-        "platforms/test_8npu.xml", SCHED_INTERLEAVED, 2, 2, 2, 4, 1, 1e-3, 2e-3, 0};
+        "platforms/test_8npu.xml", SCHED_INTERLEAVED, 2, 4, 2, 4, 1, 1e-3, 2e-3, 0};
     cm_model cm;
     plan pl;
     model_build(&c, &cm, &pl);
@@ -288,8 +293,8 @@ static void test_overlap_p2p_comm_takes_sends_off_the_sender(void)
 {
     double bytes = 19.6e6, f = 1e-3, b = 2e-3;
     double tau = 2e-6 + bytes / 196e9; /* test_8npu.xml: scaleup_latency_s, _bandwidth_Bps */
-    ASSERT_REL(overlap_p2p_pipeline_s(false, bytes), 5 * f + 7 * tau + 5 * b, 1e-9);
-    ASSERT_REL(overlap_p2p_pipeline_s(true, bytes), 5 * f + 6 * tau + 5 * b, 1e-9);
+    ASSERT_REL(overlap_p2p_pipeline_s(false, bytes), 9 * f + 9 * b + 13 * tau, 1e-9);
+    ASSERT_REL(overlap_p2p_pipeline_s(true, bytes), 9 * f + 9 * b + 6 * tau, 1e-9);
 }
 
 /* Every schedule name of the workload's "schedule" key runs the whole path

@@ -38,9 +38,9 @@
  *     peak holds W+1 (chunk, micro-batch) pairs (all m·v when W = m·v), spread
  *     over the chunks as the first W+1 forwards fall: on stage 0 chunk 0 holds
  *     2p−1, the others p, i.e. (1 + (p−1)/(p·v)) of the stage's layers' worth
- *     (docs/design.md, memory model), which is BMPipe's α.  (Older
- *     Megatron also runs all forwards first when m = p; we follow the
- *     general formula.)
+ *     (docs/design.md, memory model), which is BMPipe's α.  (Megatron-Core
+ *     runs every forward first when m = p, all_warmup_microbatches; we
+ *     follow the general formula there too.)
  *   PipeDream (Narayanan et al. SOSP'19), asynchronous with weight stashing:
  *     activations as 1F1B; stage s keeps one weight version per in-flight
  *     micro-batch, the live weights plus min(p−s, m)−1 stashed copies.

@@ -47,8 +47,11 @@ typedef enum op_kind {
 } op_kind;
 
 typedef struct sched_op {
-    uint8_t kind;        /* op_kind */
-    uint8_t chunk;       /* virtual chunk on this stage */
+    uint8_t kind;  /* op_kind */
+    uint8_t chunk; /* virtual chunk on this stage */
+    /* A send the stage does not wait for (overlap_p2p_comm: the interleaved
+     * schedule's steady-state sends, schedule_1f1b.c); the receiver waits. */
+    uint8_t async_send;
     int32_t micro_batch; /* -1 for per-iteration ops */
     int32_t peer;        /* peer stage of a send / receive, else -1 */
     double compute_s;    /* compute time on the NPU */

@@ -28,20 +28,44 @@ static int backward_step(sched_stage *st, const plan *pl, const cm_model *cm, in
     return sched_emit_backward_step(st, pl, cm, s, c.chunk, c.micro_batch, false, true);
 }
 
+/* overlap_p2p_comm: the sends of ops [from, end) go without their stage
+ * waiting for them. */
+static void mark_async_sends(sched_stage *st, int from)
+{
+    for (int i = from; i < st->num_ops; i++)
+        if (st->ops[i].kind == OP_SEND_FORWARD || st->ops[i].kind == OP_SEND_BACKWARD)
+            st->ops[i].async_send = 1;
+}
+
+/* With overlap_p2p_comm (interleaved only, as in Megatron-Core's
+ * forward_backward_pipelining_with_interleaving) the steady state posts each
+ * forward's send and waits for it only before the next forward, after the
+ * backward in between, and each backward's send before the next backward:
+ * those sends overlap compute.  A warm-up forward's send is waited for before
+ * the next warm-up forward, nothing in between, and the cool-down's sends
+ * block, as does the last steady-state backward's (the cool-down waits for
+ * it first): those stay blocking. */
 int sched_emit_1f1b_order(sched_stage *st, const plan *pl, const cm_model *cm, int s, int warmup)
 {
     int total = pl->num_micro_batches * pl->num_chunks;
     if (warmup > total)
         warmup = total;
+    bool async = cm->overlap_p2p && pl->num_chunks > 1;
     int next_forward = 0, next_backward = 0;
     for (; next_forward < warmup; next_forward++)
         if (forward_step(st, pl, cm, s, next_forward))
             return -1;
     for (; next_forward < total; next_forward++, next_backward++) {
+        int from = st->num_ops;
         if (forward_step(st, pl, cm, s, next_forward))
             return -1;
+        if (async)
+            mark_async_sends(st, from);
+        from = st->num_ops;
         if (backward_step(st, pl, cm, s, next_backward))
             return -1;
+        if (async && next_forward + 1 < total)
+            mark_async_sends(st, from);
     }
     for (; next_backward < total; next_backward++)
         if (backward_step(st, pl, cm, s, next_backward))

@@ -83,9 +83,12 @@ int bmp_problem_init(bmp_problem *pb, const cm_model *cm, const cl_cluster *c, i
         pb->budget_bytes[s] = cm->hbm_bytes - cm->workspace_bytes - overlap_floor_bytes(pb);
         pb->stash_copies[s] = mem_stash_copies(sched, p, s, m);
     }
+    /* overlap_p2p_comm: the interleaved steady state's sends overlap
+     * compute (schedule_1f1b.c), so they leave the bottleneck tau */
+    bool async_sends = cm->overlap_p2p && v > 1;
     for (int l = 0; l < L; l++) {
         const cm_layer *ly = &cm->layers[l];
-        pb->send_s[l] = c ? cm_boundary_s(c, ly, 0) : 0.0;
+        pb->send_s[l] = c && !async_sends ? cm_boundary_s(c, ly, 0) : 0.0;
         for (int r = 0; r < R; r++) {
             pb->time_s[l * R + r] = cm_forward_total_s(ly) + cm_backward_total_s(ly, r);
             pb->keep_bytes[l * R + r] = ly->activation_bytes[r];

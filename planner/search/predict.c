@@ -351,9 +351,10 @@ double predict_interleaved_iteration_s(const cm_model *cm, const cl_cluster *c, 
     bool zero2_stream = cm_zero_overlapped(cm) && cm->sharding == WL_SHARD_OPTIM_GRADS;
     double t0 = zero2_stream ? first_forward_s(cm, c, pl, sends) : 0.0, stream_bound = 0.0;
     /* the bottleneck stage's S and S', Σ S' */
-    double max = 0.0, max_chain = 0.0, sum_chain = 0.0, tail = 0.0;
-    /* overlap_p2p_comm: a stage's sends overlap its next compute, so they
-     * leave its steady state S; the fill and drain still cross them */
+    double max = 0.0, max_chain = 0.0, sum_chain = 0.0, tail = 0.0, max_sends = 0.0;
+    /* overlap_p2p_comm: the steady state's sends overlap the compute that
+     * follows them, so they leave a stage's S; the fill and drain (the
+     * warm-up and cool-down, whose sends block) still cross them */
     bool async_sends = cm->overlap_p2p && v > 1;
     for (int s = p - 1; s >= 0; s--) {
         double stage_s = 0.0, step_s = 0.0, less_s = 0.0, stream_s = 0.0, sends_s = 0.0;
@@ -388,6 +389,7 @@ double predict_interleaved_iteration_s(const cm_model *cm, const cl_cluster *c, 
         if (stage_s > max || (stage_s == max && chain_s > max_chain)) { /* ties: larger S' */
             max = stage_s;
             max_chain = chain_s;
+            max_sends = async_sends ? sends_s : 0.0;
         }
         tail = fmax(tail, sync_s + step_s);
         if (zero2_stream) { /* the last row's backward of stage s, after chunk k + 1's */
@@ -407,7 +409,7 @@ double predict_interleaved_iteration_s(const cm_model *cm, const cl_cluster *c, 
     /* the gather of the update (distributed optimizer or ZeRO-2, overlapped):
      * what the first forwards of chunk 0 do not hide */
     double update_s = predict_zero_update_exposed_s(cm, c, pl, sends);
-    double path_s = max + (sum_chain - max_chain) / v + first_gather_s + update_s +
+    double path_s = max + max_sends + (sum_chain - max_chain) / v + first_gather_s + update_s +
                     (pl->num_micro_batches - 1) * max + tail;
     return fmax(path_s, zero2_stream ? update_s + stream_bound : 0.0);
 }

@@ -199,8 +199,7 @@ int engine_run(const sim_platform *pf, const wl_workload *w, const cm_model *cm,
                 .tp = pl->tensor_parallel,
                 .dp = pl->data_parallel,
                 .p = pl->num_stages,
-                .cp = cm->context_parallel > 1 ? cm->context_parallel : 1,
-                .overlap_p2p = cm->overlap_p2p && pl->num_chunks > 1};
+                .cp = cm->context_parallel > 1 ? cm->context_parallel : 1};
     int rc = engine_check_fold(w, pl, o->fold_dp, err);
     if (!rc && o->fold_dp > 0 && o->fold_dp != pl->data_parallel && pf->fold_blocker[0])
         /* Measured: a 4:1 taper 16% faster folded, GPT-3 175B on a 1,024-NPU

@@ -116,7 +116,6 @@ typedef struct engine {
     worker *workers;          /* [cp·p·dp], worker (s, d, c) at (c·p + s)·dp + d */
     sg_bar_t finish;          /* every worker waits here before it ends (worker_linger) */
     overlap_plan *overlap;    /* [p] with --dp-overlap, else NULL */
-    bool overlap_p2p;         /* sends do not hold their stage (cm->overlap_p2p, v > 1) */
     struct engine_moe *moe;   /* MoE replay (engine_moe.c), else NULL */
     double moe_skipped_flows; /* > 0: a replay over engine_options.moe_max_flows */
 } engine;

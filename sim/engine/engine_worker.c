@@ -281,17 +281,17 @@ int worker_run_compute(worker *w, const sched_op *ops, int first, int count)
 
 /* Megatron's point-to-point calls wait for their requests
  * (p2p_communication.py, _communicate), so a send holds its worker until its
- * data has arrived; it returns the time spent.  With overlap_p2p_comm
- * (interleaved only) Megatron posts the send asynchronously and waits for
- * its handle before the next transfer in that direction, after the compute
- * in between: here the send holds nothing, and the receiver waits for the
- * data as always (docs/design.md, Stage-to-stage transfers). */
+ * data has arrived; it returns the time spent.  An async_send op
+ * (overlap_p2p_comm: the interleaved steady state, schedule_1f1b.c), which
+ * Megatron posts and waits for only after the compute that follows, holds
+ * nothing here; the receiver waits for the data as always (docs/design.md,
+ * Stage-to-stage transfers). */
 static double timed_send(worker *w, const sched_op *op, int ch)
 {
     engine *e = w->eng;
     double start = engine_now(e);
     channel_send(e, w, engine_cp_worker(e, op->peer, w->replica, w->cp_rank), ch, op->bytes,
-                 !e->overlap_p2p);
+                 !op->async_send);
     return engine_now(e) - start;
 }
 
