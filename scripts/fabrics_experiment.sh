@@ -17,7 +17,7 @@
 # PATTERN (an extended regular expression matched against the fabric name)
 # runs only those fabrics and replaces their rows in an existing OUT_CSV,
 # keeping the others (e.g. '^rail-2plane' after adding the dual-plane rows).
-# The whole pass takes about 3 minutes, about 1 of them (47 s in results/fabrics/fabrics.csv) the dragonfly at 16K.
+# The whole pass takes about 3 minutes, about 1 of them (65 s on a loaded machine in results/fabrics/fabrics.csv) the dragonfly at 16K.
 #
 # Writes one row per run: fabric,npus,workload,variant,iteration_s,
 # pipeline_s,exposed_comm_s,activities,sim_wall_s (simrun's CSV columns 14,
