@@ -144,7 +144,8 @@ PRESETS = {
         "fusion_src": "Megatron-LM fuses bias+dropout+add on NVIDIA GPUs by default "
         "(args.bias_dropout_fusion, true unless the no-bias-dropout-fusion flag is given)",
         "collective_bus_efficiency": 0.68,
-        "bus_src": "NCCL all-reduce bus bandwidth measured on 8 x A100 SXM4 80GB over NVSwitch: "
+        "bus_src": "NCCL all-reduce bus bandwidth that users measured and reported on 8 x A100 "
+        "SXM4 80GB over NVSwitch: "
         "~200 GB/s (github.com/NVIDIA/nccl-tests/issues/149) and 208 GB/s (issues/178) of the "
         "300 GB/s per direction, 0.667 and 0.693: their mean",
     },
