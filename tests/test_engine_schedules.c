@@ -297,6 +297,69 @@ static void test_overlap_p2p_comm_takes_sends_off_the_sender(void)
     ASSERT_REL(overlap_p2p_pipeline_s(true, bytes), 9 * f + 9 * b + 6 * tau, 1e-9);
 }
 
+/* Which sends the key makes asynchronous, on the same p = 2, v = 2, m = 4
+ * (the iteration above cannot tell this rule from "every send": the last
+ * backward ends at the same time).  By the order above, stage 0 sends 8
+ * forwards (chunks 0 and 2) and 4 backwards (chunk 2): its 4 warm-up
+ * forwards' sends and its 2 cool-down backwards' block, the steady state's 4
+ * forwards' and 2 backwards' (chunk 2, micro-batches 0 and 1) do not.
+ * Stage 1 sends 4 forwards (chunk 1) and 8 backwards (chunks 3 and 1): its 2
+ * warm-up forwards' block, its steady state's 2 forwards' and 5 of its 6
+ * backwards' do not; the last steady-state backward's (chunk 3,
+ * micro-batch 3, which the cool-down waits for first) and the cool-down's 2
+ * block. */
+static void count_sends(const sched_stage *st, int *sends, int *async)
+{
+    *sends = *async = 0;
+    for (int i = 0; i < st->num_ops; i++)
+        if (st->ops[i].kind == OP_SEND_FORWARD || st->ops[i].kind == OP_SEND_BACKWARD) {
+            (*sends)++;
+            *async += st->ops[i].async_send;
+        }
+}
+
+static const sched_op *find_send_backward(const sched_stage *st, int chunk, int micro_batch)
+{
+    for (int i = 0; i < st->num_ops; i++)
+        if (st->ops[i].kind == OP_SEND_BACKWARD && st->ops[i].chunk == chunk &&
+            st->ops[i].micro_batch == micro_batch)
+            return &st->ops[i];
+    return NULL;
+}
+
+static void test_overlap_p2p_comm_makes_the_steady_state_sends_async(void)
+{
+    const sched_case c = {
+        "platforms/test_8npu.xml", SCHED_INTERLEAVED, 2, 4, 2, 4, 1, 1e-3, 2e-3, 0};
+    for (int overlap = 0; overlap <= 1; overlap++) {
+        cm_model cm;
+        plan pl;
+        model_build(&c, &cm, &pl);
+        for (int l = 0; l < cm.num_layers; l++)
+            cm.layers[l].output_bytes = 1e6;
+        cm.overlap_p2p = overlap;
+        schedule sc = {0};
+        np_error err;
+        CU_ASSERT_EQUAL_FATAL(sched_build(&pl, &cm, &sc, &err), 0);
+        int sends, async;
+        count_sends(&sc.stages[0], &sends, &async);
+        CU_ASSERT_EQUAL(sends, 12);
+        CU_ASSERT_EQUAL(async, overlap ? 6 : 0);
+        count_sends(&sc.stages[1], &sends, &async);
+        CU_ASSERT_EQUAL(sends, 12);
+        CU_ASSERT_EQUAL(async, overlap ? 7 : 0);
+        const sched_op *last = find_send_backward(&sc.stages[1], 1, 3); /* chunk 3 of the model */
+        const sched_op *before = find_send_backward(&sc.stages[1], 1, 2);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(last);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(before);
+        CU_ASSERT_EQUAL(last->async_send, 0);
+        CU_ASSERT_EQUAL(before->async_send, overlap);
+        sched_free(&sc);
+        plan_free(&pl);
+        cm_free(&cm);
+    }
+}
+
 /* Every schedule name of the workload's "schedule" key runs the whole path
  * (loader, cost model, Megatron planner, generator, engine) on a small GPT;
  * interleaved with two virtual chunks. */
@@ -375,5 +438,7 @@ void register_engine_schedules_tests(void)
         {"every_schedule_runs_a_workload_end_to_end",
          test_every_schedule_runs_a_workload_end_to_end},
         {"overlap_p2p_comm_takes_sends_off_the_sender",
-         test_overlap_p2p_comm_takes_sends_off_the_sender});
+         test_overlap_p2p_comm_takes_sends_off_the_sender},
+        {"overlap_p2p_comm_makes_the_steady_state_sends_async",
+         test_overlap_p2p_comm_makes_the_steady_state_sends_async});
 }

@@ -3,11 +3,12 @@
  *
  * One actor per simulated pipeline worker (stage s, replica d) sits on the NPU
  * of its TP rank 0 and runs the ops in order: consecutive compute ops as one
- * sleep of their total time (worker_execute), a send as a blocking transfer
- * posted to the peer's channel, a receive as a wait on its own channel, the data-parallel sync as
- * a collective (or, with --dp-overlap, a wait for the bucket actor of
- * engine_overlap.c).  It keeps the worker's accounting as it goes: busy and
- * exposed times, device memory and its peak, and the timeline's spans.
+ * sleep of their total time (worker_execute), a send as a transfer posted to
+ * the peer's channel (blocking unless the op is an async_send), a receive as
+ * a wait on its own channel, the data-parallel sync as a collective (or,
+ * with --dp-overlap, a wait for the bucket actor of engine_overlap.c).  It keeps the worker's
+ * accounting as it goes: busy and exposed times, device memory and its peak, and the timeline's
+ * spans.
  */
 #include <stdlib.h>
 #include <xbt/asserts.h>
