@@ -134,9 +134,10 @@ typedef struct cm_model {
      * every steady-state forward pairs with a backward of another
      * micro-batch (sim/engine/engine_moe_overlap.c) */
     bool moe_overlap;
-    /* training.overlap_p2p_comm: interleaved pipeline sends do not hold
-     * their stage (the engine and predict_interleaved_iteration_s apply it
-     * when the plan has v > 1 chunks, as Megatron does) */
+    /* training.overlap_p2p_comm: the interleaved steady state's sends do
+     * not hold their stage (schedule_1f1b.c marks them, the predictions drop
+     * them from the steady state; only when the plan has v > 1 chunks, as
+     * in Megatron) */
     bool overlap_p2p;
     /* ZeRO-2/3's per-pass collectives overlap compute (simrun --dp-overlap,
      * set by the caller after cm_build(); sim/engine/engine_overlap.c): the

@@ -153,9 +153,10 @@ typedef struct wl_training {
     bool tp_comm_overlap;
     /* Megatron's --overlap-p2p-communication (config.overlap_p2p_comm):
      * under the interleaved schedule (v > 1, the only one Megatron applies it
-     * to) a stage-to-stage send is posted asynchronously and overlaps the
-     * compute that follows; without it the send holds the stage until its
-     * data has arrived (sim/engine/engine_worker.c). */
+     * to) the steady state's stage-to-stage sends are posted asynchronously
+     * and overlap the compute that follows (the warm-up's and cool-down's
+     * block: schedule_1f1b.c); without it every send holds the stage until
+     * its data has arrived (sim/engine/engine_worker.c). */
     bool overlap_p2p_comm;
     wl_dp_sharding data_parallel_sharding_strategy;
 } wl_training;

@@ -39,7 +39,7 @@ void channel_post(channel *ch, transfer t)
 
 /* A send: starts the transfer and hands it to `to`'s channel ch, where
  * channel_receive() waits for it.  Blocking (Megatron's default), the sender
- * waits for it first; with overlap_p2p it goes on at once. */
+ * waits for it first; not blocking (an async_send op), it goes on at once. */
 static void channel_send(engine *e, worker *from, worker *to, int ch, double bytes, bool blocking)
 {
     transfer t = transport_start(&e->net, &from->ep, &to->ep, bytes);
