@@ -215,6 +215,35 @@ static void test_interleaved_binary_form_matches_bruteforce_when_memory_binds(vo
     }
 }
 
+/* The same interleaved cases with overlap_p2p_comm: the steady state's
+ * sends leave the bottleneck tau (c_l = 0, docs/planners.md), in the ILP and
+ * in the brute-force objective alike, so the ILP still finds brute force's
+ * optimum, and that optimum is below the blocking one (this cluster's sends
+ * cost 0.05 s + bytes/20). */
+static void test_interleaved_with_overlap_p2p_matches_bruteforce(void)
+{
+    for (int i = 0; i < (int)(sizeof interleaved_cases / sizeof interleaved_cases[0]); i++) {
+        const random_case *c = &interleaved_cases[i];
+        unsigned seed = c->seed;
+        job j;
+        plan pl;
+        job_init(&j, c->layers, c->stages, 2, c->micro_batches, SCHED_INTERLEAVED);
+        j.o.num_chunks = 2;
+        for (int l = 0; l < c->layers; l++)
+            random_layer(&j.cm.layers[l], &seed);
+        bind_memory(&j);
+        double blocking = brute_force(&j, NULL);
+        j.cm.overlap_p2p = true;
+        double optimum = brute_force(&j, NULL);
+        CU_ASSERT(optimum < blocking);
+        CU_ASSERT_EQUAL_FATAL(run_bmpipe(&j, BMPIPE_FORM_BINARY, &pl), 0);
+        ASSERT_REL(pl.predicted_iteration_s, optimum, 1e-9);
+        CU_ASSERT_EQUAL(mem_check_fits(&j.cm, &pl, NULL), 0);
+        plan_free(&pl);
+        job_free(&j);
+    }
+}
+
 static void test_proven_optimum_reports_zero_gap(void)
 {
     job j;
@@ -410,6 +439,8 @@ void register_bmpipe_tests(void)
         {"plan_fits_memory_when_memory_binds", test_plan_fits_memory_when_memory_binds},
         {"interleaved_binary_form_matches_bruteforce_when_memory_binds",
          test_interleaved_binary_form_matches_bruteforce_when_memory_binds},
+        {"interleaved_with_overlap_p2p_matches_bruteforce",
+         test_interleaved_with_overlap_p2p_matches_bruteforce},
         {"proven_optimum_reports_zero_gap", test_proven_optimum_reports_zero_gap},
         {"count_form_equals_binary_form_on_identical_layers",
          test_count_form_equals_binary_form_on_identical_layers},
