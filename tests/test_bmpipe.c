@@ -192,18 +192,26 @@ static const random_case interleaved_cases[] = {
     {6, 2, 4, 31}, {7, 2, 4, 32}, {6, 2, 6, 33}, {7, 2, 8, 34}, {6, 2, 2, 35},
 };
 
+#define NUM_INTERLEAVED_CASES (int)(sizeof interleaved_cases / sizeof interleaved_cases[0])
+
+/* Interleaved case c (v = 2) with its memory bound; returns the unconstrained
+ * optimum, as random_job(). */
+static double interleaved_job(job *j, const random_case *c)
+{
+    unsigned seed = c->seed;
+    job_init(j, c->layers, c->stages, 2, c->micro_batches, SCHED_INTERLEAVED);
+    j->o.num_chunks = 2;
+    for (int l = 0; l < c->layers; l++)
+        random_layer(&j->cm.layers[l], &seed);
+    return bind_memory(j);
+}
+
 static void test_interleaved_binary_form_matches_bruteforce_when_memory_binds(void)
 {
-    for (int i = 0; i < (int)(sizeof interleaved_cases / sizeof interleaved_cases[0]); i++) {
-        const random_case *c = &interleaved_cases[i];
-        unsigned seed = c->seed;
+    for (int i = 0; i < NUM_INTERLEAVED_CASES; i++) {
         job j;
         plan pl;
-        job_init(&j, c->layers, c->stages, 2, c->micro_batches, SCHED_INTERLEAVED);
-        j.o.num_chunks = 2;
-        for (int l = 0; l < c->layers; l++)
-            random_layer(&j.cm.layers[l], &seed);
-        double unconstrained = bind_memory(&j);
+        double unconstrained = interleaved_job(&j, &interleaved_cases[i]);
         double optimum = brute_force(&j, NULL);
         CU_ASSERT(optimum > unconstrained * (1 + 1e-9)); /* the memory constraint binds */
         CU_ASSERT_EQUAL_FATAL(run_bmpipe(&j, BMPIPE_FORM_BINARY, &pl), 0);
@@ -222,16 +230,10 @@ static void test_interleaved_binary_form_matches_bruteforce_when_memory_binds(vo
  * cost 0.05 s + bytes/20). */
 static void test_interleaved_with_overlap_p2p_matches_bruteforce(void)
 {
-    for (int i = 0; i < (int)(sizeof interleaved_cases / sizeof interleaved_cases[0]); i++) {
-        const random_case *c = &interleaved_cases[i];
-        unsigned seed = c->seed;
+    for (int i = 0; i < NUM_INTERLEAVED_CASES; i++) {
         job j;
         plan pl;
-        job_init(&j, c->layers, c->stages, 2, c->micro_batches, SCHED_INTERLEAVED);
-        j.o.num_chunks = 2;
-        for (int l = 0; l < c->layers; l++)
-            random_layer(&j.cm.layers[l], &seed);
-        bind_memory(&j);
+        interleaved_job(&j, &interleaved_cases[i]);
         double blocking = brute_force(&j, NULL);
         j.cm.overlap_p2p = true;
         double optimum = brute_force(&j, NULL);
