@@ -136,8 +136,7 @@ typedef struct cm_model {
     bool moe_overlap;
     /* training.overlap_p2p_comm: the interleaved steady state's sends do
      * not hold their stage (schedule_1f1b.c marks them, the predictions drop
-     * them from the steady state; only when the plan has v > 1 chunks, as
-     * in Megatron) */
+     * them from the steady state); cm_async_p2p() says where it applies */
     bool overlap_p2p;
     /* ZeRO-2/3's per-pass collectives overlap compute (simrun --dp-overlap,
      * set by the caller after cm_build(); sim/engine/engine_overlap.c): the
@@ -162,6 +161,14 @@ typedef struct cm_model {
     wl_workload source;
     cl_cluster cluster;
 } cm_model;
+
+/* Whether a plan of `chunks` virtual chunks per stage runs overlap_p2p_comm's
+ * asynchronous steady-state sends: only interleaved plans (v > 1), the only
+ * ones Megatron applies the key to. */
+static inline bool cm_async_p2p(const cm_model *m, int chunks)
+{
+    return m->overlap_p2p && chunks > 1;
+}
 
 /* Builds the cost model for micro-batch size b (b <= 0: the workload's
  * training.micro_batch_size). Returns 0 or an np_exit_code. */

@@ -50,7 +50,7 @@ int sched_emit_1f1b_order(sched_stage *st, const plan *pl, const cm_model *cm, i
     int total = pl->num_micro_batches * pl->num_chunks;
     if (warmup > total)
         warmup = total;
-    bool async = cm->overlap_p2p && pl->num_chunks > 1;
+    bool async = cm_async_p2p(cm, pl->num_chunks);
     int next_forward = 0, next_backward = 0;
     for (; next_forward < warmup; next_forward++)
         if (forward_step(st, pl, cm, s, next_forward))

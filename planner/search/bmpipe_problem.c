@@ -85,7 +85,7 @@ int bmp_problem_init(bmp_problem *pb, const cm_model *cm, const cl_cluster *c, i
     }
     /* overlap_p2p_comm: the interleaved steady state's sends overlap
      * compute (schedule_1f1b.c), so they leave the bottleneck tau */
-    bool async_sends = cm->overlap_p2p && v > 1;
+    bool async_sends = cm_async_p2p(cm, v);
     for (int l = 0; l < L; l++) {
         const cm_layer *ly = &cm->layers[l];
         pb->send_s[l] = c && !async_sends ? cm_boundary_s(c, ly, 0) : 0.0;

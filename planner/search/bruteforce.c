@@ -151,7 +151,7 @@ double bf_cost_bmpipe(const plan *pl, void *ctx)
             for (int l = pl->chunk_start[k]; l < pl->chunk_start[k + 1]; l++)
                 work += cm_forward_total_s(&cm->layers[l]) +
                         cm_backward_total_s(&cm->layers[l], pl->recompute[l]);
-            if (k < chunks - 1 && b->cluster && !(cm->overlap_p2p && v > 1))
+            if (k < chunks - 1 && b->cluster && !cm_async_p2p(cm, v))
                 comm += cm_boundary_s(b->cluster, &cm->layers[pl->chunk_start[k + 1] - 1], 0);
         }
         work_total += work;

@@ -355,7 +355,7 @@ double predict_interleaved_iteration_s(const cm_model *cm, const cl_cluster *c, 
     /* overlap_p2p_comm: the steady state's sends overlap the compute that
      * follows them, so they leave a stage's S; the fill and drain (the
      * warm-up and cool-down, whose sends block) still cross them */
-    bool async_sends = cm->overlap_p2p && v > 1;
+    bool async_sends = cm_async_p2p(cm, v);
     for (int s = p - 1; s >= 0; s--) {
         double stage_s = 0.0, step_s = 0.0, less_s = 0.0, stream_s = 0.0, sends_s = 0.0;
         sync_bytes bytes = {0};

@@ -75,8 +75,8 @@ static int simulate_and_report(const cli *c, job *j, plan *pl, np_error *err)
     if (!rc)
         rc = sched_build(pl, cm, &sc, err);
     static bool told_p2p; /* once per process, not once per planner */
-    if (!rc && cm->overlap_p2p && pl->num_chunks <= 1 && pl->num_stages > 1 && !c->quiet &&
-        !told_p2p) {
+    if (!rc && cm->overlap_p2p && !cm_async_p2p(cm, pl->num_chunks) && pl->num_stages > 1 &&
+        !c->quiet && !told_p2p) {
         told_p2p = true;
         fprintf(stderr, "simrun: note: training.overlap_p2p_comm applies to the interleaved "
                         "schedule only (Megatron-LM turns it off for the others): the sends of "

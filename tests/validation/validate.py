@@ -646,13 +646,17 @@ def summarize(rows):
                and r["verdict"] != "not simulated"]
     firm = [r for r in bounded if not r["assumptions"]]
     assumed = [r for r in bounded if r["assumptions"]]
+
+    def within(rs):
+        return len([r for r in rs if r["verdict"] == "within"])
+
     s = dict(
         figures=len(rows),
         not_simulated=len([r for r in rows if r["verdict"] == "not simulated"]),
         bounded=len(bounded),
-        within=len([r for r in bounded if r["verdict"] == "within"]),
-        firm=len(firm), firm_within=len([r for r in firm if r["verdict"] == "within"]),
-        assumed=len(assumed), assumed_within=len([r for r in assumed if r["verdict"] == "within"]),
+        within=within(bounded),
+        firm=len(firm), firm_within=within(firm),
+        assumed=len(assumed), assumed_within=within(assumed),
         unexplained=[r for r in rows if r["verdict"] in ("OUTSIDE", "CALIBRATION STALE")
                      or (r["verdict"] == "simulation failed" and not r.get("reason"))],
         restated=len([r for r in rows if not r["counted"] and r["verdict"] != "not simulated"]),
@@ -663,9 +667,8 @@ def summarize(rows):
     measured = [r for r in bounded if r["kind"] != "ratio"
                 and not r["id"].startswith("megatron-theoretical-memory")]
     firm_m = [r for r in measured if not r["assumptions"]]
-    s.update(measured=len(measured), measured_within=len([r for r in measured if r["verdict"] == "within"]),
-             firm_measured=len(firm_m),
-             firm_measured_within=len([r for r in firm_m if r["verdict"] == "within"]))
+    s.update(measured=len(measured), measured_within=within(measured),
+             firm_measured=len(firm_m), firm_measured_within=within(firm_m))
     return s
 
 
@@ -767,7 +770,8 @@ def write_docs(path, rows, summary, cases, published, fold, wall, mem_rc, slowes
       "(Megatron's bias-dropout-add fusion default) and `collective_bus_efficiency` %s (NCCL "
       "all-reduce bus bandwidth measured on 8 A100s over NVSwitch, about 200 and 208 GB/s of "
       "300: nccl-tests issues 149 and 178); the H100's `elementwise_fusion` %s and "
-      "`collective_bus_efficiency` %s (NCCL's maintainer's figure, nccl-tests issue 212); peak FLOP/s, HBM, NVLink and NIC bandwidths from the "
+      "`collective_bus_efficiency` %s (NCCL's maintainer's figure, nccl-tests issue 212); "
+      "peak FLOP/s, HBM, NVLink and NIC bandwidths from the "
       "datasheets; each with its citation in `platforms/presets.py` and as an XML comment in every "
       "platform.  Latencies and kernel launch overheads are the presets' stated assumptions.  "
       "The single constant absorbs everything the cost model leaves out (kernel-level effects, "
