@@ -437,7 +437,8 @@ else ko "--progress shows the simulated clock of a 16K run against the predictio
 "$SIMRUN" --quiet --csv "$TMP/pr.csv" --run-id folded platforms/16k_npu.xml workloads/llama3_405b_1f1b.json \
     2>"$TMP/err"
 [ "$(cut -d, -f1-24 "$TMP/pr.csv" | tail -2 | sort -u | wc -l)" -eq 1 ] &&
-    [ "$(tail -2 "$TMP/pr.csv" | awk -F, '{ printf "%s ", $NF }')" = "1 8 " ] &&
+    [ "$(/usr/bin/python3 -c 'import csv, sys
+print(" ".join(r["tp_fold"] for r in list(csv.DictReader(open(sys.argv[1])))[-2:]))' "$TMP/pr.csv")" = "1 8" ] &&
     [ "$(tail -1 "$TMP/pr.csv" | cut -d, -f27)" -lt "$(tail -2 "$TMP/pr.csv" | head -1 | cut -d, -f27)" ] &&
     ok || ko "the TP fold: the same results as --per-rank-flows, tp_fold 8 against 1, fewer activities"
 
@@ -501,6 +502,28 @@ expect_error "--stages with --quiet" 1 "--stages prints a table and --quiet prin
 expect_error "does not fit gives the breakdown" 3 \
     "stage 0 needs .* GB (weights .* + gradients .* + optimizer .* + activations .* (4 in flight) + recompute .* + workspace .*) but has 64.00 GB" \
     --set num_layers=400 --set hidden_size=8192 --set num_attention_heads=64 "$P8" "$W8"
+# --ignore-memory: a plan over the device is simulated as given, with one warning line;
+# micro-batch 8 of 8,192 tokens needs 93.84 GB on stage 0 without recompute (64 GB NPUs)
+BIG="--set micro_batch_size=8 --set seq_length=8192"
+"$SIMRUN" --ignore-memory $BIG --csv "$TMP/ig.csv" --plan-out "$TMP/ig.json" "$P8" "$W8" \
+    >"$TMP/out" 2>"$TMP/err" && [ "$(wc -l <"$TMP/err")" -eq 1 ] &&
+    grep -q "^simrun: warning: megatron: stage 0 needs 93.84 GB .* but has 64.00 GB: does not fit.*; simulated anyway (--ignore-memory)$" "$TMP/err" &&
+    [ "$(csv_col "$TMP/ig.csv" ignore_memory)" = 1 ] && [ "$(csv_col "$TMP/ig.csv" recompute)" = none ] &&
+    /usr/bin/python3 -c 'import csv, sys
+r = list(csv.DictReader(open(sys.argv[1])))[-1]
+peak, cap, frac = float(r["peak_bytes"]), float(r["capacity_bytes"]), float(r["peak_fraction"])
+pred, sim = float(r["mem_predicted_bytes"]), float(r["mem_simulated_bytes"])
+sys.exit(not (peak > cap and abs(frac - peak / cap) < 1e-5 and abs(sim - pred) <= 1e-9 * pred))' "$TMP/ig.csv" &&
+    ok || ko "--ignore-memory simulates the plan that does not fit: one warning, ignore_memory 1, recompute none, the simulated peak over the capacity and equal to the memory model's"
+expect_error "its plan replayed without --ignore-memory" 3 "stage 0 needs 93.84 GB" \
+    --plan "$TMP/ig.json" $BIG "$P8" "$W8"
+"$SIMRUN" --ignore-memory --quiet --plan "$TMP/ig.json" $BIG "$P8" "$W8" >"$TMP/out" 2>"$TMP/err" &&
+    [ ! -s "$TMP/err" ] && ok || ko "its plan replayed with --ignore-memory --quiet: simulated, nothing on stderr"
+"$SIMRUN" --ignore-memory --planner all $BIG --csv "$TMP/ig-all.csv" "$P8" "$W8" >"$TMP/out" 2>"$TMP/err"
+[ "$(/usr/bin/python3 -c 'import csv, sys
+print(" ".join(r["recompute"] + ":" + r["ignore_memory"] + ":" + str(float(r["peak_fraction"]) <= 1)
+               for r in csv.DictReader(open(sys.argv[1])) if r["planner"] == "megatron"))' "$TMP/ig-all.csv")" = "selective:1:True" ] &&
+    ok || ko "--ignore-memory --planner all: Megatron's baseline still takes the fastest recompute that fits (selective)"
 # a CSV of an older simrun (the header up to "error", before the mem_* columns) is refused
 # before anything is simulated; simsweep refuses it too (tests/sweep_test.sh)
 "$SIMRUN" --csv-header | sed 's/,error,.*/,error/' >"$TMP/old.csv"

@@ -71,7 +71,7 @@ EOF
 
 # --- the contract with simrun ------------------------------------------------
 "$SIMRUN" --csv-header >"$TMP/header" 2>"$TMP/err" && [ "$(wc -l <"$TMP/header")" -eq 1 ] &&
-    head -1 "$TMP/header" | grep -q '^platform,workload,planner,.*,overrides,run_id,.*,status,exit_code,error,mem_stage,.*,mem_simulated_bytes,moe_alltoall_s,.*,moe_padding_flops,placement,moe_trace,moe_trace_sha256,moe_trace_step,moe_policy,moe_copies,moe_copy_s,moe_copy_bytes,moe_sample_mb,moe_alltoall_exposed_s,tp_fold$' &&
+    head -1 "$TMP/header" | grep -q '^platform,workload,planner,.*,overrides,run_id,.*,status,exit_code,error,mem_stage,.*,mem_simulated_bytes,moe_alltoall_s,.*,moe_padding_flops,placement,moe_trace,moe_trace_sha256,moe_trace_step,moe_policy,moe_copies,moe_copy_s,moe_copy_bytes,moe_sample_mb,moe_alltoall_exposed_s,tp_fold,ignore_memory$' &&
     ok || ko "simrun --csv-header prints the header line"
 
 "$SIMRUN" --version >"$TMP/out" 2>"$TMP/err" && grep -q '^simrun [^ ]' "$TMP/out" && ok || ko "simrun --version"
@@ -246,6 +246,26 @@ print(" ".join(sorted("%s:%s:%s" % (r["moe_sample_mb"], r["status"], r["global_b
                       for r in csv.DictReader(open(sys.argv[1])))))' "$TMP/moe.csv")
 [ $code -eq 3 ] && [ "$got" = "0:ok:64 1:ok:64 2:failed:" ] && ok ||
     ko "--moe-sample-mb as a sweep axis is the moe_sample_mb column, failed points' too (exit $code, got '$got')"
+
+# --- --ignore-memory as an axis lands in ignore_memory --------------------------------------
+# micro-batch 8 of 8,192 tokens does not fit the 64 GB NPUs without recompute (tests/cli_test.sh):
+# without the flag the point fails (exit 3) and its row says 0; with it, it runs and says 1
+cat >"$TMP/ig.json" <<EOF
+{
+  "csv": "$TMP/ig.csv",
+  "platforms": ["$P8"],
+  "workloads": ["$W8"],
+  "vary": {"--ignore-memory": [false, true], "training.micro_batch_size": [8],
+           "model.seq_length": [8192]}
+}
+EOF
+"$SWEEP" -j2 "$TMP/ig.json" 2>"$TMP/err"
+code=$?
+got=$($PY -c 'import csv, sys
+print(" ".join(sorted("%s:%s:%s" % (r["ignore_memory"], r["status"], r["exit_code"])
+                      for r in csv.DictReader(open(sys.argv[1])))))' "$TMP/ig.csv")
+[ $code -eq 3 ] && [ "$got" = "0:failed:3 1:ok:0" ] && ok ||
+    ko "--ignore-memory as a sweep axis is the ignore_memory column, the failed point's too (exit $code, got '$got')"
 
 # --- simrun's options with CSV columns: --placement, --moe-policy, --moe-trace, --moe-trace-step --
 # the same MoE case; --placement and a seeded trace (a path, passed as written) fixed in

@@ -109,7 +109,7 @@ int planner_run(const planner_desc *d, const cm_model *cm, const cl_cluster *c,
     planner_note_own_split(d, w, out);
     out->planner_wall_s = (t1.tv_sec - t0.tv_sec) + 1e-9 * (t1.tv_nsec - t0.tv_nsec);
     rc = plan_check(out, w->path, err);
-    if (rc)
+    if (rc || o->skip_memory_check)
         return rc;
     cm_model own;
     const cm_model *plan_cm;

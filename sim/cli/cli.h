@@ -62,6 +62,7 @@ typedef struct cli {
     int terminal;           /* stderr is a terminal */
     int show_progress;      /* cli_progress_init(): progress lines on stderr */
     int allow_large;        /* --allow-large: no bound on a run's size */
+    int ignore_memory;      /* --ignore-memory: a plan over the device memory is simulated */
     int fold_dp_replicas;   /* parsed --fold-dp */
     engine_options engine;  /* parsed collective options */
     int trace_max_replicas; /* parsed --trace-replicas */

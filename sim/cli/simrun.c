@@ -121,7 +121,8 @@ static int simulate_and_report(const cli *c, job *j, plan *pl, np_error *err)
                           .simulator_version = np_version(),
                           .moe_trace = j->moe_trace_path,
                           .moe_trace_sha256 = j->moe_trace_path ? j->moe_trace_sha256 : NULL,
-                          .moe_trace_step = j->moe_trace_step};
+                          .moe_trace_step = j->moe_trace_step,
+                          .ignore_memory = c->ignore_memory};
         if (c->csv_path)
             rc = report_csv_append(c->csv_path, &row, err);
         if (!j->baseline_iteration_s)
@@ -146,10 +147,33 @@ static int simulate_and_report(const cli *c, job *j, plan *pl, np_error *err)
     return rc;
 }
 
+/* A finished plan against the device's memory (mem_check_fits() on the
+ * plan's own cost model).  With --ignore-memory its "does not fit" is a
+ * warning: the plan is simulated, and its CSV row's ignore_memory and
+ * peak_fraction say so. */
+static int check_memory(const cli *c, const job *j, const plan *pl, np_error *err)
+{
+    cm_model own;
+    const cm_model *cm;
+    int rc = planner_cost_model_for(&j->w, &j->pf.cluster, &j->cm, pl, &own, &cm, err);
+    if (!rc)
+        rc = mem_check_fits(cm, pl, err);
+    if (cm == &own)
+        cm_free(&own);
+    if (rc != NP_EXIT_NOFIT || !c->ignore_memory)
+        return rc;
+    char buf[1400];
+    if (!c->quiet)
+        fprintf(stderr, "simrun: warning: %s; simulated anyway (--ignore-memory)\n",
+                np_error_format(err, buf, sizeof buf));
+    np_error_clear(err);
+    return 0;
+}
+
 /* --shifted-recompute (Merak, TPDS'23): the schedules skip recompute for the
  * last p−s micro-batches of stage s (sched_skips_recompute) and the last
  * stage keeps every activation.  The plan must still fit. */
-static int shift_recompute(const job *j, plan *pl, np_error *err)
+static int shift_recompute(const cli *c, const job *j, plan *pl, np_error *err)
 {
     int p = pl->num_stages;
     pl->merak_shifted_recompute = true;
@@ -161,14 +185,7 @@ static int shift_recompute(const job *j, plan *pl, np_error *err)
         for (int l = 0; l < pl->num_layers; l++)
             if (plan_stage_of_layer(pl, l, NULL) == p - 1)
                 pl->recompute_units[l] = 0;
-    cm_model own;
-    const cm_model *cm;
-    int rc = planner_cost_model_for(&j->w, &j->pf.cluster, &j->cm, pl, &own, &cm, err);
-    if (!rc)
-        rc = mem_check_fits(cm, pl, err);
-    if (cm == &own)
-        cm_free(&own);
-    return rc;
+    return check_memory(c, j, pl, err);
 }
 
 static int run_planner(const cli *c, job *j, const planner_desc *pd, np_error *err)
@@ -180,11 +197,14 @@ static int run_planner(const cli *c, job *j, const planner_desc *pd, np_error *e
     if (j->several)
         po.recompute = -1;
     plan pl = {0};
+    po.skip_memory_check = c->ignore_memory; /* check_memory() below */
     int rc = planner_run(pd, &j->cm, &j->pf.cluster, &j->w, &po, &pl, err);
+    if (!rc && c->ignore_memory)
+        rc = check_memory(c, j, &pl, err);
     if (!rc)
         rc = check_plan_size(c, j, &pl, err);
     if (!rc && c->shifted_recompute)
-        rc = shift_recompute(j, &pl, err);
+        rc = shift_recompute(c, j, &pl, err);
     if (!rc)
         rc = simulate_and_report(c, j, &pl, err);
     plan_free(&pl);
@@ -445,11 +465,9 @@ static int check_saved_plan(const cli *c, const job *j, plan *pl, np_error *err)
                               "others",
                               l, cm->layers[l].name, cm->layers[l].num_units,
                               pl->recompute_units[l]);
-    if (!rc)
-        rc = mem_check_fits(cm, pl, err);
     if (cm == &own)
         cm_free(&own);
-    return rc;
+    return rc ? rc : check_memory(c, j, pl, err);
 }
 
 static int run_job(cli *c, job *j, np_error *err)
@@ -475,7 +493,7 @@ static int run_job(cli *c, job *j, np_error *err)
         }
         if (!(rc = cli_check_plan_overrides(c, j, &pl, err)) &&
             !(rc = check_saved_plan(c, j, &pl, err)) &&
-            !(rc = c->shifted_recompute ? shift_recompute(j, &pl, err) : 0))
+            !(rc = c->shifted_recompute ? shift_recompute(c, j, &pl, err) : 0))
             rc = simulate_and_report(c, j, &pl, err);
         plan_free(&pl);
         return rc;

@@ -40,7 +40,9 @@ const char report_csv_header[] =
     /* appended with combined 1F1B (report_moe.c) */
     "moe_alltoall_exposed_s,"
     /* appended with the exact TP fold (engine_symmetry.c) */
-    "tp_fold";
+    "tp_fold,"
+    /* appended with --ignore-memory: identity, as columns 32-43 */
+    "ignore_memory";
 
 /* Whether layer l's recompute option is a decision the label reports: every
  * decoder and listed layer, and an embedding or LM head only when the plan
@@ -238,7 +240,7 @@ static char *csv_format_row(const report_row *row, size_t *len)
     report_moe_policy_csv_fields(f, r);   /* MoE policies */
     fprintf(f, ",%d", eo->moe_sample_mb); /* the option as given, 0 without */
     report_moe_exposed_csv_field(f, r);
-    fprintf(f, ",%d\n", r->tp_fold);
+    fprintf(f, ",%d,%d\n", r->tp_fold, row->ignore_memory ? 1 : 0);
     int failed = ferror(f);
     if (fclose(f) != 0 || failed) {
         free(buf);

@@ -39,6 +39,7 @@ typedef struct report_row {
     const char *moe_trace;         /* --moe-trace, or NULL */
     const char *moe_trace_sha256;  /* the SHA-256 of its bytes, or NULL */
     int moe_trace_step;            /* --moe-trace-step */
+    bool ignore_memory;            /* --ignore-memory */
 } report_row;
 
 extern const char report_csv_header[];

@@ -54,6 +54,7 @@ static const struct {
     {"--per-rank-flows", SWEEP_OPT_FLAG, NULL},
     {"--shifted-recompute", SWEEP_OPT_FLAG, NULL},
     {"--allow-large", SWEEP_OPT_FLAG, NULL},
+    {"--ignore-memory", SWEEP_OPT_FLAG, NULL},
     {"--cfg", SWEEP_OPT_JOINED, NULL},
     {"--log", SWEEP_OPT_JOINED, NULL},
     {"--csv", SWEEP_OPT_MANAGED, "simsweep sets --csv itself (the sweep's \"csv\" or -o)"},

@@ -34,6 +34,7 @@ static const struct {
     {"moe_trace_step", "0"},
     {"moe_policy", "none"},
     {"moe_sample_mb", "0"},
+    {"ignore_memory", "0"},
 };
 #define NUM_DEFAULTS (int)(sizeof defaults / sizeof defaults[0])
 
@@ -57,6 +58,7 @@ static const struct {
     {"--moe-trace-step", "moe_trace_step"},
     {"--moe-policy", "moe_policy"},
     {"--moe-sample-mb", "moe_sample_mb"},
+    {"--ignore-memory", "ignore_memory"},
 };
 #define NUM_OPTION_COLUMNS (int)(sizeof option_columns / sizeof option_columns[0])
 
