@@ -519,11 +519,23 @@ expect_error "its plan replayed without --ignore-memory" 3 "stage 0 needs 93.84 
     --plan "$TMP/ig.json" $BIG "$P8" "$W8"
 "$SIMRUN" --ignore-memory --quiet --plan "$TMP/ig.json" $BIG "$P8" "$W8" >"$TMP/out" 2>"$TMP/err" &&
     [ ! -s "$TMP/err" ] && ok || ko "its plan replayed with --ignore-memory --quiet: simulated, nothing on stderr"
-"$SIMRUN" --ignore-memory --planner all $BIG --csv "$TMP/ig-all.csv" "$P8" "$W8" >"$TMP/out" 2>"$TMP/err"
-[ "$(/usr/bin/python3 -c 'import csv, sys
+"$SIMRUN" --ignore-memory --planner all $BIG --csv "$TMP/ig-all.csv" "$P8" "$W8" >"$TMP/out" 2>"$TMP/err" &&
+    grep -q "^simrun: planner merak: .*does not fit" "$TMP/err" && ! grep -q "warning" "$TMP/err" &&
+    [ "$(/usr/bin/python3 -c 'import csv, sys
 print(" ".join(r["recompute"] + ":" + r["ignore_memory"] + ":" + str(float(r["peak_fraction"]) <= 1)
                for r in csv.DictReader(open(sys.argv[1])) if r["planner"] == "megatron"))' "$TMP/ig-all.csv")" = "selective:1:True" ] &&
-    ok || ko "--ignore-memory --planner all: Megatron's baseline still takes the fastest recompute that fits (selective)"
+    ok || ko "--ignore-memory --planner all: the baseline still takes the fastest recompute that fits (selective), Merak still does not fit, no warning"
+expect_error "--ignore-memory leaves a planner's own choice to the device (Merak)" 3 "does not fit" \
+    --ignore-memory --planner merak $BIG "$P8" "$W8"
+"$SIMRUN" --ignore-memory --shifted-recompute $BIG "$P8" "$W8" >"$TMP/out" 2>"$TMP/err" &&
+    [ "$(wc -l <"$TMP/err")" -eq 1 ] && grep -q "^simrun: warning: .*stage 0 needs .*simulated anyway" "$TMP/err" &&
+    ok || ko "--ignore-memory --shifted-recompute: one warning, for the shifted plan"
+rm -f "$TMP/ig0.csv"
+"$SIMRUN" --csv "$TMP/ig0.csv" "$P8" "$W8" >"$TMP/out" 2>"$TMP/err" &&
+    [ "$(csv_col "$TMP/ig0.csv" ignore_memory)" = 0 ] &&
+    "$SIMRUN" --ignore-memory --csv "$TMP/ig0.csv" "$P8" "$W8" >"$TMP/out" 2>"$TMP/err" && [ ! -s "$TMP/err" ] &&
+    [ "$(csv_col "$TMP/ig0.csv" ignore_memory)" = 1 ] &&
+    ok || ko "a plan that fits: ignore_memory 0 without the option, 1 with it and no warning"
 # a CSV of an older simrun (the header up to "error", before the mem_* columns) is refused
 # before anything is simulated; simsweep refuses it too (tests/sweep_test.sh)
 "$SIMRUN" --csv-header | sed 's/,error,.*/,error/' >"$TMP/old.csv"

@@ -125,11 +125,14 @@ static const char usage_text[] =
     "                     op list is built, naming the key that drives its size, and\n"
     "                     so is a platform of more than 2e6 elements\n"
     "  --ignore-memory    simulate a plan whose predicted memory exceeds the device\n"
-    "                     (a run known to have fit, or a what-if): the \"does not\n"
-    "                     fit\" error becomes a warning on stderr, the CSV's\n"
-    "                     ignore_memory column is 1 and peak_fraction shows the\n"
-    "                     excess; planners that choose the recompute still choose\n"
-    "                     by the device's memory\n"
+    "                     (a run known to have fit, or a what-if) when the user gave\n"
+    "                     its recompute: Megatron's plan with the workload's\n"
+    "                     recompute, a --plan file, --shifted-recompute's shift.\n"
+    "                     The \"does not fit\" error becomes a warning on stderr\n"
+    "                     and peak_fraction shows the excess; the CSV's\n"
+    "                     ignore_memory column is 1 with the option.  Planners\n"
+    "                     that choose the recompute (and --planner all) still\n"
+    "                     keep to the device's memory\n"
     "  --help             this text\n"
     "  --cfg=NAME:VALUE   passed to SimGrid (e.g. --cfg=network/model:LV08); recorded\n"
     "                     in the CSV's cfg column\n"
@@ -142,9 +145,10 @@ static const char usage_text[] =
     "\n"
     "exit codes: 0 success; 1 bad command line; 2 bad or missing input file\n"
     "(workload, platform, plan; also a run over the size bound without\n"
-    "--allow-large); 3 the plan does not fit in device memory (unless\n"
-    "--ignore-memory); 4 simulation or output failure (also a refused output\n"
-    "path, or standard output that cannot be written).\n";
+    "--allow-large); 3 the plan does not fit in device memory (a warning\n"
+    "instead with --ignore-memory, for the plans it names); 4 simulation or\n"
+    "output failure (also a refused output path, or standard output that cannot\n"
+    "be written).\n";
 
 /* cli.h */
 const char *cli_planner_list(char *buf, size_t size)

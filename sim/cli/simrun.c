@@ -148,10 +148,10 @@ static int simulate_and_report(const cli *c, job *j, plan *pl, np_error *err)
 }
 
 /* A finished plan against the device's memory (mem_check_fits() on the
- * plan's own cost model).  With --ignore-memory its "does not fit" is a
- * warning: the plan is simulated, and its CSV row's ignore_memory and
- * peak_fraction say so. */
-static int check_memory(const cli *c, const job *j, const plan *pl, np_error *err)
+ * plan's own cost model).  When `waive` (--ignore-memory on a plan whose
+ * recompute the user fixed) its "does not fit" is a warning: the plan is
+ * simulated, and its CSV row's ignore_memory and peak_fraction say so. */
+static int check_memory(const cli *c, const job *j, const plan *pl, bool waive, np_error *err)
 {
     cm_model own;
     const cm_model *cm;
@@ -160,7 +160,7 @@ static int check_memory(const cli *c, const job *j, const plan *pl, np_error *er
         rc = mem_check_fits(cm, pl, err);
     if (cm == &own)
         cm_free(&own);
-    if (rc != NP_EXIT_NOFIT || !c->ignore_memory)
+    if (rc != NP_EXIT_NOFIT || !waive)
         return rc;
     char buf[1400];
     if (!c->quiet)
@@ -172,7 +172,8 @@ static int check_memory(const cli *c, const job *j, const plan *pl, np_error *er
 
 /* --shifted-recompute (Merak, TPDS'23): the schedules skip recompute for the
  * last p−s micro-batches of stage s (sched_skips_recompute) and the last
- * stage keeps every activation.  The plan must still fit. */
+ * stage keeps every activation.  The plan must still fit (a decision the
+ * user made: --ignore-memory waives it). */
 static int shift_recompute(const cli *c, const job *j, plan *pl, np_error *err)
 {
     int p = pl->num_stages;
@@ -185,7 +186,7 @@ static int shift_recompute(const cli *c, const job *j, plan *pl, np_error *err)
         for (int l = 0; l < pl->num_layers; l++)
             if (plan_stage_of_layer(pl, l, NULL) == p - 1)
                 pl->recompute_units[l] = 0;
-    return check_memory(c, j, pl, err);
+    return check_memory(c, j, pl, c->ignore_memory, err);
 }
 
 static int run_planner(const cli *c, job *j, const planner_desc *pd, np_error *err)
@@ -197,10 +198,15 @@ static int run_planner(const cli *c, job *j, const planner_desc *pd, np_error *e
     if (j->several)
         po.recompute = -1;
     plan pl = {0};
-    po.skip_memory_check = c->ignore_memory; /* check_memory() below */
+    /* --ignore-memory waives the check of a plan whose recompute the user
+     * fixed: Megatron's with the workload's recompute.  Planners that choose
+     * it (and the baseline of a comparison) keep to the device: their final
+     * check is a safety net for their own search. */
+    bool waive = c->ignore_memory && pd->run == planner_megatron && po.recompute >= 0;
+    po.skip_memory_check = waive; /* check_memory() below, or the shift's */
     int rc = planner_run(pd, &j->cm, &j->pf.cluster, &j->w, &po, &pl, err);
-    if (!rc && c->ignore_memory)
-        rc = check_memory(c, j, &pl, err);
+    if (!rc && waive && !c->shifted_recompute)
+        rc = check_memory(c, j, &pl, true, err);
     if (!rc)
         rc = check_plan_size(c, j, &pl, err);
     if (!rc && c->shifted_recompute)
@@ -467,7 +473,9 @@ static int check_saved_plan(const cli *c, const job *j, plan *pl, np_error *err)
                               pl->recompute_units[l]);
     if (cm == &own)
         cm_free(&own);
-    return rc ? rc : check_memory(c, j, pl, err);
+    if (rc || (c->ignore_memory && c->shifted_recompute)) /* the shift checks the plan */
+        return rc;
+    return check_memory(c, j, pl, c->ignore_memory, err);
 }
 
 static int run_job(cli *c, job *j, np_error *err)
