@@ -150,7 +150,8 @@ transfer transport_start(transport *t, const endpoint *from, const endpoint *to,
 void transport_wait(transport *t, transfer *x)
 {
     for (int i = 0; i < x->num_flows; i++)
-        sg_exec_wait(x->flows[i]); /* releases the flow */
+        if (!sg_exec_test(x->flows[i])) /* a finished flow: released, no wait */
+            sg_exec_wait(x->flows[i]);  /* releases the flow */
     free(x->flows);
     x->flows = NULL;
     x->num_flows = 0;
