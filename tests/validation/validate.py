@@ -811,9 +811,10 @@ def write_docs(path, rows, summary, cases, published, fold, wall, mem_rc, slowes
           summary["measured_within"], summary["measured"], summary["firm_measured_within"],
           summary["firm_measured"], summary["memory_rows"], summary["within"], summary["bounded"],
           summary["firm"], summary["firm_within"], summary["assumed"], summary["assumed_within"],
-          ("  %d of the measurements within were simulated past the memory check (the source's "
+          ("  %d of the measurements within %s simulated past the memory check (the source's "
            "configuration, which ran, over the device by the memory model)."
-           % summary["past_memory_within"]) if summary["past_memory_within"] else ""))
+           % (summary["past_memory_within"], "was" if summary["past_memory_within"] == 1 else "were"))
+          if summary["past_memory_within"] else ""))
     ratio = next((r for r in rows if r["kind"] == "ratio"), None)
     if ratio and ratio.get("simulated") is not None:
         w("- GPT-3 175B selective/full iteration-time ratio: simulated **%.3f** (%.3f s / %.3f s), "
