@@ -22,8 +22,8 @@ typedef struct planner_options {
     int recompute;          /* a recompute_kind for every layer, or -1: the planner chooses */
     double time_limit_s;    /* for search-based planners (the ILP) */
     /* planner_run() leaves the finished plan's "does not fit" check to its
-     * caller (simrun --ignore-memory); a planner's own choices still keep to
-     * the device's memory */
+     * caller (simrun, which may waive it: --ignore-memory); a planner's own
+     * choices still keep to the device's memory */
     bool skip_memory_check;
 } planner_options;
 

@@ -170,6 +170,16 @@ static int check_memory(const cli *c, const job *j, const plan *pl, bool waive, 
     return 0;
 }
 
+/* The memory check of a plan before --shifted-recompute's shift: none when
+ * the check is waived and a shift follows (the shift checks the plan that
+ * runs, so one warning, not two); else check_memory(). */
+static int check_before_shift(const cli *c, const job *j, const plan *pl, bool waive, np_error *err)
+{
+    if (waive && c->shifted_recompute)
+        return 0;
+    return check_memory(c, j, pl, waive, err);
+}
+
 /* --shifted-recompute (Merak, TPDS'23): the schedules skip recompute for the
  * last p−s micro-batches of stage s (sched_skips_recompute) and the last
  * stage keeps every activation.  The plan must still fit (a decision the
@@ -203,10 +213,10 @@ static int run_planner(const cli *c, job *j, const planner_desc *pd, np_error *e
      * it (and the baseline of a comparison) keep to the device: their final
      * check is a safety net for their own search. */
     bool waive = c->ignore_memory && pd->run == planner_megatron && po.recompute >= 0;
-    po.skip_memory_check = waive; /* check_memory() below, or the shift's */
+    po.skip_memory_check = true; /* check_before_shift() below */
     int rc = planner_run(pd, &j->cm, &j->pf.cluster, &j->w, &po, &pl, err);
-    if (!rc && waive && !c->shifted_recompute)
-        rc = check_memory(c, j, &pl, true, err);
+    if (!rc)
+        rc = check_before_shift(c, j, &pl, waive, err);
     if (!rc)
         rc = check_plan_size(c, j, &pl, err);
     if (!rc && c->shifted_recompute)
@@ -473,9 +483,7 @@ static int check_saved_plan(const cli *c, const job *j, plan *pl, np_error *err)
                               pl->recompute_units[l]);
     if (cm == &own)
         cm_free(&own);
-    if (rc || (c->ignore_memory && c->shifted_recompute)) /* the shift checks the plan */
-        return rc;
-    return check_memory(c, j, pl, c->ignore_memory, err);
+    return rc ? rc : check_before_shift(c, j, pl, c->ignore_memory, err);
 }
 
 static int run_job(cli *c, job *j, np_error *err)

@@ -416,6 +416,7 @@ def evaluate(plans, cases, published):
             sim_vals = {"layer_forward_ms": fwd * 1e3, "layer_backward_ms": bwd * 1e3,
                         "layer_combined_ms": (fwd + bwd) * 1e3}
             layer_combined[c["id"]] = sim_vals["layer_combined_ms"]
+        past_memory = any("--ignore-memory" in r.options for r in runs)
         for key, s in figure_specs(c, g, e):
             method = s["method"]
             kind = s.get("kind", KIND_OF[method])
@@ -424,7 +425,7 @@ def evaluate(plans, cases, published):
                        bound=bound_of(kind, cases), counted=s.get("counted", True),
                        assumptions=assumptions, calibration=bool(calib) and key == cases["calibration"][calib[0]]["figure"],
                        wall=wall, reason=c.get("outside", {}).get(key, c.get("outside", {}).get("*", "")),
-                       past_memory=any("--ignore-memory" in r.options for r in runs))
+                       past_memory=past_memory)
             if failed:
                 row.update(simulated=None, error=None, verdict="simulation failed",
                            reason=(row["reason"] + ". The simulator: " if row["reason"] else "") + failed[0].error)
@@ -673,8 +674,7 @@ def summarize(rows):
     firm_m = [r for r in measured if not r["assumptions"]]
     s.update(measured=len(measured), measured_within=within(measured),
              firm_measured=len(firm_m), firm_measured_within=within(firm_m),
-             past_memory_within=len([r for r in measured if r["verdict"] == "within"
-                                     and r.get("past_memory")]))
+             past_memory_within=within([r for r in measured if r.get("past_memory")]))
     return s
 
 
