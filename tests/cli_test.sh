@@ -664,6 +664,69 @@ sys.exit(0 if float(a["predicted_iteration_s"]) > 0 and a["predicted_iteration_s
 sed 's/"cost_model_sha256": "[0-9a-f]*"/"cost_model_sha256": "XYZ"/' "$TMP/fp.json" >"$TMP/fp_bad.json"
 expect_error "a malformed cost_model_sha256" 2 "cost_model_sha256: expected 64 lower-case hex digits" \
     --plan "$TMP/fp_bad.json" "$P8" "$W8"
+# two spellings of one key that disagree: refused whichever comes first, not left to the
+# loader's order (spellings that agree replay a plan above)
+expect_error "--schedule and --set schedule" 1 "--schedule 1f1b and --set schedule=gpipe disagree on the workload's \"schedule\"" \
+    --set schedule=gpipe --schedule 1f1b "$P8" "$W8"
+expect_error "--set training.planner and --planner" 1 "--planner megatron and --set planner=ft disagree on the workload's \"planner\"" \
+    --planner megatron --set training.planner=ft "$P8" "$W8"
+# --trace-replicas beyond --fold-dp's replicas is refused, not clamped
+expect_error "--trace-replicas above --fold-dp" 1 "2: --fold-dp 1 simulates 1 data-parallel replica" \
+    --fold-dp 1 --trace-replicas 2 --trace "$TMP/tf.json" "$P8" "$W8"
+# Megatron's granularity on a layer-listed model: full checkpoints every listed layer (less
+# memory, some recompute time); selective recomputes an attention core these layers do not
+# have, so it is none's plan
+VGG=workloads/vgg19.json
+rm -f "$TMP/vgg.csv"
+for r in none selective full; do
+    "$SIMRUN" --quiet --planner megatron --set recompute_granularity=$r --csv "$TMP/vgg.csv" \
+        "$P8" "$VGG" 2>>"$TMP/err" || ko "vgg19 with recompute $r"
+done
+/usr/bin/python3 -c 'import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+none, sel, full = rows
+assert [r["recompute"] for r in rows] == ["none", "none", "full"], [r["recompute"] for r in rows]
+assert sel["iteration_s"] == none["iteration_s"] and sel["peak_bytes"] == none["peak_bytes"]
+assert float(full["recompute_s"]) > 0 == float(none["recompute_s"])
+assert float(full["peak_bytes"]) < float(none["peak_bytes"])
+assert float(full["iteration_s"]) > float(none["iteration_s"])' "$TMP/vgg.csv" && ok ||
+    ko "Megatron recomputes a layer-listed model's layers under full, none under selective"
+# --planner all without Megatron's row names the row speed-ups are relative to
+"$SIMRUN" --planner all --set global_batch_size=8192 "$P8" "$VGG" >"$TMP/out" 2>"$TMP/err"
+grep -q "planner megatron: .*does not fit" "$TMP/err" &&
+    grep -q "^simrun: note: megatron has no row; speed-up is relative to pipedream's$" "$TMP/err" &&
+    grep -q "^pipedream .* 1.00x " "$TMP/out" && ok ||
+    ko "without Megatron's row the note names the baseline row"
+# a property given twice on one cluster (SimGrid keeps the first) and a malformed radical
+sed 's|<prop id="hbm_bytes" value="64e9"/>|&<prop id="hbm_bytes" value="1e9"/>|' "$P8" >"$TMP/dup.xml"
+expect_error "a duplicated <prop>" 2 "dup.xml:26: hbm_bytes: given twice on the same <cluster>" \
+    "$TMP/dup.xml" "$W8"
+for bad in 0-x 1.5 0x10 1e3 -3 "0,,2"; do
+    sed "s|radical=\"0-7\"|radical=\"$bad\"|" "$P8" >"$TMP/rad.xml"
+    expect_error "radical \"$bad\"" 2 "rad.xml:22: radical: expected host numbers or ranges" \
+        "$TMP/rad.xml" "$W8"
+done
+sed 's|radical="0-7"|radical="0-3,4-7"|' "$P8" >"$TMP/rad.xml"
+"$SIMRUN" --quiet "$TMP/rad.xml" "$W8" 2>"$TMP/err" && ok || ko "radical 0-3,4-7 is the same 8 hosts"
+# the parallel sizes tp, pp, dp leave out: npus = tp*cp*pp*dp on every row, CP in the table
+rm -f "$TMP/par.csv"
+"$SIMRUN" --set context_parallel_size=2 --set data_parallel_size=1 --csv "$TMP/par.csv" \
+    platforms/test_16npu.xml workloads/small_llama.json >"$TMP/out" 2>"$TMP/err" &&
+    "$SIMRUN" --quiet --csv "$TMP/par.csv" platforms/moe_32npu.xml workloads/moe_21b_32npu.json 2>>"$TMP/err" &&
+    grep -q "workload: TP 2  CP 2  PP 4  DP 1 " "$TMP/out" && grep -q "^megatron .* 2x2x4x1 32 " "$TMP/out" &&
+    /usr/bin/python3 -c 'import csv, sys
+cp, moe = csv.DictReader(open(sys.argv[1]))
+for r in (cp, moe):
+    assert int(r["npus"]) == int(r["tp"]) * int(r["cp"]) * int(r["pp"]) * int(r["dp"]), r
+assert (cp["cp"], cp["ep"], cp["etp"]) == ("2", "1", cp["tp"]), cp
+assert (moe["cp"], moe["ep"], moe["etp"]) == ("1", "32", "1"), moe  # the file: EP 32, ETP = TP 1' "$TMP/par.csv" &&
+    ok || ko "cp, ep, etp columns and CP in the table"
+# a number below the smallest double reads as 0 in jansson: refused, in the file and in --set
+sed 's/"seq_length": *\([0-9]*\)/"seq_length": \1, "attention_dropout": 1e-400/' "$W8" >"$TMP/under.json"
+expect_error "1e-400 in the file" 2 "under.json:[0-9]*: the number 1e-400 is below the smallest double" \
+    "$P8" "$TMP/under.json"
+expect_error "1e-400 in --set" 2 "hidden_dropout: the number 1e-400 is below the smallest double" \
+    --set hidden_dropout=1e-400 --set attention_dropout=0 "$P8" "$W8"
 # SIGINT (Ctrl-C, or simsweep stopping a sweep) ends simrun by the signal, at once, with no
 # row: SimGrid's own handler exited 1 (a "failed" point for simsweep) and could hang in exit
 /usr/bin/python3 - "$SIMRUN" "$TMP/int.csv" <<'PYEOF' 2>"$TMP/err" && ok || ko "SIGINT ends simrun by the signal, no row"

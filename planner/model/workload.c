@@ -166,13 +166,63 @@ static bool looks_like_xml(int fd)
     return false;
 }
 
+/* The whole of a regular file (at most MAX_WORKLOAD_FILE_BYTES): 0, or -1
+ * with errno. */
+static int read_all(int fd, char **text, size_t *len)
+{
+    size_t size = 0, cap = 1 << 16;
+    char *buf = malloc(cap);
+    for (;;) {
+        if (!buf)
+            return errno = ENOMEM, -1;
+        ssize_t n = read(fd, buf + size, cap - size);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0) {
+            free(buf);
+            return -1;
+        }
+        if (n == 0)
+            break;
+        size += (size_t)n;
+        if (size == cap) {
+            char *more = size < (size_t)MAX_WORKLOAD_FILE_BYTES + 1 ? realloc(buf, cap *= 2) : NULL;
+            if (!more)
+                free(buf);
+            buf = more;
+        }
+    }
+    *text = buf;
+    *len = size;
+    return 0;
+}
+
 static json_t *load_json(const load_ctx *c)
 {
     int fd = open_regular(c);
     if (fd < 0)
         return NULL;
     json_error_t jerr;
-    json_t *root = json_loadfd(fd, JSON_REJECT_DUPLICATES, &jerr);
+    char *text = NULL;
+    size_t len = 0;
+    if (read_all(fd, &text, &len)) {
+        np_error_set(c->err, NP_EXIT_INPUT, c->path, "", 0, "cannot read: %s", strerror(errno));
+        close(fd);
+        return NULL;
+    }
+    json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
+    char token[64];
+    int line = root ? wl_json_underflow(text, len, token, sizeof token) : 0;
+    free(text);
+    if (line) {
+        np_error_set(c->err, NP_EXIT_INPUT, c->path, "", line,
+                     "the number %s is below the smallest double and would read as 0: write 0, "
+                     "or a value of at least 1e-308",
+                     token);
+        json_decref(root);
+        close(fd);
+        return NULL;
+    }
     if (!root && looks_like_xml(fd)) {
         np_error_set(c->err, NP_EXIT_INPUT, c->path, "", 0,
                      "this looks like a platform XML file, not a workload JSON: the platform "

@@ -105,6 +105,12 @@ int wl_fail_cmdline(const load_ctx *c, const char *key, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 int wl_fail_memory(const load_ctx *c, const char *key);
 
+/* The first JSON number in text[0, len) (strings skipped) that is not zero
+ * but reads as 0 (1e-400: below the smallest double; jansson gives 0.0
+ * without an error): its line (1-based) and its text in token[token_size];
+ * 0 when there is none. */
+int wl_json_underflow(const char *text, size_t len, char *token, size_t token_size);
+
 /* ---------------------------------------------------------------- passes */
 
 /* Pass 2 (workload_override.c): writes the n "key=value" overrides into the

@@ -182,6 +182,15 @@ static int override_value(const load_ctx *c, const char *key, const char *text, 
 {
     json_error_t jerr;
     *out = json_loads(text, JSON_DECODE_ANY | JSON_REJECT_DUPLICATES, &jerr);
+    char token[64];
+    if (*out && wl_json_underflow(text, strlen(text), token, sizeof token)) {
+        json_decref(*out);
+        *out = NULL;
+        return wl_fail_cmdline(c, key,
+                               "the number %s is below the smallest double and would read as 0: "
+                               "write 0, or a value of at least 1e-308",
+                               token);
+    }
     if (*out)
         return 0;
     if (looks_like_json(text))

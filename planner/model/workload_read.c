@@ -7,6 +7,7 @@
  * and what was expected.  The layers of "model.layers" and their time tables
  * are read here too, since they are tables of keys like any other object.
  */
+#include <ctype.h>
 #include <limits.h>
 #include <math.h>
 #include <stdio.h>
@@ -308,5 +309,36 @@ static int read_time_table(load_ctx *c, const key_spec *k, const json_t *v, wl_l
                                b);
     }
     layer->num_time_points = (int)n;
+    return 0;
+}
+
+int wl_json_underflow(const char *text, size_t len, char *token, size_t token_size)
+{
+    int line = 1;
+    for (size_t i = 0; i < len; i++) {
+        char ch = text[i];
+        if (ch == '\n') {
+            line++;
+        } else if (ch == '"') { /* a string: numbers inside it are text */
+            for (i++; i < len && text[i] != '"'; i++)
+                i += text[i] == '\\';
+        } else if (ch == '-' || isdigit((unsigned char)ch)) {
+            size_t start = i;
+            bool nonzero = false, exponent = false;
+            for (; i < len && strchr("+-.eE0123456789", text[i]); i++) {
+                exponent |= text[i] == 'e' || text[i] == 'E';
+                nonzero |= !exponent && text[i] >= '1' && text[i] <= '9';
+            }
+            char buf[128];
+            size_t n = i - start < sizeof buf - 1 ? i - start : sizeof buf - 1;
+            memcpy(buf, text + start, n);
+            buf[n] = '\0';
+            i--; /* the loop's i++ moves past the token */
+            if (nonzero && strtod(buf, NULL) == 0) {
+                snprintf(token, token_size, "%s", buf);
+                return line;
+            }
+        }
+    }
     return 0;
 }

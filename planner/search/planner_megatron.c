@@ -7,7 +7,7 @@
  * chunks after the first, one each, so the two chunks that already carry the
  * embedding and the head get the fewest (Megatron itself requires
  * divisibility or explicit first/last-stage layer counts).  Every decoder
- * layer gets the same recompute option: the workload's
+ * (or listed) layer gets the same recompute option: the workload's
  * recompute_granularity, or, when the options leave the choice open, the
  * fastest of none, selective and full that fits in memory.  Its prediction
  * (1F1B only) is predict.c's critical path, sends placed by Megatron's rank
@@ -41,10 +41,19 @@ void planner_uniform_partition(const cm_model *cm, plan *pl)
     pl->chunk_start[chunks] = cm->num_layers;
 }
 
+/* Option r on every decoder layer.  A listed layer (model.layers) takes full
+ * recompute as Megatron's full granularity checkpoints any layer's input;
+ * selective recomputes the attention core, which a listed layer does not
+ * have, so it keeps everything (none).  The embedding and the head keep
+ * theirs. */
 static void set_recompute(const cm_model *cm, plan *pl, recompute_kind r)
 {
-    for (int l = 0; l < cm->num_layers; l++)
-        pl->recompute[l] = cm->layers[l].kind == CM_DECODER ? r : RECOMPUTE_NONE;
+    for (int l = 0; l < cm->num_layers; l++) {
+        cm_layer_kind k = cm->layers[l].kind;
+        pl->recompute[l] = k == CM_DECODER                         ? r
+                           : k == CM_CUSTOM && r == RECOMPUTE_FULL ? RECOMPUTE_FULL
+                                                                   : RECOMPUTE_NONE;
+    }
 }
 
 int planner_megatron(const cm_model *cm, const cl_cluster *c, const wl_workload *w,

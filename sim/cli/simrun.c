@@ -70,6 +70,13 @@ static int simulate_and_report(const cli *c, job *j, plan *pl, np_error *err)
                           "to %d, or all",
                           c->trace_max_replicas, pl->data_parallel,
                           pl->data_parallel == 1 ? "" : "s", pl->data_parallel);
+    if (!rc && c->trace_path && !j->several && c->fold_dp_replicas &&
+        c->trace_max_replicas > c->fold_dp_replicas)
+        rc = np_error_set(err, NP_EXIT_USAGE, "<command line>", "--trace-replicas", 0,
+                          "%d: --fold-dp %d simulates %d data-parallel replica%s per stage, "
+                          "the others have no timeline: expected 1 to %d, or all",
+                          c->trace_max_replicas, c->fold_dp_replicas, c->fold_dp_replicas,
+                          c->fold_dp_replicas == 1 ? "" : "s", c->fold_dp_replicas);
     if (!rc && plan_out && !j->check_only)
         rc = plan_write_json(plan_out, pl, c->workload_path, err);
     if (!rc)
@@ -125,12 +132,16 @@ static int simulate_and_report(const cli *c, job *j, plan *pl, np_error *err)
                           .ignore_memory = c->ignore_memory};
         if (c->csv_path)
             rc = report_csv_append(c->csv_path, &row, err);
-        if (!j->baseline_iteration_s)
+        if (!j->baseline_iteration_s) {
             j->baseline_iteration_s = res.iteration_s;
+            if (j->several && strcmp(pl->planner, "megatron") != 0 && !c->quiet)
+                fprintf(stderr, "simrun: note: megatron has no row; speed-up is relative to %s's\n",
+                        pl->planner);
+        }
         if (!c->quiet) {
             if (j->rows++ == 0) {
                 report_print_header(stdout, &row);
-                report_print_table_head(stdout);
+                report_print_table_head(stdout, &row);
             }
             report_print_table_row(stdout, &row, j->baseline_iteration_s);
             if (c->stages)
@@ -262,6 +273,26 @@ static int run_all_planners(const cli *c, job *j, np_error *err)
     return first_rc;
 }
 
+/* The value of the last --set of the bare key `name` in buf[size], without
+ * the quotes of a JSON string; NULL when no --set gives it. */
+static const char *set_value(const cli *c, const char *name, char *buf, size_t size)
+{
+    const char *value = NULL;
+    for (int i = 0; i < c->num_overrides; i++) {
+        size_t n;
+        const char *key = cli_override_key(c->overrides[i], &n);
+        if (n == strlen(name) && strncmp(key, name, n) == 0)
+            value = key + n + (key[n] == '=');
+    }
+    if (!value)
+        return NULL;
+    size_t len = strlen(value);
+    if (len >= 2 && value[0] == '"' && value[len - 1] == '"')
+        value++, len -= 2;
+    snprintf(buf, size, "%.*s", (int)len, value);
+    return buf;
+}
+
 /* Whether a --set gave the bare key `name`. */
 static bool set_on_command_line(const cli *c, const char *name)
 {
@@ -292,6 +323,24 @@ static int load_inputs(cli *c, job *j, np_error *err)
     const char *overrides[MAX_OVERRIDES + 1];
     char schedule_override[80];
     int n = 0;
+    /* Two spellings of one key that disagree would leave the winner to the
+     * order the loader applies them in, not to the order they were written. */
+    char value[80];
+    const char *set;
+    if (c->schedule && (set = set_value(c, "schedule", value, sizeof value)) &&
+        (wl_schedule_by_name(set) != wl_schedule_by_name(c->schedule) ||
+         wl_schedule_by_name(set) < 0))
+        return np_error_set(err, NP_EXIT_USAGE, "<command line>", "--schedule", 0,
+                            "--schedule %s and --set schedule=%s disagree on the workload's "
+                            "\"schedule\": give one of them",
+                            c->schedule, set);
+    if (c->planner && (set = set_value(c, "planner", value, sizeof value)) &&
+        (!cli_planner_name(set) || !cli_planner_name(c->planner) ||
+         strcmp(cli_planner_name(set), cli_planner_name(c->planner)) != 0))
+        return np_error_set(err, NP_EXIT_USAGE, "<command line>", "--planner", 0,
+                            "--planner %s and --set planner=%s disagree on the workload's "
+                            "\"planner\": give one of them",
+                            c->planner, set);
     if (c->schedule) {
         if (wl_schedule_by_name(c->schedule) < 0) {
             char names[160] = "";

@@ -42,7 +42,9 @@ const char report_csv_header[] =
     /* appended with the exact TP fold (engine_symmetry.c) */
     "tp_fold,"
     /* appended with --ignore-memory: identity, as columns 32-43 */
-    "ignore_memory";
+    "ignore_memory,"
+    /* the parallel sizes tp, pp and dp leave out (context, expert, expert-tensor) */
+    "cp,ep,etp";
 
 /* Whether layer l's recompute option is a decision the label reports: every
  * decoder and listed layer, and an embedding or LM head only when the plan
@@ -91,22 +93,39 @@ const char *report_recompute_summary(const plan *pl, const cm_model *cm, char *b
     return buf;
 }
 
+/* The context-parallel size, and the expert-parallel and expert-tensor-
+ * parallel sizes of a MoE model (a dense one: 1, and the plan's TP, which
+ * Megatron's --expert-tensor-parallel-size defaults to). */
+static int row_cp(const report_row *row)
+{
+    int cp = row->w->parallel.context_parallel_size;
+    return cp > 1 ? cp : 1;
+}
+
+static bool row_moe(const report_row *row) { return row->w->model.num_experts > 0; }
+
 void report_print_header(FILE *out, const report_row *row)
 {
     const wl_parallel *par = &row->w->parallel;
+    char cp[24] = "", ep[48] = "";
+    if (row_cp(row) > 1)
+        snprintf(cp, sizeof cp, "  CP %d", row_cp(row));
+    if (row_moe(row))
+        snprintf(ep, sizeof ep, "  EP %d  ETP %d", par->expert_model_parallel_size,
+                 par->expert_tensor_parallel_size);
     fprintf(out, "npusim: %s on %s (%d NPUs)\n", row->w->name, row->platform, row->num_npus);
-    fprintf(out, "  workload: TP %d  PP %d  DP %d  VPP %d   global batch %ld, micro-batch %d\n",
-            par->tensor_model_parallel_size, par->pipeline_model_parallel_size,
-            par->data_parallel_size, par->virtual_pipeline_model_parallel_size,
+    fprintf(out, "  workload: TP %d%s  PP %d  DP %d  VPP %d%s   global batch %ld, micro-batch %d\n",
+            par->tensor_model_parallel_size, cp, par->pipeline_model_parallel_size,
+            par->data_parallel_size, par->virtual_pipeline_model_parallel_size, ep,
             row->w->training.global_batch_size, row->w->training.micro_batch_size);
 }
 
-void report_print_table_head(FILE *out)
+void report_print_table_head(FILE *out, const report_row *row)
 {
-    fprintf(out, "\n%-10s %-13s %-14s %-16s %10s %10s %8s %11s %6s %7s %9s %15s %7s %9s %9s %8s\n",
-            "planner", "schedule", "TPxPPxDP m", "recompute", "iter (s)", "pred (s)", "speedup",
-            "tokens/s", "MFU", "bubble", "recomp(s)", "peak mem (GB)", "mem", "comm (s)",
-            "plan (s)", "sim (s)");
+    fprintf(out, "\n%-10s %-13s %-14s %-19s %10s %10s %8s %11s %6s %7s %9s %15s %7s %9s %9s %8s\n",
+            "planner", "schedule", row_cp(row) > 1 ? "TPxCPxPPxDP m" : "TPxPPxDP m", "recompute",
+            "iter (s)", "pred (s)", "speedup", "tokens/s", "MFU", "bubble", "recomp(s)",
+            "peak mem (GB)", "mem", "comm (s)", "plan (s)", "sim (s)");
 }
 
 void report_print_table_row(FILE *out, const report_row *row, double baseline_iteration_s)
@@ -116,8 +135,12 @@ void report_print_table_row(FILE *out, const report_row *row, double baseline_it
     double speedup = baseline_iteration_s > 0 ? baseline_iteration_s / r->iteration_s : 1.0;
     double bubble = r->bubble_ratio > 1e-12 ? r->bubble_ratio : 0.0; /* no "-0.0%" */
     char shape[32];
-    snprintf(shape, sizeof shape, "%dx%dx%d %d", row->pl->tensor_parallel, row->pl->num_stages,
-             row->pl->data_parallel, row->pl->num_micro_batches);
+    if (row_cp(row) > 1)
+        snprintf(shape, sizeof shape, "%dx%dx%dx%d %d", row->pl->tensor_parallel, row_cp(row),
+                 row->pl->num_stages, row->pl->data_parallel, row->pl->num_micro_batches);
+    else
+        snprintf(shape, sizeof shape, "%dx%dx%d %d", row->pl->tensor_parallel, row->pl->num_stages,
+                 row->pl->data_parallel, row->pl->num_micro_batches);
     double recompute_s = 0;
     for (int st = 0; st < r->num_stages; st++)
         recompute_s += r->stages[st].recompute_s;
@@ -125,7 +148,7 @@ void report_print_table_row(FILE *out, const report_row *row, double baseline_it
     if (row->pl->predicted_iteration_s > 0)
         snprintf(predicted, sizeof predicted, "%.3f", row->pl->predicted_iteration_s);
     fprintf(out,
-            "%-10s %-13s %-14s %-16s %10.3f %10s %7.2fx %11.0f %5.1f%% %6.1f%% %9.3f %7.1f / %5.1f "
+            "%-10s %-13s %-14s %-19s %10.3f %10s %7.2fx %11.0f %5.1f%% %6.1f%% %9.3f %7.1f / %5.1f "
             "%6.1f%% %9.3f %9.3f %8.2f\n",
             row->pl->planner, wl_schedule_name(row->pl->schedule), shape,
             report_recompute_summary(row->pl, row->cm, rc, sizeof rc), r->iteration_s, predicted,
@@ -240,7 +263,9 @@ static char *csv_format_row(const report_row *row, size_t *len)
     report_moe_policy_csv_fields(f, r);   /* MoE policies */
     fprintf(f, ",%d", eo->moe_sample_mb); /* the option as given, 0 without */
     report_moe_exposed_csv_field(f, r);
-    fprintf(f, ",%d,%d\n", r->tp_fold, row->ignore_memory ? 1 : 0);
+    fprintf(f, ",%d,%d,%d,%d,%d\n", r->tp_fold, row->ignore_memory ? 1 : 0, row_cp(row),
+            row_moe(row) ? row->w->parallel.expert_model_parallel_size : 1,
+            row_moe(row) ? row->w->parallel.expert_tensor_parallel_size : row->pl->tensor_parallel);
     int failed = ferror(f);
     if (fclose(f) != 0 || failed) {
         free(buf);

@@ -45,7 +45,7 @@ typedef struct report_row {
 extern const char report_csv_header[];
 
 void report_print_header(FILE *out, const report_row *row);
-void report_print_table_head(FILE *out);
+void report_print_table_head(FILE *out, const report_row *row);
 void report_print_table_row(FILE *out, const report_row *row, double baseline_iteration_s);
 void report_print_stages(FILE *out, const report_row *row);
 

@@ -226,18 +226,29 @@ static const char *skip_space(const char *s)
     return s;
 }
 
+/* A host number of a radical: decimal digits only, as SimGrid reads them. */
+static double radical_number(const char *r, char **e)
+{
+    if (!isdigit((unsigned char)*r)) {
+        *e = (char *)r;
+        return 0;
+    }
+    return (double)strtoull(r, e, 10);
+}
+
 static double radical_hosts(const char *r)
 {
     double hosts = 0;
     for (r = skip_space(r); *r; r = skip_space(r)) {
         char *e;
-        double a = strtod(r, &e), b = a;
-        if (e == r)
+        double a = radical_number(r, &e), b = a;
+        if (e == r || (*e == '.' || *e == 'e' || *e == 'E'))
             return -1;
         r = skip_space(e);
         if (*r == '-') {
-            b = strtod(r + 1, &e);
-            if (e == r + 1)
+            const char *from = skip_space(r + 1);
+            b = radical_number(from, &e);
+            if (e == from || (*e == '.' || *e == 'e' || *e == 'E'))
                 return -1;
             r = e;
         }
@@ -252,8 +263,8 @@ static double radical_hosts(const char *r)
 }
 
 /* The hosts the radical attribute of the tag [tag, end) lists, read whole
- * however long it is: 0 without one, -1 when it does not parse (SimGrid's
- * parser then says why); its start goes to show[show_size] for messages. */
+ * however long it is: 0 without one, -1 when it does not parse; its start
+ * goes to show[show_size] for messages. */
 static double tag_radical_hosts(const char *tag, const char *end, char *show, size_t show_size)
 {
     size_t size = (size_t)(end - tag) + 1; /* an attribute is shorter than its tag */
@@ -342,6 +353,12 @@ static int cluster_size(const char *path, const char *text, const char *tag, con
     if (torus || dragonfly)
         scan->solver = SOLVER_SELECTIVE;
     int has_params = tag_attribute(tag, end, "topo_parameters", params, sizeof params);
+    double hosts = tag_radical_hosts(tag, end, radical, sizeof radical);
+    if (hosts < 0)
+        return np_error_set(err, NP_EXIT_INPUT, path, "radical", line_of(text, tag),
+                            "expected host numbers or ranges (non-negative integers) separated "
+                            "by commas, e.g. \"0-127\" or \"0,2,4-7\", got \"%.60s%s\"",
+                            radical, strlen(radical) >= sizeof radical - 1 ? "..." : "");
     if (strcmp(topology, "FAT_TREE") == 0 && has_params) {
         int levels;
         double m[MAX_FAT_TREE_LEVELS], w[MAX_FAT_TREE_LEVELS], p[MAX_FAT_TREE_LEVELS];
@@ -353,7 +370,6 @@ static int cluster_size(const char *path, const char *text, const char *tag, con
         double leaves = 1; /* hosts: the product of the m_i */
         for (int i = 0; i < levels; i++)
             leaves *= m[i];
-        double hosts = tag_radical_hosts(tag, end, radical, sizeof radical);
         if (hosts > 0 && hosts != leaves)
             return np_error_set(err, NP_EXIT_INPUT, path, "radical", line_of(text, tag),
                                 "the FAT_TREE \"%s\" has %.0f hosts (the product of its "
@@ -365,7 +381,6 @@ static int cluster_size(const char *path, const char *text, const char *tag, con
     }
     if (strcmp(topology, "DRAGONFLY") == 0 && has_params)
         return dragonfly_size(path, text, tag, params, elements, err);
-    double hosts = tag_radical_hosts(tag, end, radical, sizeof radical);
     double per_host = 3;                  /* a host, its private link up and down */
     if (strcmp(topology, "TORUS") == 0) { /* a link per dimension and direction */
         per_host += 2;
@@ -421,9 +436,12 @@ static int link_figures(const char *path, const char *text, const char *tag, con
  * are not taken for a host's. */
 static int check_host_props(const char *path, const char *text, np_error *err)
 {
-    enum { DEPTH = 64 };
+    enum { DEPTH = 64, SEEN = 64 };
     char stack[DEPTH][16];
-    int depth = 0;
+    const char *opened[DEPTH]; /* where each element on the stack starts */
+    char seen[SEEN][128];      /* the ids of the current owner's props */
+    const char *owner = NULL;
+    int depth = 0, num_seen = 0;
     for (const char *s = text; (s = strchr(s, '<')) != NULL;) {
         if (strncmp(s, "<!--", 4) == 0) {
             const char *end = strstr(s + 4, "-->");
@@ -443,19 +461,31 @@ static int check_host_props(const char *path, const char *text, np_error *err)
             if (n == 4 && strncmp(s + 1, "prop", 4) == 0 && depth > 0 &&
                 (strcmp(stack[depth - 1], "cluster") == 0 ||
                  strcmp(stack[depth - 1], "host") == 0)) {
-                char id[128];
+                char id[128] = "";
                 const char *nearest;
-                if (tag_attribute(s, end, "id", id, sizeof id) &&
-                    !platform_prop_known(id, &nearest))
+                bool has_id = tag_attribute(s, end, "id", id, sizeof id);
+                if (has_id && !platform_prop_known(id, &nearest))
                     return np_error_set(
                         err, NP_EXIT_INPUT, path, id, line_of(text, s),
                         "not a host property npusim reads%s%s%s (docs/platform-format.md lists "
                         "them): a misspelt optional property would silently be left out",
                         nearest ? "; did you mean " : "", nearest ? nearest : "",
                         nearest ? "?" : "");
+                /* SimGrid keeps the first of two equal ids and drops the other */
+                if (owner != opened[depth - 1])
+                    owner = opened[depth - 1], num_seen = 0;
+                for (int k = 0; has_id && k < num_seen; k++)
+                    if (strcmp(seen[k], id) == 0)
+                        return np_error_set(err, NP_EXIT_INPUT, path, id, line_of(text, s),
+                                            "given twice on the same <%s>: expected one value",
+                                            stack[depth - 1]);
+                if (has_id && num_seen < SEEN)
+                    snprintf(seen[num_seen++], sizeof seen[0], "%s", id);
             }
-            if (!leaf && depth < DEPTH)
+            if (!leaf && depth < DEPTH) {
+                opened[depth] = s;
                 snprintf(stack[depth++], sizeof stack[0], "%.*s", (int)(n < 15 ? n : 15), s + 1);
+            }
         }
         s = end + 1;
     }
