@@ -10,6 +10,8 @@
 # trace, the iteration time with --fold-dp 16 (one EP group per stage), and
 # with --fold-dp 16 --moe-sample-mb 1, must be within 1% of the full replay.
 # The sampled run's exchange counts are checked against hand-computed ones.
+# Last, a routing trace where the replay does not apply, or made for another
+# micro-batch than the plan's, is refused.
 set -u
 BUILD=${1:-build}
 cd "$(dirname "$0")/.." || exit 2
@@ -89,4 +91,41 @@ replayed=$((16 * 4 * (2 * 8 + 3 * 1))) sampled=$((16 * 4 * 3 * 7))
 "$SIMRUN" --moe-sample-mb 1 platforms/test_8npu.xml workloads/small_gpt.json >"$TMP/out" 2>"$TMP/err"
 [ $? -eq 1 ] && grep -q "moe-sample-mb.*does not have" "$TMP/err" && ok ||
     ko "--moe-sample-mb on a run without the MoE replay is refused"
+
+# A routing trace is replayed or refused, never ignored (docs/moe.md, "When it
+# applies"), and its tokens are held against the plan simulated: the 21B MoE
+# (EP 32 = DP 32) routes 2048 tokens x top-2 = 4096 assignments per NPU at
+# micro-batch 1, 8192 at 2 (TensorOpt's choice at global batch 64).
+PM=platforms/moe_32npu.xml
+WM=workloads/moe_21b_32npu.json
+"$BUILD/moetrace" -o "$TMP/t21.trace" --workload "$WM" --steps 1 --top2-share 0.5 --seed 1 \
+    >/dev/null 2>"$TMP/err" || ko "moetrace writes a trace of the 21B MoE"
+"$BUILD/moetrace" -o "$TMP/mx.trace" --workload workloads/mixtral_8x7b.json --steps 1 \
+    --top2-share 0.8 --seed 1 >/dev/null 2>"$TMP/err" || ko "moetrace writes a Mixtral trace"
+"$SIMRUN" --dp-overlap --moe-trace "$TMP/t21.trace" --csv "$TMP/none.csv" "$PM" "$WM" \
+    >"$TMP/out" 2>"$TMP/err"
+[ $? -eq 1 ] && grep -q -- "--moe-trace: .*t21.trace needs the MoE replay.*(--dp-overlap" "$TMP/err" &&
+    [ ! -e "$TMP/none.csv" ] && ok || ko "--moe-trace with --dp-overlap is refused, no row"
+"$SIMRUN" --moe-trace "$TMP/mx.trace" platforms/16k_npu.xml workloads/mixtral_8x7b.json \
+    >"$TMP/out" 2>"$TMP/err"
+[ $? -eq 1 ] && grep -q "expert_tensor_parallel_size 1 is not the plan's tensor_parallel 8" "$TMP/err" &&
+    ok || ko "--moe-trace on Mixtral (ETP 1, TP 8: closed form) is refused"
+"$SIMRUN" --planner csimd --schedule gpipe --set recompute_granularity=full \
+    --moe-trace "$TMP/t21.trace" "$PM" "$WM" >"$TMP/out" 2>"$TMP/err"
+[ $? -eq 1 ] && grep -q "planner csimd's plan has micro-batches of different sizes" "$TMP/err" &&
+    ok || ko "--moe-trace on CSIMD's uneven micro-batches is refused"
+rm -f "$TMP/all.csv"
+"$SIMRUN" --planner all --set global_batch_size=64 --moe-trace "$TMP/t21.trace" --csv "$TMP/all.csv" \
+    "$PM" "$WM" >"$TMP/out" 2>"$TMP/err"
+code=$?
+rows=$(/usr/bin/python3 -c 'import csv, sys
+print(" ".join(r["planner"] for r in csv.DictReader(open(sys.argv[1]))))' "$TMP/all.csv" 2>/dev/null)
+[ $code -eq 0 ] && [ "$rows" = "megatron pipedream merak bmpipe" ] &&
+    grep -q "planner ft: .*t21.trace: tokens: 4096 assignments per NPU and micro-batch in the trace, but planner ft's plan (micro_batch_size 2, tensor_parallel 1) routes 8192" "$TMP/err" &&
+    ok || ko "--planner all: ft's plan (micro-batch 2) refuses the trace of micro-batch 1, the others run (rows: $rows)"
+"$SIMRUN" --quiet --planner ft --set global_batch_size=64 --plan-out "$TMP/ft.json" "$PM" "$WM" \
+    2>"$TMP/err" && "$SIMRUN" --plan "$TMP/ft.json" --set global_batch_size=64 \
+    --moe-trace "$TMP/t21.trace" "$PM" "$WM" >"$TMP/out" 2>"$TMP/err"
+[ $? -eq 2 ] && grep -q "t21.trace: tokens: 4096 .* routes 8192" "$TMP/err" && ok ||
+    ko "--plan of TensorOpt's micro-batch 2 refuses the trace of micro-batch 1"
 harness_done moe_fold

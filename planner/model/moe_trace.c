@@ -271,6 +271,7 @@ int moe_trace_read(const char *path, moe_trace *out, np_error *err)
         moe_trace_free(out);
     else
         np_error_clear(err);
+    out->path = rc ? NULL : path;
     return rc;
 }
 
@@ -376,14 +377,20 @@ void moe_route_layer(const moe_trace *t, int step, int layer, double capacity, b
 
 /* ---- against a workload --------------------------------------------------- */
 
-long moe_trace_workload_tokens(const wl_workload *w)
+long moe_trace_tokens(const wl_workload *w, int micro_batch_size, int tensor_parallel)
 {
-    int t = w->parallel.tensor_model_parallel_size > 0 ? w->parallel.tensor_model_parallel_size : 1;
+    int t = tensor_parallel > 0 ? tensor_parallel : 1;
     int cp = w->parallel.context_parallel_size > 1 ? w->parallel.context_parallel_size : 1;
-    long n = (long)w->training.micro_batch_size * w->model.seq_length / cp;
+    long n = (long)micro_batch_size * w->model.seq_length / cp;
     if (w->training.sequence_parallel && t > 1)
         n /= t;
     return n * w->model.moe_router_topk;
+}
+
+long moe_trace_workload_tokens(const wl_workload *w)
+{
+    return moe_trace_tokens(w, w->training.micro_batch_size,
+                            w->parallel.tensor_model_parallel_size);
 }
 
 int moe_trace_check_workload(const moe_trace *t, const wl_workload *w, const char *source,
@@ -400,9 +407,6 @@ int moe_trace_check_workload(const moe_trace *t, const wl_workload *w, const cha
          "parallel.expert_model_parallel_size"},
         {"layers", t->layers, wl_moe_num_layers(m), "the workload's MoE layers"},
         {"topk", t->topk, m->moe_router_topk, "model.moe_router_topk"},
-        {"tokens", t->tokens, moe_trace_workload_tokens(w),
-         "the assignments one NPU routes per micro-batch (micro_batch_size x seq_length / cp / "
-         "tp with SP, x topk)"},
     };
     if (m->num_experts <= 0)
         return np_error_set(err, NP_EXIT_INPUT, source, "", 0,
@@ -413,4 +417,28 @@ int moe_trace_check_workload(const moe_trace *t, const wl_workload *w, const cha
                                 "%ld in the trace, but %s is %ld", rows[i].trace, rows[i].what,
                                 rows[i].workload);
     return 0;
+}
+
+int moe_trace_check_plan(const moe_trace *t, const wl_workload *w, int micro_batch_size,
+                         int tensor_parallel, const char *planner, const char *source,
+                         np_error *err)
+{
+    long plan = moe_trace_tokens(w, micro_batch_size, tensor_parallel);
+    if (t->tokens == plan)
+        return 0;
+    int cp = w->parallel.context_parallel_size > 1 ? w->parallel.context_parallel_size : 1;
+    char how[160], cut[64] = "", who[80] = "the plan";
+    if (planner && planner[0])
+        snprintf(who, sizeof who, "planner %s's plan", planner);
+    if (cp > 1)
+        snprintf(cut, sizeof cut, " / cp %d", cp);
+    if (w->training.sequence_parallel && tensor_parallel > 1)
+        snprintf(cut + strlen(cut), sizeof cut - strlen(cut), " / tp %d with SP", tensor_parallel);
+    snprintf(how, sizeof how, "%d samples x %ld tokens%s, x topk %d", micro_batch_size,
+             w->model.seq_length, cut, w->model.moe_router_topk);
+    return np_error_set(err, NP_EXIT_INPUT, source, "tokens", 0,
+                        "%ld assignments per NPU and micro-batch in the trace, but %s "
+                        "(micro_batch_size %d, tensor_parallel %d) routes %ld (%s): expected a "
+                        "trace of that plan's micro-batch",
+                        t->tokens, who, micro_batch_size, tensor_parallel, plan, how);
 }

@@ -26,6 +26,12 @@ typedef struct moe_trace {
     int experts, sources, layers, steps, topk;
     long tokens;      /* assignments per row: every row sums to it */
     uint32_t *counts; /* [step][layer][source][expert] */
+    /* For messages, borrowed (the caller's strings outlive the trace): the
+     * file (moe_trace_read sets it; NULL for a trace made in memory), and
+     * where the run was given it, as np_error's source and key: e.g.
+     * "<command line>" and "--moe-trace", or the workload file and
+     * "model.moe_token_trace" (NULL: the caller did not say). */
+    const char *path, *named_in, *named_key;
 } moe_trace;
 
 /* Reads a trace file (strict: every error names the file, the line and the
@@ -46,13 +52,25 @@ static inline uint32_t *moe_trace_at(const moe_trace *t, int step, int layer, in
     long i = (((long)step * t->layers + layer) * t->sources + source) * t->experts + expert;
     return &t->counts[i];
 }
-/* Checks that t fits workload w: experts = num_experts, sources = ep,
- * layers = the MoE layers, topk, tokens = routed tokens per NPU and
- * micro-batch x topk.  0 or NP_EXIT_INPUT naming `source` (the trace file). */
+/* Checks that t fits workload w in what no plan changes: experts =
+ * num_experts, sources = ep, layers = the MoE layers, topk.  0 or
+ * NP_EXIT_INPUT naming `source` (the trace file) and the header key.  The
+ * tokens depend on the plan: moe_trace_check_plan. */
 int moe_trace_check_workload(const moe_trace *t, const wl_workload *w, const char *source,
                              np_error *err);
-/* Assignments per source rank and micro-batch that workload w routes:
- * (b·s/cp/t with SP, else b·s/cp) · topk. */
+/* Checks t's tokens against the plan simulated: a plan of micro-batches of
+ * micro_batch_size samples on tensor_parallel ranks routes
+ * moe_trace_tokens(w, micro_batch_size, tensor_parallel) assignments per
+ * source and micro-batch.  0 or NP_EXIT_INPUT naming `source` (the trace
+ * file), key "tokens", the trace's figure and the plan's (`planner` names
+ * the plan in the message). */
+int moe_trace_check_plan(const moe_trace *t, const wl_workload *w, int micro_batch_size,
+                         int tensor_parallel, const char *planner, const char *source,
+                         np_error *err);
+/* Assignments per source rank and micro-batch at micro-batch size b on t
+ * tensor-parallel ranks: (b·s/cp/t with SP and t > 1, else b·s/cp) · topk. */
+long moe_trace_tokens(const wl_workload *w, int micro_batch_size, int tensor_parallel);
+/* moe_trace_tokens at the workload's own micro_batch_size and TP. */
 long moe_trace_workload_tokens(const wl_workload *w);
 
 /* Load of one (step, layer) summed over the sources: the share of the

@@ -71,7 +71,10 @@ int cli_moe_load(const cli *c, job *j, np_error *err)
     if (!path)
         return 0;
     int rc = moe_trace_read(path, &j->moe_trace, err);
-    if (!rc)
+    /* where it was named, for the engine's refusals (engine_moe_check.c) */
+    j->moe_trace.named_in = c->moe_trace_path ? "<command line>" : c->workload_path;
+    j->moe_trace.named_key = c->moe_trace_path ? "--moe-trace" : "model.moe_token_trace";
+    if (!rc) /* its tokens depend on the plan: checked against it in the engine */
         rc = moe_trace_check_workload(&j->moe_trace, &j->w, path, err);
     int e = rc ? 0 : np_sha256_file(path, j->moe_trace_sha256); /* its CSV column */
     if (e)

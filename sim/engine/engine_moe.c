@@ -7,13 +7,16 @@
  * Where it applies: experts with ep > 1, the alltoall dispatcher, expert TP
  * equal to TP (an EP group is then ep consecutive replicas of a stage: the
  * workers' endpoints, each TP rank exchanging with the same TP rank), no
- * context parallelism, uniform micro-batches, no --dp-overlap.  Elsewhere
- * the cost model's closed form stays in the ops (an EP group inside one
- * server's TP group, e.g. Mixtral's ETP 1 under TP 8, never leaves the
- * scale-up fabric).
+ * context parallelism, uniform micro-batches, no --dp-overlap
+ * (engine_moe_applies, engine_moe_check.c).  Elsewhere the cost model's
+ * closed form stays in the ops (an EP group inside one server's TP group,
+ * e.g. Mixtral's ETP 1 under TP 8, never leaves the scale-up fabric), and
+ * what needs the replay (a trace, a policy, sampling, combined 1F1B) is
+ * refused.
  *
  * Routing: the trace's step (engine_options.moe_trace, moe_trace_step), the
- * same matrix for every micro-batch and every EP group; without a trace,
+ * same matrix for every micro-batch and every EP group, its tokens checked
+ * against the plan's micro-batch size and TP; without a trace,
  * balanced (every expert n_l·k/E from each source).  Capacity and padding
  * come from the workload (moe_route_layer, planner/model/moe_trace.h).
  *
@@ -38,17 +41,6 @@
 #include "memory.h"
 #include "moe.h"
 #include "moe_policy.h"
-
-static bool applies(const engine *e, const wl_workload *w, const cm_model *cm)
-{
-    const wl_model *m = &w->model;
-    const wl_parallel *p = &w->parallel;
-    int etp = p->expert_tensor_parallel_size > 0 ? p->expert_tensor_parallel_size : e->tp;
-    return m->num_experts > 0 && p->expert_model_parallel_size > 1 &&
-           m->moe_token_dispatcher_type == WL_MOE_ALLTOALL && etp == e->tp && e->cp == 1 &&
-           !e->pl->micro_batch_sizes && !e->opt->dp_overlap && cm->has_source &&
-           wl_moe_num_layers(m) > 0 && e->dp % p->expert_model_parallel_size == 0;
-}
 
 /* Balanced routing, from the cost model: every source sends n_l·k/ep
  * (fractions kept) to every rank. */
@@ -92,9 +84,8 @@ static double replay_flows(const engine *e, const cm_model *cm, int ep)
 /* A policy replayed without --moe-trace: balanced routing as a one-step
  * trace (every source's assignments spread evenly, the remainder one by one
  * from expert 0). */
-static int balanced_trace(moe_trace *t, const wl_workload *w, int ep)
+static int balanced_trace(moe_trace *t, const wl_workload *w, int ep, long tokens)
 {
-    long tokens = moe_trace_workload_tokens(w);
     int E = w->model.num_experts, L = wl_moe_num_layers(&w->model);
     if (moe_trace_alloc(t, E, ep, L, 1, w->model.moe_router_topk, tokens))
         return -1;
@@ -187,8 +178,9 @@ static int plan_layers(engine *e, const wl_workload *w, const cm_model *cm, cons
 }
 
 /* The per-expert loads of the timeline: the trace's step summed over the
- * sources, or balanced (ep·n_l·k/E per expert). */
-static int load_timeline(engine_moe *m, const wl_workload *w, const moe_trace *t, int step)
+ * sources, or balanced (ep·n_l·k/E per expert, `tokens` = n_l·k). */
+static int load_timeline(engine_moe *m, const wl_workload *w, const moe_trace *t, int step,
+                         long tokens)
 {
     m->experts = w->model.num_experts;
     m->load_rows = calloc((size_t)m->num_moe * m->experts, sizeof *m->load_rows);
@@ -201,7 +193,7 @@ static int load_timeline(engine_moe *m, const wl_workload *w, const moe_trace *t
                 for (int i = 0; i < m->ep; i++)
                     rows += *moe_trace_at(t, step, k, i, x);
             else
-                rows = (double)m->ep * moe_trace_workload_tokens(w) / m->experts;
+                rows = (double)m->ep * tokens / m->experts;
             m->load_rows[(size_t)k * m->experts + x] = rows;
         }
     return 0;
@@ -226,48 +218,24 @@ int engine_moe_prepare(engine *e, const wl_workload *w, const cm_model *cm, np_e
     e->moe = NULL;
     e->moe_skipped_flows = 0.0;
     bool overlap = w->model.overlap_moe_expert_parallel_comm;
-    if (!applies(e, w, cm)) {
-        if (overlap)
-            return np_error_set(err, NP_EXIT_USAGE, w->path,
-                                "model.overlap_moe_expert_parallel_comm", 0,
-                                "overlaps the MoE replay's all-to-alls, which this run does not "
-                                "have (docs/moe.md, \"When it applies\"): expected false");
-        if (e->opt->moe_sample_mb > 0)
-            return np_error_set(err, NP_EXIT_USAGE, "<command line>", "--moe-sample-mb", 0,
-                                "samples the MoE replay, which this run does not have "
-                                "(docs/moe.md, \"When it applies\")");
-        if (e->opt->moe_policy != MOE_POLICY_NONE)
-            return np_error_set(err, NP_EXIT_USAGE, "<command line>", "--moe-policy", 0,
-                                "policy '%s' needs the MoE replay, which this run does not have "
-                                "(docs/moe.md, \"When it applies\")",
-                                moe_policy_name((moe_policy_kind)e->opt->moe_policy));
-        return 0;
-    }
+    char why[256];
+    if (!engine_moe_applies(e, w, cm, why, sizeof why))
+        return engine_moe_refuse(e, w, why, err); /* engine_moe_check.c */
     double flows = replay_flows(e, cm, w->parallel.expert_model_parallel_size);
     double bound = e->opt->moe_max_flows > 0 ? e->opt->moe_max_flows : 2e7;
     if (flows > bound) {
         e->moe_skipped_flows = flows;
-        if (overlap)
-            return np_error_set(err, NP_EXIT_USAGE, "<command line>", "--allow-large", 0,
-                                "model.overlap_moe_expert_parallel_comm needs the MoE replay: "
-                                "about %.2g flows are over the bound (--allow-large replays "
-                                "them, --fold-dp and --moe-sample-mb make fewer)",
-                                flows);
-        if (e->opt->moe_policy != MOE_POLICY_NONE)
-            return np_error_set(err, NP_EXIT_USAGE, "<command line>", "--moe-policy", 0,
-                                "policy '%s' needs the MoE replay: about %.2g flows are over the "
-                                "bound (--allow-large replays them)",
-                                moe_policy_name((moe_policy_kind)e->opt->moe_policy), flows);
-        return 0;
+        return engine_moe_refuse_over_bound(e, w, flows, err);
     }
     const moe_trace *t = e->opt->moe_trace;
     int ep = w->parallel.expert_model_parallel_size;
-    if (t && (e->opt->moe_trace_step < 0 || e->opt->moe_trace_step >= t->steps))
-        return np_error_set(err, NP_EXIT_USAGE, "<command line>", "--moe-trace-step", 0,
-                            "expected a step of the trace, 0 to %d, got %d", t->steps - 1,
-                            e->opt->moe_trace_step);
-    int rc = overlap ? engine_moe_overlap_check(e, w, err) : 0;
+    /* the tokens the plan routes per NPU and micro-batch (its micro-batch
+     * size and TP, not the workload's) */
+    long tokens = moe_trace_tokens(w, e->pl->micro_batch_size, e->tp);
+    int rc = engine_moe_check_trace(e, w, err);
     if (rc)
+        return rc;
+    if (overlap && (rc = engine_moe_overlap_check(e, w, err)))
         return rc;
     engine_moe *m = calloc(1, sizeof *m);
     if (!m)
@@ -306,7 +274,7 @@ int engine_moe_prepare(engine *e, const wl_workload *w, const cm_model *cm, np_e
         !m->a2a_exposed_s || !m->copy_s || !m->copy_bytes)
         return np_error_set(err, NP_EXIT_INTERNAL, "<engine>", "", 0, "out of memory");
     if (!t && m->policy != MOE_POLICY_NONE) {
-        if (balanced_trace(&m->balanced, w, ep))
+        if (balanced_trace(&m->balanced, w, ep, tokens))
             return np_error_set(err, NP_EXIT_INTERNAL, "<engine>", "", 0, "out of memory");
         t = &m->balanced;
     }
@@ -314,7 +282,7 @@ int engine_moe_prepare(engine *e, const wl_workload *w, const cm_model *cm, np_e
         (overlap && engine_moe_overlap_init(e)))
         return np_error_set(err, NP_EXIT_INTERNAL, "<engine>", "", 0, "out of memory");
     if (e->opt->record_spans &&
-        load_timeline(m, w, t, t && t != &m->balanced ? e->opt->moe_trace_step : 0))
+        load_timeline(m, w, t, t && t != &m->balanced ? e->opt->moe_trace_step : 0, tokens))
         return np_error_set(err, NP_EXIT_INTERNAL, "<engine>", "", 0, "out of memory");
     /* expert gradients per stage, synced over the expert-DP group instead */
     for (int s = 0; s < e->p; s++)

@@ -47,6 +47,22 @@ typedef struct engine_moe {
     int max_over_mean_count;
 } engine_moe;
 
+/* ---- engine_moe_check.c ---- */
+
+/* Whether the run replays its MoE layers; if not, why[] says which
+ * condition fails (docs/moe.md, "When it applies"). */
+bool engine_moe_applies(const engine *e, const wl_workload *w, const cm_model *cm, char *why,
+                        size_t size);
+/* A run without the replay (`why`), or over the flow bound: refuses what
+ * needs the replay (combined 1F1B, --moe-sample-mb, a policy, a routing
+ * trace) naming the option or key; 0 when nothing does. */
+int engine_moe_refuse(const engine *e, const wl_workload *w, const char *why, np_error *err);
+int engine_moe_refuse_over_bound(const engine *e, const wl_workload *w, double flows,
+                                 np_error *err);
+/* The routing trace against the plan simulated: its step, its tokens per
+ * NPU and micro-batch (moe_trace_check_plan). */
+int engine_moe_check_trace(const engine *e, const wl_workload *w, np_error *err);
+
 /* The copies of MoE layer k on the fabric, among the EP group g: their
  * weights broadcast (broadcast) or their gradients reduced to the owners
  * (engine_moe_copies.c). */
@@ -85,8 +101,8 @@ void engine_moe_forward_begin(engine *e, worker *w, const coll_group *g, int k, 
 /* Runs one MoE layer of a forward (or backward) op on its own: its other
  * work, then dispatch, experts, combine (or their gradients in that order),
  * or FasterMoE's pipelined exchange; the all-to-alls are all exposed. */
-void engine_moe_run_layer(worker *w, const coll_group *g, const engine_moe_part *part,
-                          bool forward, int micro_batch);
+void engine_moe_run_layer(worker *w, const coll_group *g, const engine_moe_part *part, bool forward,
+                          int micro_batch);
 
 /* 0, or NP_EXIT_USAGE naming model.overlap_moe_expert_parallel_comm when
  * combined 1F1B cannot apply to the run (engine_moe_overlap.c). */
