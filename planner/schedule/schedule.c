@@ -303,6 +303,20 @@ int sched_build(const plan *pl, const cm_model *cm, schedule *out, np_error *err
     int rc = plan_check(pl, "<plan>", err);
     if (rc)
         return rc;
+    int p = pl->num_stages, m = pl->num_micro_batches;
+    bool async = pl->schedule == SCHED_PIPEDREAM || pl->schedule == SCHED_PIPEDREAM_2BW;
+    if (async && m < p) /* schedule_pipedream.c, docs/planners.md "PipeDream" */
+        return np_error_set(err, NP_EXIT_INPUT, "<plan>", "num_micro_batches", 0,
+                            "schedule %s needs at least one micro-batch per stage in an "
+                            "iteration (m >= p), got m = %d on %d stages (global batch / "
+                            "(micro-batch size x data-parallel size)): %s; raise the global "
+                            "batch or use fewer stages",
+                            wl_schedule_name(pl->schedule), m, p,
+                            pl->schedule == SCHED_PIPEDREAM_2BW
+                                ? "2BW's two weight versions suffice only when a version "
+                                  "lasts m >= p micro-batches"
+                                : "PipeDream keeps p - s micro-batches in flight on stage s "
+                                  "whatever m, more than the m the memory model charges");
     out->num_stages = pl->num_stages;
     out->stages = calloc((size_t)pl->num_stages, sizeof *out->stages);
     if (!out->stages)

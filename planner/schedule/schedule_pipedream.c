@@ -3,8 +3,12 @@
  * with weight stashing (Narayanan et al. SOSP'19, section 3.3) and
  * PipeDream-2BW (Narayanan et al. ICML'21, section 3.1).
  *
- * Both run the 1F1B order forever: stage s keeps k_s = min(p − s, m)
- * micro-batches in flight and never drains.  They differ in when weights
+ * Both run the 1F1B order forever: stage s keeps k_s = p − s micro-batches
+ * in flight (PipeDream's NOAM, SOSP'19 section 3.2) and never drains.  An
+ * iteration is m >= p micro-batches: sched_build() refuses fewer, for which
+ * this period would cap k_s at m (in_flight(), and memory.c's count) and
+ * model a throttled pipeline that is neither schedule -- the times fell as
+ * m grew (docs/planners.md, "PipeDream").  They differ in when weights
  * change, hence in how many versions a stage keeps:
  *   - PipeDream updates a stage's weights after every backward and stashes
  *     the version each in-flight micro-batch used for its forward, so that
@@ -14,7 +18,8 @@
  *   - 2BW accumulates gradients over m micro-batches and updates once
  *     (the all-reduce and optimizer step close our iteration); with m >= p a
  *     micro-batch's forward and backward straddle at most one update, so two
- *     versions suffice (double buffering).
+ *     versions suffice (double buffering).  With m < p they would not: 2BW
+ *     is defined for m >= p only (ICML'21, section 3.1).
  * memory.c charges the extra versions as static bytes (mem_stage_bytes()).
  *
  * What "one iteration" means.  An asynchronous pipeline has no iteration
@@ -31,7 +36,7 @@
  *     (static_bytes, which the engine's tracker starts from), so the tracker's
  *     peak is the steady state's: static + k_s activations;
  *   - a gradient that crosses the period boundary (k_s − k_{s+1} of them on
- *     each backward channel, one when m >= p) is sent by stage s+1 at the
+ *     each backward channel: one, as m >= p) is sent by stage s+1 at the
  *     start of the period, instead of at the end of the previous one; its
  *     last backwards then send nothing.  Every channel still carries exactly
  *     m transfers per iteration.
@@ -41,14 +46,18 @@
  * fill a single-period replay cannot hide (carrying both directions would
  * need a common op boundary on every stage, which uniform stages only have
  * when F = B).  With uniform stages and free communication the replay takes
- * m(F + B) + (p − 1)·F plus the weight updates: a measured bubble of
- * (p − 1)·F / (m(F + B)) against 1F1B's (p − 1)/m.
+ * m(F + B) + (p − 1)·F plus the weight updates: stage s starts at s·F, and
+ * its j-th backward needs stage s+1's (j−1)-th, done at (s+1)·F + j(F+B),
+ * just when stage s reaches it, so no stage waits again.  A measured bubble
+ * of (p − 1)·F / (m(F + B)) against 1F1B's (p − 1)/m
+ * (tests/test_pipedream_period.c).
  *
  * Micro-batch ids of the previous iteration's backwards are taken mod m, so
  * that sched_check() can match them.
  */
 #include "schedule_internal.h"
 
+/* k_s = min(p − s, m): p − s, since sched_build() refuses m < p. */
 static int in_flight(const plan *pl, int s)
 {
     int p = pl->num_stages, m = pl->num_micro_batches;
