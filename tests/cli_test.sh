@@ -727,6 +727,11 @@ expect_error "1e-400 in the file" 2 "under.json:[0-9]*: the number 1e-400 is bel
     "$P8" "$TMP/under.json"
 expect_error "1e-400 in --set" 2 "hidden_dropout: the number 1e-400 is below the smallest double" \
     --set hidden_dropout=1e-400 --set attention_dropout=0 "$P8" "$W8"
+# a plan the engine refuses leaves no --plan-out file (all or nothing)
+rm -f "$TMP/pd.json"
+expect_error "PipeDream with m < p" 2 "schedule pipedream needs at least one micro-batch per stage" \
+    --schedule pipedream --set global_batch_size=4 --plan-out "$TMP/pd.json" "$P8" "$W8"
+[ ! -e "$TMP/pd.json" ] && ok || ko "a refused plan leaves no --plan-out file"
 # SIGINT (Ctrl-C, or simsweep stopping a sweep) ends simrun by the signal, at once, with no
 # row: SimGrid's own handler exited 1 (a "failed" point for simsweep) and could hang in exit
 /usr/bin/python3 - "$SIMRUN" "$TMP/int.csv" <<'PYEOF' 2>"$TMP/err" && ok || ko "SIGINT ends simrun by the signal, no row"

@@ -77,8 +77,6 @@ static int simulate_and_report(const cli *c, job *j, plan *pl, np_error *err)
                           "the others have no timeline: expected 1 to %d, or all",
                           c->trace_max_replicas, c->fold_dp_replicas, c->fold_dp_replicas,
                           c->fold_dp_replicas == 1 ? "" : "s", c->fold_dp_replicas);
-    if (!rc && plan_out && !j->check_only)
-        rc = plan_write_json(plan_out, pl, c->workload_path, err);
     if (!rc)
         rc = sched_build(pl, cm, &sc, err);
     static bool told_p2p; /* once per process, not once per planner */
@@ -99,6 +97,11 @@ static int simulate_and_report(const cli *c, job *j, plan *pl, np_error *err)
         rc = engine_run(&j->pf, &j->w, cm, pl, &sc, &eo, &res, err);
     cli_progress_clear(c);
     bool report = !rc && !j->check_only; /* a check (--moe-policy all) reports nothing */
+    /* the plan only once it has run: a plan the engine refuses (a MoE trace
+     * it would not replay, PipeDream with m < p) leaves no file behind */
+    if (report && plan_out)
+        rc = plan_write_json(plan_out, pl, c->workload_path, err);
+    report = !rc && report;
     if (report && c->trace_path) {
         trace_options to;
         trace_init_options(&to);
