@@ -357,5 +357,77 @@ code=$?
 "$SWEEP" --simrun /nonexistent/simrun -o "$TMP/x.csv" "$TMP/s.json" 2>"$TMP/err"
 [ $? -eq 4 ] && grep -q "/nonexistent/simrun --csv-header" "$TMP/err" && ok || ko "a missing simrun, exit 4"
 
+
+# refused NAME PATTERN SWEEP.json: --dry-run refuses the file with one line on stderr holding
+# PATTERN (grep -F), exit 2; so does a run, which then runs nothing (no CSV).
+refused() {
+    "$SWEEP" --dry-run "$3" >/dev/null 2>"$TMP/err"
+    code=$?
+    "$SWEEP" -o "$TMP/refused.csv" "$3" 2>"$TMP/err.run"
+    code_run=$?
+    if [ $code -eq 2 ] && [ $code_run -eq 2 ] && [ "$(wc -l <"$TMP/err")" -eq 1 ] &&
+        grep -qF -- "$2" "$TMP/err" && cmp -s "$TMP/err" "$TMP/err.run" && [ ! -e "$TMP/refused.csv" ]; then ok
+    else ko "$1 (dry run: exit $code, run: exit $code_run)"; fi
+}
+# sweep_file KEYS...: a sweep file of small_gpt on test_8npu with these more top-level keys
+sweep_file() {
+    printf '{"platforms": ["%s"], "workloads": ["%s"], %s}\n' "$P8" "$W8" "$1" >"$TMP/k.json"
+}
+
+# --- one workload key in two spellings: refused before anything runs -------------------------
+# a fixed option and a point's own value in another spelling: simrun does not let one override
+# the other (it ran the fixed gpipe for every point, or the fixed planner)
+sweep_file '"options": ["--set", "schedule=gpipe"], "vary": {"--schedule": ["1f1b", "zb-h1"]}'
+refused "options' --set schedule= against a point's --schedule" \
+    'point 0 sets the workload key schedule as --schedule 1f1b, which "options" sets as --set schedule=gpipe' "$TMP/k.json"
+sweep_file '"options": ["--planner", "megatron"], "vary": {"planner": ["pipedream", "ft"]}'
+refused "options' --planner against a point's planner key" \
+    'point 0 sets the workload key planner as --set planner=pipedream, which "options" sets as --planner megatron' "$TMP/k.json"
+sweep_file '"options": ["--set", "training.global_batch_size=32"], "points": [{"global_batch_size": 16}]'
+refused "options' dotted key against a point's bare one" \
+    'sets the workload key training.global_batch_size as --set global_batch_size=16, which "options" sets as --set training.global_batch_size=32' "$TMP/k.json"
+sweep_file '"options": ["--schedule", "gpipe", "--set", "schedule=1f1b"]'
+refused "two spellings within options" \
+    'k.json: options: sets the workload key schedule twice, in two spellings: --schedule gpipe and --set schedule=1f1b' "$TMP/k.json"
+# the same spelling: the point's value comes later on simrun's command line and wins
+sweep_file '"options": ["--schedule", "gpipe", "--set", "training.global_batch_size=32"],
+  "points": [{"--schedule": "1f1b", "training.global_batch_size": 16}]'
+"$SWEEP" -o "$TMP/same.csv" "$TMP/k.json" 2>"$TMP/err"
+code=$?
+got=$($PY -c 'import csv, sys
+print(" ".join("%s:%s:%s" % (r["schedule"], r["global_batch_size"], r["status"])
+               for r in csv.DictReader(open(sys.argv[1]))))' "$TMP/same.csv" 2>>"$TMP/err")
+[ $code -eq 0 ] && [ "$got" = "1f1b:16:ok" ] && ok ||
+    ko "a point's own value wins over a fixed one of the same spelling (exit $code, got '$got')"
+
+# --- smaller refusals ------------------------------------------------------------------------
+sweep_file '"points": []'
+refused 'zero points ("points": [])' 'k.json: points: expected a non-empty array of objects, got []' "$TMP/k.json"
+sweep_file '"options": ["--set", "nokv"]'
+refused "--set without KEY=VALUE in options" "k.json: options[1]: --set takes KEY=VALUE" "$TMP/k.json"
+mkdir -p "$TMP/sweepdir"
+"$SWEEP" --dry-run "$TMP/sweepdir" >/dev/null 2>"$TMP/err"
+code=$?
+[ $code -eq 2 ] && [ "$(wc -l <"$TMP/err")" -eq 1 ] && grep -q "sweepdir: is a directory; expected a sweep file" "$TMP/err" &&
+    ok || ko "a directory as the sweep file is said to be one, exit 2 ($code)"
+"$SWEEP" --run-point-index abc -o "$TMP/x.csv" "$TMP/s.json" 2>"$TMP/err"
+code=$?
+[ $code -eq 1 ] && [ "$(wc -l <"$TMP/err")" -eq 1 ] && grep -q -- "--run-point-index expects an integer >= 0, got 'abc'" "$TMP/err" &&
+    ok || ko "--run-point-index abc: one line, the usage exit code 1 ($code)"
+# one --trace file in two spellings (./, a linked folder): one would replace the other
+ln -s "$TMP" "$TMP/link"
+sweep_file "\"points\": [{\"--trace\": \"$TMP/t1.json\"}, {\"--trace\": \"$TMP/./t1.json\", \"--schedule\": \"gpipe\"}]"
+refused "--trace FILE and --trace ./FILE are one file" "points 0 and 1 would both write this file" "$TMP/k.json"
+sweep_file "\"points\": [{\"--trace\": \"$TMP/t1.json\"}, {\"--trace\": \"$TMP/link/t1.json\", \"--schedule\": \"gpipe\"}]"
+refused "--trace through a linked folder is the same file" "points 0 and 1 would both write this file" "$TMP/k.json"
+# a workload that says "planner": "all" writes a row per planner; a point is one row
+sed 's/"planner": "megatron"/"planner": "all"/' "$W8" >"$TMP/wall.json"
+grep -q '"planner": "all"' "$TMP/wall.json" || ko "the test's workload has planner all"
+printf '{"platforms": ["%s"], "workloads": ["%s"]}\n' "$P8" "$TMP/wall.json" >"$TMP/k.json"
+refused 'a workload of "planner": "all"' "wall.json says \"planner\": \"all\", which writes one row per planner" "$TMP/k.json"
+printf '{"platforms": ["%s"], "workloads": ["%s"], "vary": {"--planner": ["megatron"]}}\n' "$P8" "$TMP/wall.json" >"$TMP/k.json"
+"$SWEEP" --dry-run "$TMP/k.json" >/dev/null 2>"$TMP/err" && ok ||
+    ko 'a workload of "planner": "all" whose points name their planner is accepted'
+
 echo "sweep: $(($(date +%s) - started)) s"
 harness_done sweep

@@ -58,6 +58,7 @@ typedef struct args {
     mode mode;
     int jobs;
     const char *out, *simrun, *slurm_dir, *point;
+    int point_index; /* --run-point-index */
     bool quiet, retry_failed, slurm_dry_run;
     const char *sweep_file;
     const char **files; /* --merge's fragments */
@@ -143,7 +144,9 @@ static int parse_args(int argc, char **argv, args *a)
             rc = set_mode(a, RUN_POINT, o) ? NP_EXIT_USAGE : -1;
         } else if (!strcmp(o, "--run-point-index")) {
             a->point = value;
-            rc = set_mode(a, RUN_POINT_INDEX, o) ? NP_EXIT_USAGE : -1;
+            rc = set_mode(a, RUN_POINT_INDEX, o) || parse_count(value, o, 0, &a->point_index)
+                     ? NP_EXIT_USAGE
+                     : -1;
         } else if (!strcmp(o, "--merge")) {
             rc = set_mode(a, MERGE, o) ? NP_EXIT_USAGE : -1;
         } else if (o[0] == '-' && o[1]) {
@@ -279,11 +282,10 @@ static int run(args *a, np_error *err)
         rc = sweep_run_local(&s, &ro, err);
     else {
         const sweep_point *p = NULL;
-        int index;
         if (a->mode == RUN_POINT)
             p = sweep_find(&s, a->point);
-        else if (parse_count(a->point, "--run-point-index", 0, &index) == 0 && index < s.num_points)
-            p = &s.points[index];
+        else if (a->point_index < s.num_points)
+            p = &s.points[a->point_index];
         if (p)
             rc = sweep_run_point(&s, p, &ro, err);
         else

@@ -12,6 +12,8 @@
  *   sweep_file.c   reading and checking the sweep file; simrun's options
  *   sweep_point.c  expanding it into points, their arguments, canonical text
  *                  and run ids
+ *   sweep_check.c  the checks of the points before any runs (workload keys,
+ *                  spellings, files written whole, "planner": "all")
  *   sweep_csv.c    the RFC 4180 reader, the finished-points index, --merge
  *   sweep_row.c    the rows simsweep writes for failed points
  *   sweep_run.c    running points as child processes: the local runner,
