@@ -55,6 +55,22 @@ ids() { rows "$1" 2>"$TMP/err.ids" | sort >"$1.ids"; }
 
 P8=platforms/test_8npu.xml
 W8=workloads/small_gpt.json
+# refused NAME PATTERN SWEEP.json: --dry-run refuses the file with one line on stderr holding
+# PATTERN (grep -F), exit 2; so does a run, which then runs nothing (no CSV).
+refused() {
+    "$SWEEP" --dry-run "$3" >/dev/null 2>"$TMP/err"
+    code=$?
+    "$SWEEP" -o "$TMP/refused.csv" "$3" 2>"$TMP/err.run"
+    code_run=$?
+    if [ $code -eq 2 ] && [ $code_run -eq 2 ] && [ "$(wc -l <"$TMP/err")" -eq 1 ] &&
+        grep -qF -- "$2" "$TMP/err" && cmp -s "$TMP/err" "$TMP/err.run" && [ ! -e "$TMP/refused.csv" ]; then ok
+    else ko "$1 (dry run: exit $code, run: exit $code_run)"; fi
+}
+# sweep_file KEYS...: a sweep file of small_gpt on test_8npu with these more top-level keys
+sweep_file() {
+    printf '{"platforms": ["%s"], "workloads": ["%s"], %s}\n' "$P8" "$W8" "$1" >"$TMP/k.json"
+}
+
 started=$(date +%s)
 cat >"$TMP/s.json" <<EOF
 {
@@ -352,27 +368,97 @@ printf '%s\nx' "$(cat "$TMP/header")" >"$TMP/partial.csv"
 code=$?
 [ $code -eq 2 ] && grep -q "partial.csv:2: the last row has no line end" "$TMP/err" &&
     ok || ko "a CSV ending in a partial row is refused, exit 2 ($code)"
+# --run-point (GNU parallel's path) and --emit-jobs add no row to a CSV of another header: an
+# older simrun's (this header without its last column, a row of it) or a 2-column file
+id0=$(head -1 "$TMP/dry" | cut -d' ' -f1)
+cut_last=$($PY -c 'import csv, sys
+h = next(csv.reader(open(sys.argv[1])))
+print(",".join(h[:-1]))' "$TMP/header")
+printf '%s\n%s\n' "$cut_last" "$(echo "$cut_last" | tr -c ',\n' x)" >"$TMP/old75.csv"
+printf 'run_id,status\n' >"$TMP/two.csv"
+for f in old75 two; do
+    cp "$TMP/$f.csv" "$TMP/$f.orig"
+    "$SWEEP" --run-point "$id0" -o "$TMP/$f.csv" "$TMP/s.json" 2>"$TMP/err"
+    code=$?
+    [ $code -eq 2 ] && [ "$(wc -l <"$TMP/err")" -eq 1 ] && grep -q "$f.csv:1: the header is not this simrun's" "$TMP/err" &&
+        cmp -s "$TMP/$f.csv" "$TMP/$f.orig" && ok ||
+        ko "--run-point into a CSV of another header ($f) is refused and adds no row, exit 2 ($code)"
+    "$SWEEP" --emit-jobs -o "$TMP/$f.csv" "$TMP/s.json" >"$TMP/out" 2>"$TMP/err"
+    code=$?
+    [ $code -eq 2 ] && [ ! -s "$TMP/out" ] && grep -q "$f.csv:1: the header is not this simrun's" "$TMP/err" &&
+        cmp -s "$TMP/$f.csv" "$TMP/$f.orig" && ok ||
+        ko "--emit-jobs into a CSV of another header ($f) emits nothing, exit 2 ($code)"
+done
+
+# --- an output failure of the CSV is not the point's: no row, exit 4, a plain re-run runs it ----
+# simrun refuses the CSV made read-only while it runs (its exit 4 naming --csv); the point has
+# no failed row, so running the sweep again (with a writable CSV) runs it
+printf '#!/bin/sh\nfor a; do [ "$prev" = --csv ] && csv=$a; prev=$a; done\n[ -n "${csv:-}" ] && chmod 444 "$csv"\n"%s" "$@"\nrc=$?\n[ -n "${csv:-}" ] && chmod 644 "$csv"\nexit $rc\n' "$SIMRUN" >"$TMP/ro_simrun"
+chmod +x "$TMP/ro_simrun"
+sweep_file '"vary": {"global_batch_size": [16, 32]}'
+cp "$TMP/header" "$TMP/ro.csv"
+"$SWEEP" -j1 --simrun "$TMP/ro_simrun" -o "$TMP/ro.csv" "$TMP/k.json" 2>"$TMP/err"
+code=$?
+[ $code -eq 4 ] && tail -1 "$TMP/err" | grep -q "ro.csv: -o: simrun could not write point [0-9a-f]*'s row (the file is read-only.*); the point has no row" &&
+    cmp -s "$TMP/ro.csv" "$TMP/header" && ok ||
+    ko "simrun failing to write the CSV leaves no failed row, exit 4 ($code; $(rows "$TMP/ro.csv" | wc -l) rows)"
+"$SWEEP" -j1 --quiet -o "$TMP/ro.csv" "$TMP/k.json" 2>"$TMP/err"
+code=$?
+[ $code -eq 0 ] && [ "$(rows "$TMP/ro.csv" | grep -c ' ok$')" -eq 2 ] && [ "$(rows "$TMP/ro.csv" | wc -l)" -eq 2 ] && ok ||
+    ko "a plain re-run after an output failure runs the points (exit $code)"
+cp "$TMP/header" "$TMP/ro.csv"
+"$SWEEP" --emit-jobs --simrun "$TMP/ro_simrun" -o "$TMP/ro.csv" "$TMP/k.json" 2>"$TMP/err.emit" | sh 2>"$TMP/err"
+code=$?
+[ $code -eq 4 ] && grep -q "simrun could not write point" "$TMP/err" && cmp -s "$TMP/ro.csv" "$TMP/header" && ok ||
+    ko "--run-point: simrun failing to write the CSV leaves no failed row, exit 4 ($code)"
+# a full file system (a 16 KiB tmpfs, when this runs as root and may mount one)
+mkdir "$TMP/full"
+if [ "$(id -u)" -eq 0 ] && mount -t tmpfs -o size=16k tmpfs "$TMP/full" 2>/dev/null; then
+    trap 'umount "$TMP/full" 2>/dev/null; rm -rf "$TMP"' EXIT
+    cp "$TMP/header" "$TMP/full/out.csv"
+    head -c 16384 /dev/zero >"$TMP/full/fill" 2>/dev/null # one page left for out.csv's rows
+    printf '{"platforms": ["%s"], "workloads": ["%s"], "vary": {"global_batch_size": [16, 32, 48, 64, 80, 96, 112, 128]}}\n' \
+        "$P8" "$W8" >"$TMP/k.json"
+    "$SWEEP" -j2 -o "$TMP/full/out.csv" "$TMP/k.json" 2>"$TMP/err"
+    code=$?
+    n=$(rows "$TMP/full/out.csv" | grep -c ' ok$')
+    [ $code -eq 4 ] && grep -q "out.csv: -o: simrun could not write point .*No space left on device" "$TMP/err" &&
+        [ "$n" -ge 1 ] && [ "$n" -lt 8 ] && [ "$(rows "$TMP/full/out.csv" | wc -l)" -eq "$n" ] && ok ||
+        ko "a full disk: no failed row, exit 4 ($code; $n ok rows)"
+    rm -f "$TMP/full/fill"
+    "$SWEEP" -j2 --quiet -o "$TMP/full/out.csv" "$TMP/k.json" 2>"$TMP/err"
+    code=$?
+    [ $code -eq 0 ] && [ "$(rows "$TMP/full/out.csv" | grep -c ' ok$')" -eq 8 ] && ok ||
+        ko "once there is room, a plain re-run runs the rest (exit $code)"
+    umount "$TMP/full"
+else
+    echo "sweep: not root or no tmpfs mount: the full-disk case skipped"
+fi
+
+# a CSV saved with a UTF-8 byte-order mark (Excel): read (--dry-run, --merge, which writes the
+# merged file without the mark), never appended to (simrun's rows go under its own header line)
+printf '\357\273\277' >"$TMP/bom.csv"
+cat "$TMP/default.csv" >>"$TMP/bom.csv"
+cp "$TMP/bom.csv" "$TMP/bom.orig"
+"$SWEEP" -o "$TMP/bom.csv" "$TMP/s.json" 2>"$TMP/err"
+code=$?
+[ $code -eq 2 ] && [ "$(wc -l <"$TMP/err")" -eq 1 ] && grep -q "bom.csv:1: the file starts with a UTF-8 byte-order mark" "$TMP/err" &&
+    cmp -s "$TMP/bom.csv" "$TMP/bom.orig" && ok || ko "a sweep into a CSV with a byte-order mark is refused as such, exit 2 ($code)"
+"$SWEEP" --dry-run -o "$TMP/bom.csv" "$TMP/s.json" >"$TMP/out" 2>"$TMP/err"
+code=$?
+[ $code -eq 0 ] && [ "$(grep -c ' ok:' "$TMP/out")" -eq 12 ] && [ "$(grep -c ' failed:' "$TMP/out")" -eq 1 ] && ok ||
+    ko "--dry-run reads the states from a CSV with a byte-order mark (exit $code)"
+rm -f "$TMP/bommerged.csv"
+"$SWEEP" --merge "$TMP/bommerged.csv" "$TMP/bom.csv" "$TMP/default.csv" 2>"$TMP/err"
+code=$?
+[ $code -eq 0 ] && cmp -s "$TMP/bommerged.csv" "$TMP/default.csv" && grep -q "13 rows (13 duplicate rows dropped)" "$TMP/err" && ok ||
+    ko "--merge joins a CSV with a byte-order mark to one without, and writes none (exit $code)"
+
 "$SWEEP" --run-point 0000000000000000 -o "$TMP/x.csv" "$TMP/s.json" 2>"$TMP/err"
 [ $? -eq 2 ] && grep -q "no point has run id" "$TMP/err" && ok || ko "--run-point of an unknown id"
 "$SWEEP" --simrun /nonexistent/simrun -o "$TMP/x.csv" "$TMP/s.json" 2>"$TMP/err"
 [ $? -eq 4 ] && grep -q "/nonexistent/simrun --csv-header" "$TMP/err" && ok || ko "a missing simrun, exit 4"
 
-
-# refused NAME PATTERN SWEEP.json: --dry-run refuses the file with one line on stderr holding
-# PATTERN (grep -F), exit 2; so does a run, which then runs nothing (no CSV).
-refused() {
-    "$SWEEP" --dry-run "$3" >/dev/null 2>"$TMP/err"
-    code=$?
-    "$SWEEP" -o "$TMP/refused.csv" "$3" 2>"$TMP/err.run"
-    code_run=$?
-    if [ $code -eq 2 ] && [ $code_run -eq 2 ] && [ "$(wc -l <"$TMP/err")" -eq 1 ] &&
-        grep -qF -- "$2" "$TMP/err" && cmp -s "$TMP/err" "$TMP/err.run" && [ ! -e "$TMP/refused.csv" ]; then ok
-    else ko "$1 (dry run: exit $code, run: exit $code_run)"; fi
-}
-# sweep_file KEYS...: a sweep file of small_gpt on test_8npu with these more top-level keys
-sweep_file() {
-    printf '{"platforms": ["%s"], "workloads": ["%s"], %s}\n' "$P8" "$W8" "$1" >"$TMP/k.json"
-}
 
 # --- one workload key in two spellings: refused before anything runs -------------------------
 # a fixed option and a point's own value in another spelling: simrun does not let one override

@@ -124,6 +124,10 @@ int csv_parse(const char *source, char *text, size_t len, csv_table *t, np_error
     }
     size_t pos = 0;
     int line = 1, cap = 0, first = 1;
+    if (len >= 3 && memcmp(text, "\xef\xbb\xbf", 3) == 0) { /* a byte-order mark (Excel's) */
+        t->bom = true;
+        pos = 3;
+    }
     while (pos < len) {
         if (text[pos] == '\n' || (text[pos] == '\r' && pos + 1 < len && text[pos + 1] == '\n')) {
             pos += text[pos] == '\r' ? 2 : 1; /* an empty line */
@@ -254,20 +258,32 @@ static int identity_columns(const csv_table *t, const char *path, int *id, int *
     return 0;
 }
 
+/* Why rows cannot be appended to a file whose first line is not header. */
+#define OTHER_HEADER_TEXT                                                                          \
+    "the header is not this simrun's (--csv-header): written by another version? Sweep into a "    \
+    "new file (docs/csv-format.md says how to carry old rows over)"
+#define BOM_HEADER_TEXT                                                                            \
+    "the file starts with a UTF-8 byte-order mark (EF BB BF), as Excel saves a CSV: simrun "       \
+    "appends rows only under its own header line, without one; sweep into a new file, or save "    \
+    "this one without the mark"
+
 int sweep_done_read(const char *path, const char *header, sweep_done *d, np_error *err)
 {
     memset(d, 0, sizeof *d);
     csv_table t;
     int rc = csv_read(path, &t, NULL, err);
-    if (rc || !t.header)
+    if (rc || !t.header) {
+        if (!rc && header && t.bom) /* only the mark: nothing appends under it */
+            rc = np_error_set(err, NP_EXIT_INPUT, path, "", 1, "%s", BOM_HEADER_TEXT);
+        csv_free(&t);
         return rc;
+    }
     int id, status;
-    if (header &&
-        (strlen(header) != t.header_len || strncmp(t.header_raw, header, t.header_len) != 0))
-        rc = np_error_set(err, NP_EXIT_INPUT, path, "", 1,
-                          "the header is not this simrun's (--csv-header): written by another "
-                          "version? Sweep into a new file (docs/csv-format.md says how to "
-                          "carry old rows over)");
+    if (header && t.bom)
+        rc = np_error_set(err, NP_EXIT_INPUT, path, "", 1, "%s", BOM_HEADER_TEXT);
+    else if (header &&
+             (strlen(header) != t.header_len || strncmp(t.header_raw, header, t.header_len) != 0))
+        rc = np_error_set(err, NP_EXIT_INPUT, path, "", 1, "%s", OTHER_HEADER_TEXT);
     if (!rc)
         rc = identity_columns(&t, path, &id, &status, err);
     if (!rc && t.num_records && !(d->entries = calloc((size_t)t.num_records, sizeof *d->entries)))
@@ -298,6 +314,40 @@ int sweep_done_read(const char *path, const char *header, sweep_done *d, np_erro
     }
     d->count = kept;
     return 0;
+}
+
+int sweep_check_header(const char *path, const char *header, np_error *err)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+    if (fd < 0 && errno == ENOENT)
+        return 0; /* np_file_append writes the header */
+    if (fd < 0)
+        return np_error_set(err, NP_EXIT_INTERNAL, path, "-o", 0, "cannot open: %s",
+                            strerror(errno));
+    while (flock(fd, LOCK_SH) != 0 && errno == EINTR)
+        ;                             /* without flock (some network file systems) read as is */
+    size_t want = strlen(header) + 4; /* a mark or a CR, and the line end */
+    char *buf = malloc(want + 1);
+    ssize_t n = buf ? pread(fd, buf, want, 0) : -1;
+    int e = errno;
+    close(fd);
+    int rc = 0;
+    if (!buf)
+        rc = np_error_set(err, NP_EXIT_INTERNAL, path, "", 0, "out of memory");
+    else if (n < 0)
+        rc = np_error_set(err, NP_EXIT_INTERNAL, path, "-o", 0, "cannot read: %s", strerror(e));
+    else if (n >= 3 && memcmp(buf, "\xef\xbb\xbf", 3) == 0)
+        rc = np_error_set(err, NP_EXIT_INPUT, path, "", 1, "%s", BOM_HEADER_TEXT);
+    else if (n > 0) {
+        buf[n] = '\0';
+        size_t line = strcspn(buf, "\n");
+        if (line > 0 && buf[line - 1] == '\r')
+            line--;
+        if (line != strlen(header) || memcmp(buf, header, line) != 0)
+            rc = np_error_set(err, NP_EXIT_INPUT, path, "", 1, "%s", OTHER_HEADER_TEXT);
+    }
+    free(buf);
+    return rc;
 }
 
 sweep_point_state sweep_done_state(const sweep_done *d, const char *run_id)
