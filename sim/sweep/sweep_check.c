@@ -262,10 +262,12 @@ static int check_point_keys(const sweep *s, np_error *err)
                         "two spellings of one key do not override each other; use one spelling "
                         "(a point's own value wins over a fixed one of the same spelling)",
                         i, len, name, sb, sa);
+                /* an option by its own name: --schedule, not schedule */
+                bool oa = ka == args[a] + 2, ob = kb == args[b] + 2;
                 return np_error_set(err, NP_EXIT_INPUT, s->path, "", 0,
-                                    "point %d sets the workload key %.*s twice, as %s and %s: "
+                                    "point %d sets one workload key twice, as %s%.*s and %s%.*s: "
                                     "give it once",
-                                    i, len, name, sa, sb);
+                                    i, oa ? "--" : "", (int)na, ka, ob ? "--" : "", (int)nb, kb);
             }
         }
     }

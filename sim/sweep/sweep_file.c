@@ -314,7 +314,7 @@ static int check_points(const char *path, const json_t *points, np_error *err)
     if (json_is_array(points) && json_array_size(points) == 0)
         return FAIL(err, path, "points", "expected a non-empty array of objects, got []");
     if (!json_is_array(points))
-        return fail_type(err, path, "points", "a non-empty array of objects", points);
+        return fail_type(err, path, "points", "an array of objects", points);
     size_t i;
     json_t *pt;
     json_array_foreach(points, i, pt)
