@@ -243,6 +243,41 @@ if [ "$n" -ge 5 ] && [ "$(rows "$TMP/pall.csv" | wc -l)" -eq "$n" ] &&
     grep -q "$n rows ($n duplicate rows dropped)" "$TMP/err"; then ok
 else ko "--merge keeps every planner's row of one --planner all run ($n rows)"; fi
 
+# a retried point: its failed row (planner '' or as given, moe_policy 'none', from the point's
+# options) gives way to its later ok row (simrun's 'megatron' and ''); points killed on the
+# first run, then run again with --retry-failed
+printf '#!/bin/sh\ncase "$1" in --csv-header|--version) ;; *) [ -e "%s" ] || kill -KILL $$ ;; esac\nexec "%s" "$@"\n' \
+    "$TMP/flaky.ok" "$SIMRUN" >"$TMP/flaky_simrun"
+chmod +x "$TMP/flaky_simrun"
+sweep_file '"vary": {"global_batch_size": [16, 32]}, "points": [{"--planner": "megatron", "global_batch_size": 64}]'
+"$SWEEP" -j2 --quiet --simrun "$TMP/flaky_simrun" -o "$TMP/retried.csv" "$TMP/k.json" 2>"$TMP/err"
+code1=$?
+touch "$TMP/flaky.ok"
+"$SWEEP" -j2 --quiet --retry-failed --simrun "$TMP/flaky_simrun" -o "$TMP/retried.csv" "$TMP/k.json" 2>"$TMP/err"
+code2=$?
+before=$(rows "$TMP/retried.csv" | sort | tr '\n' ' ')
+"$SWEEP" --merge "$TMP/retried.csv" 2>"$TMP/err"
+ids "$TMP/retried.csv"
+if [ $code1 -eq 3 ] && [ $code2 -eq 0 ] && [ "$(echo "$before" | grep -o ' failed' | wc -l)" -eq 3 ] &&
+    [ "$(wc -l <"$TMP/retried.csv.ids")" -eq 3 ] && [ "$(grep -c ' ok$' "$TMP/retried.csv.ids")" -eq 3 ] &&
+    grep -q "3 rows (3 duplicate rows dropped)" "$TMP/err"; then ok
+else ko "--merge keeps a retried point's ok row over its failed one (exits $code1, $code2; before: $before)"; fi
+# a failed row under the run id of a --planner all run gives way to all its planners' rows
+$PY - "$TMP/pall.csv" "$TMP/pfail.csv" <<'EOF2'
+import csv, sys
+rows = list(csv.reader(open(sys.argv[1], newline="")))
+h = rows[0]
+failed = ["" for _ in h]
+for col in ("platform", "workload", "run_id"):
+    failed[h.index(col)] = rows[1][h.index(col)]
+failed[h.index("status")], failed[h.index("exit_code")], failed[h.index("error")] = "failed", "137", "killed"
+failed[h.index("moe_policy")] = "none"
+with open(sys.argv[2], "w", newline="") as f:
+    csv.writer(f, lineterminator="\n").writerows([h, failed])
+EOF2
+"$SWEEP" --merge "$TMP/pmerged.csv" "$TMP/pfail.csv" "$TMP/pall.csv" 2>"$TMP/err" && cmp -s "$TMP/pmerged.csv" "$TMP/pall.csv" &&
+    ok || ko "--merge: a --planner all run's rows supersede a failed row of its run id"
+
 # --- --moe-sample-mb as an axis lands in moe_sample_mb (issue 9) -------------------------------
 # the 21B MoE on 32 NPUs (tests/cli_test.sh's MoE runs), global batch 64 (2 micro-batches): no
 # option writes 0, 1 writes 1; a point that fails (global batch 3 on DP 32) still says 2

@@ -375,11 +375,15 @@ bool sweep_is_pending(sweep_point_state st, bool retry_failed)
 
 /* A row chosen for a result: the table and record it comes from.  A result
  * is a run id and, since one run of --planner all or --moe-policy all writes
- * a row per planner or policy under one run id, its planner and policy. */
+ * a row per planner or policy under one run id, its planner and policy.  A
+ * failed row is a point's, whatever its planner and policy columns say (they
+ * come from the point's options: '' and 'none' where simrun's ok row says
+ * 'megatron' and ''), so it gives way to any ok row of its run id. */
 typedef struct chosen {
     const char *run_id, *planner, *policy;
     int table, record;
-    int order; /* where its result first appeared */
+    int order; /* the row's place in the files; once chosen, its result's first */
+    int group; /* once chosen: where its run id first appeared */
     bool ok;
 } chosen;
 
@@ -400,7 +404,51 @@ static int chosen_cmp(const void *a, const void *b)
 
 static int order_cmp(const void *a, const void *b)
 {
-    return ((const chosen *)a)->order - ((const chosen *)b)->order;
+    const chosen *x = a, *y = b;
+    return x->group != y->group ? x->group - y->group : x->order - y->order;
+}
+
+/* Chooses the rows of c[0..m), sorted by chosen_cmp, into c[0..return):
+ * per run id, the first ok row of each of its results, else (no ok row) its
+ * first row; rows without a run id are all kept.  In the order run ids first
+ * appear, then their results'. */
+static int choose_rows(chosen *c, int m)
+{
+    int out = 0;
+    for (int i = 0; i < m;) {
+        int j = i + 1; /* the run id's rows: c[i..j) */
+        while (j < m && *c[i].run_id && strcmp(c[j].run_id, c[i].run_id) == 0)
+            j++;
+        int first = i;
+        bool any_ok = false;
+        for (int k = i; k < j; k++) {
+            first = c[k].order < c[first].order ? k : first;
+            any_ok |= c[k].ok;
+        }
+        int group = c[first].order;
+        if (!any_ok) {
+            chosen keep = c[first];
+            keep.group = group;
+            c[out++] = keep;
+        }
+        for (int a = i; any_ok && a < j;) {
+            int b = a + 1; /* one result: c[a..b), by order */
+            while (b < j && same_result(&c[b], &c[a]) == 0)
+                b++;
+            int pick = a;
+            while (pick < b && !c[pick].ok)
+                pick++;
+            if (pick < b) { /* out <= a <= pick: nothing unread is overwritten */
+                chosen keep = c[pick];
+                keep.order = c[a].order;
+                keep.group = group;
+                c[out++] = keep;
+            }
+            a = b;
+        }
+        i = j;
+    }
+    return out;
 }
 
 int sweep_merge(const char *out, const char *const *fragments, int num_fragments, int *kept,
@@ -450,26 +498,10 @@ int sweep_merge(const char *out, const char *const *fragments, int num_fragments
             m++;
         }
     }
-    /* per result (run id, planner, policy): the first ok row, else the first
-     * row; rows without a run id are all kept */
     int out_rows = 0;
     if (!rc) {
         qsort(c, (size_t)m, sizeof *c, chosen_cmp);
-        for (int i = 0; i < m;) {
-            int j = i + 1;
-            while (j < m && *c[i].run_id && same_result(&c[j], &c[i]) == 0)
-                j++;
-            int pick = i;
-            for (int k = i; k < j; k++)
-                if (c[k].ok) {
-                    pick = k;
-                    break;
-                }
-            chosen keep = c[pick];
-            keep.order = c[i].order; /* where the run id first appeared */
-            c[out_rows++] = keep;
-            i = j;
-        }
+        out_rows = choose_rows(c, m);
         qsort(c, (size_t)out_rows, sizeof *c, order_cmp);
     }
     np_file nf = {0};
