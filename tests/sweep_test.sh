@@ -278,6 +278,66 @@ EOF2
 "$SWEEP" --merge "$TMP/pmerged.csv" "$TMP/pfail.csv" "$TMP/pall.csv" 2>"$TMP/err" && cmp -s "$TMP/pmerged.csv" "$TMP/pall.csv" &&
     ok || ko "--merge: a --planner all run's rows supersede a failed row of its run id"
 
+# --- one sweep at a time per output CSV -------------------------------------------------------
+# a second runner on the output of one still running refuses at once, naming the file and the
+# first's pid (the two ran every point twice); so do --run-point and --merge on that file; the
+# first then writes each point's row once
+# slow2: simrun 2 s later, touching slow2.started once it runs a point (its simsweep holds the lock)
+printf '#!/bin/sh\ncase "$1" in --csv-header|--version) ;; *) : >"%s"; sleep 2 ;; esac\nexec "%s" "$@"\n' \
+    "$TMP/slow2.started" "$SIMRUN" >"$TMP/slow2"
+chmod +x "$TMP/slow2"
+sweep_file '"vary": {"global_batch_size": [16, 32]}'
+"$SWEEP" -j1 --quiet --simrun "$TMP/slow2" -o "$TMP/lk.csv" "$TMP/k.json" 2>"$TMP/err.first" &
+first=$!
+n=0
+while [ $n -lt 200 ] && ! grep -qx "$first" "$TMP/lk.csv.lock" 2>/dev/null; do
+    sleep 0.05
+    n=$((n + 1))
+done
+"$SWEEP" -j1 -o "$TMP/lk.csv" "$TMP/k.json" 2>"$TMP/err"
+code=$?
+[ $code -eq 4 ] && [ "$(wc -l <"$TMP/err")" -eq 1 ] &&
+    grep -q "lk.csv: -o: another simsweep (pid $first) is running points into this file (it holds .*lk.csv.lock)" "$TMP/err" &&
+    ok || ko "a second simsweep on the output of a running one refuses, naming it, exit 4 ($code)"
+"$SWEEP" --run-point "$("$SWEEP" --dry-run "$TMP/k.json" 2>/dev/null | head -1 | cut -d' ' -f1)" \
+    -o "$TMP/lk.csv" "$TMP/k.json" 2>"$TMP/err"
+code=$?
+[ $code -eq 4 ] && grep -q "another simsweep (pid $first)" "$TMP/err" && ok ||
+    ko "--run-point beside a running sweep on its output refuses, exit 4 ($code)"
+"$SWEEP" --merge "$TMP/lk.csv" 2>"$TMP/err"
+code=$?
+[ $code -eq 4 ] && grep -q "another simsweep (pid $first)" "$TMP/err" && ok ||
+    ko "--merge of a CSV a sweep is running into refuses, exit 4 ($code)"
+wait $first
+code=$?
+ids "$TMP/lk.csv"
+[ $code -eq 0 ] && [ "$(wc -l <"$TMP/lk.csv.ids")" -eq 2 ] && [ "$(grep -c ' ok$' "$TMP/lk.csv.ids")" -eq 2 ] &&
+    [ ! -s "$TMP/lk.csv.lock" ] && ok ||
+    ko "the first sweep writes each point once and empties its lock file (exit $code, $(wc -l <"$TMP/lk.csv.ids") rows)"
+# --run-point jobs share the lock (GNU parallel runs them side by side): a runner refuses beside them
+rm -f "$TMP/slow2.started"
+"$SWEEP" --run-point "$("$SWEEP" --dry-run "$TMP/k.json" 2>/dev/null | head -1 | cut -d' ' -f1)" --quiet \
+    --simrun "$TMP/slow2" -o "$TMP/lk2.csv" "$TMP/k.json" 2>"$TMP/err.first" &
+first=$!
+n=0
+while [ $n -lt 200 ] && [ ! -e "$TMP/slow2.started" ]; do
+    sleep 0.05
+    n=$((n + 1))
+done
+"$SWEEP" -j1 -o "$TMP/lk2.csv" "$TMP/k.json" 2>"$TMP/err"
+code=$?
+cp "$TMP/err" "$TMP/err.runner"
+"$SWEEP" --run-point "$("$SWEEP" --dry-run "$TMP/k.json" 2>/dev/null | sed -n 2p | cut -d' ' -f1)" --quiet \
+    -o "$TMP/lk2.csv" "$TMP/k.json" 2>"$TMP/err"
+code2=$?
+wait $first
+code1=$?
+ids "$TMP/lk2.csv"
+[ $code1 -eq 0 ] && [ $code2 -eq 0 ] && [ $code -eq 4 ] &&
+    grep -q "lk2.csv: -o: simsweep --run-point jobs .* are running points into this file" "$TMP/err.runner" &&
+    [ "$(grep -c ' ok$' "$TMP/lk2.csv.ids")" -eq 2 ] && ok ||
+    ko "--run-point jobs run side by side, a runner beside them refuses (exits $code1, $code2, $code)"
+
 # --- --moe-sample-mb as an axis lands in moe_sample_mb (issue 9) -------------------------------
 # the 21B MoE on 32 NPUs (tests/cli_test.sh's MoE runs), global batch 64 (2 micro-batches): no
 # option writes 0, 1 writes 1; a point that fails (global batch 3 on DP 32) still says 2

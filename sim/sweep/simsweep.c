@@ -219,9 +219,13 @@ static int run(args *a, np_error *err)
 {
     if (a->mode == MERGE) {
         int kept = 0, dropped = 0;
+        sweep_lock lock = {.fd = -1};
         int rc = make_parent(a->out, err);
+        if (!rc) /* rows appended to OUT while it is merged would be lost */
+            rc = sweep_lock_take(&lock, a->out, true, err);
         if (!rc)
             rc = sweep_merge(a->out, a->files, a->num_files, &kept, &dropped, err);
+        sweep_lock_release(&lock);
         if (!rc && !a->quiet)
             fprintf(stderr, "simsweep: %s: %d rows (%d duplicate rows dropped)\n", a->out, kept,
                     dropped);

@@ -15,6 +15,7 @@
  *   sweep_check.c  the checks of the points before any runs (workload keys,
  *                  spellings, files written whole, "planner": "all")
  *   sweep_csv.c    the RFC 4180 reader, the finished-points index, --merge
+ *   sweep_lock.c   one sweep at a time per output CSV (CSV.lock)
  *   sweep_row.c    the rows simsweep writes for failed points
  *   sweep_run.c    running points as child processes: the local runner,
  *                  one point (--run-point), signals and progress
@@ -176,6 +177,22 @@ bool sweep_is_pending(sweep_point_state st, bool retry_failed);
  * NP_EXIT_INTERNAL. */
 int sweep_merge(const char *out, const char *const *fragments, int num_fragments, int *kept,
                 int *dropped, np_error *err);
+
+/* ---- sweep_lock.c ------------------------------------------------------- */
+
+/* A lock on an output CSV against a second sweep running into it: a flock on
+ * CSV.lock (left in place), exclusive for the local runner and --merge (its
+ * pid written in the file), shared for --run-point jobs. */
+typedef struct sweep_lock {
+    int fd; /* -1 when not held */
+    char *path;
+    bool exclusive;
+} sweep_lock;
+
+/* Takes the lock without waiting.  0, or NP_EXIT_INTERNAL naming csv and
+ * whoever holds it (a simsweep and its pid, or --run-point jobs). */
+int sweep_lock_take(sweep_lock *l, const char *csv, bool exclusive, np_error *err);
+void sweep_lock_release(sweep_lock *l);
 
 /* ---- sweep_row.c -------------------------------------------------------- */
 

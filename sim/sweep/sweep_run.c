@@ -148,6 +148,7 @@ typedef struct child {
 typedef struct runner {
     const sweep *s;
     const sweep_run_options *o;
+    sweep_lock lock;        /* on o->csv: no second sweep runs into it */
     char *header, *version; /* simrun's, asked for when first needed */
     child *children;
     int total, done, failed, running;
@@ -424,13 +425,14 @@ static int run_list(runner *r, const sweep_point *const *list, int n, np_error *
 
 static void runner_free(runner *r)
 {
+    sweep_lock_release(&r->lock);
     free(r->header);
     free(r->version);
 }
 
 int sweep_run_local(const sweep *s, const sweep_run_options *o, np_error *err)
 {
-    runner r = {.s = s, .o = o};
+    runner r = {.s = s, .o = o, .lock = {.fd = -1}};
     r.tty = isatty(2);
     r.progress = !o->quiet;
     sweep_done done = {0};
@@ -440,6 +442,8 @@ int sweep_run_local(const sweep *s, const sweep_run_options *o, np_error *err)
         rc = need_simrun_lines(&r, err);
     if (!rc)
         rc = np_file_check_target(o->csv, "-o", NP_FILE_APPEND, err);
+    if (!rc) /* before the CSV is read: what it holds is then all there is */
+        rc = sweep_lock_take(&r.lock, o->csv, true, err);
     if (!rc)
         rc = sweep_done_read(o->csv, r.header, &done, err);
     int n = 0, ok = 0, failed_before = 0;
@@ -471,9 +475,11 @@ int sweep_run_local(const sweep *s, const sweep_run_options *o, np_error *err)
 
 int sweep_run_point(const sweep *s, const sweep_point *p, const sweep_run_options *o, np_error *err)
 {
-    runner r = {.s = s, .o = o};
+    runner r = {.s = s, .o = o, .lock = {.fd = -1}};
     sweep_done done;
     int rc = np_file_check_target(o->csv, "-o", NP_FILE_APPEND, err);
+    if (!rc) /* shared: other --run-point jobs run beside it, never a runner */
+        rc = sweep_lock_take(&r.lock, o->csv, false, err);
     if (!rc) /* rows go only under this simrun's header: refused before anything runs */
         rc = need_header(&r, err);
     if (!rc)
