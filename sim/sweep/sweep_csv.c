@@ -301,7 +301,8 @@ int sweep_done_read(const char *path, const char *header, sweep_done *d, np_erro
         sweep_done_free(d);
         return rc;
     }
-    qsort(d->entries, (size_t)d->count, sizeof *d->entries, entry_cmp);
+    if (d->count > 1) /* entries is NULL for a file of a header alone */
+        qsort(d->entries, (size_t)d->count, sizeof *d->entries, entry_cmp);
     /* one entry per run id, ok when any of its rows is */
     int kept = 0;
     for (int i = 0; i < d->count; i++) {
