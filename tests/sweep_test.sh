@@ -15,7 +15,15 @@
 # --moe-trace-step in a sweep land in their columns, and --memory is refused
 # with its reason; simsweep --help and moetrace --stats to /dev/full exit 4,
 # and moetrace -o DIR names -o; bad sweep files and foreign CSVs are refused
-# with one line.  Ends with "sweep: N passed, N failed".
+# with one line: one workload key in two spellings (a fixed option against a
+# point's own value, or within the options; the same spelling wins), zero
+# points, a --set that is not KEY=VALUE, a directory, one --trace file in two
+# spellings, a workload of "planner": "all"; --run-point and --emit-jobs never
+# write under another header or a byte-order mark; simrun failing to write
+# the CSV (read-only, a full tmpfs when root) leaves no row and exit 4, and a
+# plain re-run runs the point; --merge folds a killed and retried point's
+# failed row into its ok row; a second sweep on a running one's CSV refuses.
+# Ends with "sweep: N passed, N failed".
 set -u
 BUILD=${1:-build}
 cd "$(dirname "$0")/.." || exit 2

@@ -45,12 +45,15 @@ static const char usage_text[] =
     "  --run-point ID     run the point of that run id (what --emit-jobs prints)\n"
     "  --run-point-index I  run point I, from 0 (what a Slurm array task runs)\n"
     "  --merge OUT FRAG...  join CSV fragments and OUT into OUT, one header, one row\n"
-    "                     per run id (an ok row over a failed one, else the first)\n"
+    "                     per result (a point's ok rows over its failed ones)\n"
     "  -h, --help         this text\n"
     "\n"
+    "One sweep runs into a CSV at a time (a lock on CSV.lock): a second one refuses.\n"
+    "\n"
     "exit codes: 0 every point has an ok row; 1 bad command line; 2 bad sweep file\n"
-    "or CSV; 3 some points failed (their rows say why); 4 output failure or simrun\n"
-    "cannot be run; 130 interrupted (SIGINT, SIGTERM): the finished rows are kept.\n";
+    "or CSV; 3 some points failed (their rows say why); 4 output failure (no row for\n"
+    "the points it hit), the CSV busy with another sweep, or simrun cannot be run;\n"
+    "130 interrupted (SIGINT, SIGTERM): the finished rows are kept.\n";
 
 typedef enum mode { RUN, DRY_RUN, EMIT_JOBS, SLURM, RUN_POINT, RUN_POINT_INDEX, MERGE } mode;
 
