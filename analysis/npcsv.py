@@ -7,7 +7,9 @@ number where one is needed is an InputError whose message names the file (and
 the line and column), which main() prints on one line before exiting 2.  No
 value is ever filled in silently.  Rows whose status column (simsweep's
 sweeps, docs/csv-format.md) is not "ok" are the rows of failed points, with
-no results: they are left out, and a line on stderr says how many.
+no results: they are left out, and a line on stderr says how many.  A
+UTF-8 byte-order mark at the start of the file (a CSV saved by Excel) is
+skipped.
 
 Writing: save() takes the figure's file name from -o (check_output: a .png,
 .pdf or .svg file in a directory that exists, not a directory), writes a
@@ -65,7 +67,9 @@ class Table:
 def read_table(path, required):
     """Reads path; every column of required must be in its header."""
     try:
-        with open(path, newline="", encoding="utf-8") as f:
+        # utf-8-sig: a leading byte-order mark (Excel saves CSVs with one) is not part of
+        # the first column's name
+        with open(path, newline="", encoding="utf-8-sig") as f:
             reader = csv.reader(f)
             try:
                 header = next(reader)

@@ -12,7 +12,8 @@ words with units (npcsv.LABELS): ratios (bubble_ratio, mfu, peak_fraction)
 in percent as simrun's table prints them, columns ending in _bytes in GB (1e9
 bytes, as HBM capacities are quoted).  A numeric axis whose positive values
 span two decades or more is logarithmic (--linear keeps it linear; --logx,
---logy force a log axis).  The title names the workloads and platforms of the
+--logy force a log axis, and refuse a value of 0 or less in the rows drawn,
+naming its line).  The title names the workloads and platforms of the
 rows drawn (their CSV columns).  --where keeps the rows whose COLUMN equals
 VALUE (repeatable).
 
@@ -178,6 +179,13 @@ def run():
     rows = npcsv.parse_where(table, args.where)
     if args.logx and not all(is_number(table.text(i, args.x)) for i in rows):
         raise npcsv.InputError(f"{args.csv}: --logx needs numeric values in column '{args.x}'")
+    # a log axis cannot show 0 or less: matplotlib would only warn and drop the points
+    for flag, on, column in (("--logx", args.logx, args.x), ("--logy", args.logy, args.y)):
+        for i in rows if on else []:
+            if not table.number(i, column) > 0:
+                raise npcsv.InputError(
+                    f"{table.path}:{table.lines[i]}: {flag} needs positive values in column "
+                    f"'{column}', got '{table.text(i, column)}'")
     plot(table, rows, args)
 
 

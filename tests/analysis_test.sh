@@ -103,6 +103,25 @@ expect_error "sweep where matches nothing" "no row matches" plot_sweep.py "$S" \
     --x num_micro_batches --y iteration_s --where recompute=sometimes -o "$TMP/bad.png"
 expect_error "sweep logx on categories" "--logx needs numeric" plot_sweep.py "$S" \
     --x recompute --y iteration_s --logx --agg mean -o "$TMP/bad.png"
+# a log axis cannot show 0: one line naming the line and column, not matplotlib's warning
+awk -F, 'BEGIN { OFS = "," } NR == 1 { for (i = 1; i <= NF; i++) if ($i == "iteration_s") c = i }
+    NR > 1 { $c = 0 } { print }' "$S" >"$TMP/zero.csv"
+expect_error "sweep logy on zeros" "zero.csv:2: --logy needs positive values in column 'iteration_s', got '0'" \
+    plot_sweep.py "$TMP/zero.csv" --x num_micro_batches --y iteration_s --group recompute --logy -o "$TMP/bad.png"
+[ "$(wc -l <"$TMP/err")" -eq 1 ] && ok || ko "sweep logy on zeros: one line on stderr"
+awk -F, 'BEGIN { OFS = "," } NR == 1 { for (i = 1; i <= NF; i++) if ($i == "num_micro_batches") c = i }
+    NR == 3 { $c = -4 } { print }' "$S" >"$TMP/negx.csv"
+expect_error "sweep logx on a negative x" "negx.csv:3: --logx needs positive values in column 'num_micro_batches', got '-4'" \
+    plot_sweep.py "$TMP/negx.csv" --x num_micro_batches --y iteration_s --group recompute --logx -o "$TMP/bad.png"
+# a CSV saved with a UTF-8 byte-order mark (Excel): the mark is not part of the first column's name
+printf '\357\273\277' >"$TMP/bom.csv"
+cat "$S" >>"$TMP/bom.csv"
+expect_png sweep_bom "$TMP/bom.png" plot_sweep.py "$TMP/bom.csv" --x platform --y iteration_s --agg min \
+    -o "$TMP/bom.png"
+"$PYTHON" -c 'import sys; sys.path.insert(0, "analysis"); import npcsv
+a, b = npcsv.read_table(sys.argv[1], ["platform"]), npcsv.read_table(sys.argv[2], ["platform"])
+assert a.columns == b.columns and a.rows == b.rows, (a.columns[0], b.columns[0])' "$TMP/bom.csv" "$S" 2>"$TMP/err" &&
+    ok || ko "a CSV with a byte-order mark reads as the same CSV without one"
 expect_error "planners non-numeric time" "nonnum.csv:2: column 'iteration_s'" plot_planners.py \
     "$TMP/nonnum.csv" -o "$TMP/bad.png"
 expect_error "planners short row" "short.csv:3:" plot_planners.py "$TMP/short.csv" -o "$TMP/bad.png"

@@ -1,6 +1,7 @@
 #!/bin/sh
 # parallel_test.sh -- simsweep --emit-jobs run by GNU parallel and by sh give
-# the same CSV as simsweep's own runner.
+# the same CSV as simsweep's own runner, also when a halted GNU parallel run is
+# resumed with parallel --resume-failed and its joblog.
 #   sh tests/parallel_test.sh build
 # Compares with tests/sweep_csv_compare.py (run_id set, every result column;
 # wall times ignored).  Without GNU parallel (scripts/install-deps.sh installs
@@ -41,6 +42,15 @@ if parallel --version 2>/dev/null | grep -q 'GNU parallel'; then
     # nothing is pending once every point has a row
     "$SIMSWEEP" --emit-jobs "$TMP/s.json" >"$TMP/jobs2.txt" 2>"$TMP/err" && [ ! -s "$TMP/jobs2.txt" ] && ok ||
         ko "--emit-jobs after the run emits nothing"
+    # GNU parallel's own resume (docs/sweeps.md): a run halted after 2 of the 6 jobs, then
+    # --resume-failed with the same joblog runs the 4 jobs that never started
+    "$SIMSWEEP" --emit-jobs -o "$TMP/r.csv" "$TMP/s.json" >"$TMP/rjobs.txt" 2>"$TMP/err"
+    parallel -j1 --halt now,done=2 --joblog "$TMP/r.log" <"$TMP/rjobs.txt" >"$TMP/out" 2>"$TMP/err"
+    n=$(/usr/bin/python3 -c 'import csv, sys; print(len(list(csv.DictReader(open(sys.argv[1])))))' "$TMP/r.csv")
+    [ "$n" -eq 2 ] && ok || ko "parallel --halt now,done=2 stops after 2 points ($n rows)"
+    parallel -j2 --resume-failed --joblog "$TMP/r.log" <"$TMP/rjobs.txt" >"$TMP/out" 2>"$TMP/err" &&
+        /usr/bin/python3 tests/sweep_csv_compare.py same "$TMP/ref.csv" "$TMP/r.csv" >"$TMP/err" 2>&1 && ok ||
+        ko "parallel --resume-failed --joblog runs the points the halted run left"
 else
     echo "parallel: GNU parallel part skipped: no GNU parallel (apt-get install parallel)"
 fi

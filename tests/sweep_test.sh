@@ -15,7 +15,15 @@
 # --moe-trace-step in a sweep land in their columns, and --memory is refused
 # with its reason; simsweep --help and moetrace --stats to /dev/full exit 4,
 # and moetrace -o DIR names -o; bad sweep files and foreign CSVs are refused
-# with one line.  Ends with "sweep: N passed, N failed".
+# with one line: one workload key in two spellings (a fixed option against a
+# point's own value, or within the options; the same spelling wins), zero
+# points, a --set that is not KEY=VALUE, a directory, one --trace file in two
+# spellings, a workload of "planner": "all"; --run-point and --emit-jobs never
+# write under another header or a byte-order mark; simrun failing to write
+# the CSV (read-only, a full tmpfs when root) leaves no row and exit 4, and a
+# plain re-run runs the point; --merge folds a killed and retried point's
+# failed row into its ok row; a second sweep on a running one's CSV refuses.
+# Ends with "sweep: N passed, N failed".
 set -u
 BUILD=${1:-build}
 cd "$(dirname "$0")/.." || exit 2
@@ -55,6 +63,22 @@ ids() { rows "$1" 2>"$TMP/err.ids" | sort >"$1.ids"; }
 
 P8=platforms/test_8npu.xml
 W8=workloads/small_gpt.json
+# refused NAME PATTERN SWEEP.json: --dry-run refuses the file with one line on stderr holding
+# PATTERN (grep -F), exit 2; so does a run, which then runs nothing (no CSV).
+refused() {
+    "$SWEEP" --dry-run "$3" >/dev/null 2>"$TMP/err"
+    code=$?
+    "$SWEEP" -o "$TMP/refused.csv" "$3" 2>"$TMP/err.run"
+    code_run=$?
+    if [ $code -eq 2 ] && [ $code_run -eq 2 ] && [ "$(wc -l <"$TMP/err")" -eq 1 ] &&
+        grep -qF -- "$2" "$TMP/err" && cmp -s "$TMP/err" "$TMP/err.run" && [ ! -e "$TMP/refused.csv" ]; then ok
+    else ko "$1 (dry run: exit $code, run: exit $code_run)"; fi
+}
+# sweep_file KEYS...: a sweep file of small_gpt on test_8npu with these more top-level keys
+sweep_file() {
+    printf '{"platforms": ["%s"], "workloads": ["%s"], %s}\n' "$P8" "$W8" "$1" >"$TMP/k.json"
+}
+
 started=$(date +%s)
 cat >"$TMP/s.json" <<EOF
 {
@@ -227,6 +251,101 @@ if [ "$n" -ge 5 ] && [ "$(rows "$TMP/pall.csv" | wc -l)" -eq "$n" ] &&
     grep -q "$n rows ($n duplicate rows dropped)" "$TMP/err"; then ok
 else ko "--merge keeps every planner's row of one --planner all run ($n rows)"; fi
 
+# a retried point: its failed row (planner '' or as given, moe_policy 'none', from the point's
+# options) gives way to its later ok row (simrun's 'megatron' and ''); points killed on the
+# first run, then run again with --retry-failed
+printf '#!/bin/sh\ncase "$1" in --csv-header|--version) ;; *) [ -e "%s" ] || kill -KILL $$ ;; esac\nexec "%s" "$@"\n' \
+    "$TMP/flaky.ok" "$SIMRUN" >"$TMP/flaky_simrun"
+chmod +x "$TMP/flaky_simrun"
+sweep_file '"vary": {"global_batch_size": [16, 32]}, "points": [{"--planner": "megatron", "global_batch_size": 64}]'
+"$SWEEP" -j2 --quiet --simrun "$TMP/flaky_simrun" -o "$TMP/retried.csv" "$TMP/k.json" 2>"$TMP/err"
+code1=$?
+touch "$TMP/flaky.ok"
+"$SWEEP" -j2 --quiet --retry-failed --simrun "$TMP/flaky_simrun" -o "$TMP/retried.csv" "$TMP/k.json" 2>"$TMP/err"
+code2=$?
+before=$(rows "$TMP/retried.csv" | sort | tr '\n' ' ')
+"$SWEEP" --merge "$TMP/retried.csv" 2>"$TMP/err"
+ids "$TMP/retried.csv"
+if [ $code1 -eq 3 ] && [ $code2 -eq 0 ] && [ "$(echo "$before" | grep -o ' failed' | wc -l)" -eq 3 ] &&
+    [ "$(wc -l <"$TMP/retried.csv.ids")" -eq 3 ] && [ "$(grep -c ' ok$' "$TMP/retried.csv.ids")" -eq 3 ] &&
+    grep -q "3 rows (3 duplicate rows dropped)" "$TMP/err"; then ok
+else ko "--merge keeps a retried point's ok row over its failed one (exits $code1, $code2; before: $before)"; fi
+# a failed row under the run id of a --planner all run gives way to all its planners' rows
+$PY - "$TMP/pall.csv" "$TMP/pfail.csv" <<'EOF2'
+import csv, sys
+rows = list(csv.reader(open(sys.argv[1], newline="")))
+h = rows[0]
+failed = ["" for _ in h]
+for col in ("platform", "workload", "run_id"):
+    failed[h.index(col)] = rows[1][h.index(col)]
+failed[h.index("status")], failed[h.index("exit_code")], failed[h.index("error")] = "failed", "137", "killed"
+failed[h.index("moe_policy")] = "none"
+with open(sys.argv[2], "w", newline="") as f:
+    csv.writer(f, lineterminator="\n").writerows([h, failed])
+EOF2
+"$SWEEP" --merge "$TMP/pmerged.csv" "$TMP/pfail.csv" "$TMP/pall.csv" 2>"$TMP/err" && cmp -s "$TMP/pmerged.csv" "$TMP/pall.csv" &&
+    ok || ko "--merge: a --planner all run's rows supersede a failed row of its run id"
+
+# --- one sweep at a time per output CSV -------------------------------------------------------
+# a second runner on the output of one still running refuses at once, naming the file and the
+# first's pid (the two ran every point twice); so do --run-point and --merge on that file; the
+# first then writes each point's row once
+# slow2: simrun 2 s later, touching slow2.started once it runs a point (its simsweep holds the lock)
+printf '#!/bin/sh\ncase "$1" in --csv-header|--version) ;; *) : >"%s"; sleep 2 ;; esac\nexec "%s" "$@"\n' \
+    "$TMP/slow2.started" "$SIMRUN" >"$TMP/slow2"
+chmod +x "$TMP/slow2"
+sweep_file '"vary": {"global_batch_size": [16, 32]}'
+"$SWEEP" -j1 --quiet --simrun "$TMP/slow2" -o "$TMP/lk.csv" "$TMP/k.json" 2>"$TMP/err.first" &
+first=$!
+n=0
+while [ $n -lt 200 ] && ! grep -qx "$first" "$TMP/lk.csv.lock" 2>/dev/null; do
+    sleep 0.05
+    n=$((n + 1))
+done
+"$SWEEP" -j1 -o "$TMP/lk.csv" "$TMP/k.json" 2>"$TMP/err"
+code=$?
+[ $code -eq 4 ] && [ "$(wc -l <"$TMP/err")" -eq 1 ] &&
+    grep -q "lk.csv: -o: another simsweep (pid $first) is running points into this file (it holds .*lk.csv.lock)" "$TMP/err" &&
+    ok || ko "a second simsweep on the output of a running one refuses, naming it, exit 4 ($code)"
+"$SWEEP" --run-point "$("$SWEEP" --dry-run "$TMP/k.json" 2>/dev/null | head -1 | cut -d' ' -f1)" \
+    -o "$TMP/lk.csv" "$TMP/k.json" 2>"$TMP/err"
+code=$?
+[ $code -eq 4 ] && grep -q "another simsweep (pid $first)" "$TMP/err" && ok ||
+    ko "--run-point beside a running sweep on its output refuses, exit 4 ($code)"
+"$SWEEP" --merge "$TMP/lk.csv" 2>"$TMP/err"
+code=$?
+[ $code -eq 4 ] && grep -q "another simsweep (pid $first)" "$TMP/err" && ok ||
+    ko "--merge of a CSV a sweep is running into refuses, exit 4 ($code)"
+wait $first
+code=$?
+ids "$TMP/lk.csv"
+[ $code -eq 0 ] && [ "$(wc -l <"$TMP/lk.csv.ids")" -eq 2 ] && [ "$(grep -c ' ok$' "$TMP/lk.csv.ids")" -eq 2 ] &&
+    [ ! -s "$TMP/lk.csv.lock" ] && ok ||
+    ko "the first sweep writes each point once and empties its lock file (exit $code, $(wc -l <"$TMP/lk.csv.ids") rows)"
+# --run-point jobs share the lock (GNU parallel runs them side by side): a runner refuses beside them
+rm -f "$TMP/slow2.started"
+"$SWEEP" --run-point "$("$SWEEP" --dry-run "$TMP/k.json" 2>/dev/null | head -1 | cut -d' ' -f1)" --quiet \
+    --simrun "$TMP/slow2" -o "$TMP/lk2.csv" "$TMP/k.json" 2>"$TMP/err.first" &
+first=$!
+n=0
+while [ $n -lt 200 ] && [ ! -e "$TMP/slow2.started" ]; do
+    sleep 0.05
+    n=$((n + 1))
+done
+"$SWEEP" -j1 -o "$TMP/lk2.csv" "$TMP/k.json" 2>"$TMP/err"
+code=$?
+cp "$TMP/err" "$TMP/err.runner"
+"$SWEEP" --run-point "$("$SWEEP" --dry-run "$TMP/k.json" 2>/dev/null | sed -n 2p | cut -d' ' -f1)" --quiet \
+    -o "$TMP/lk2.csv" "$TMP/k.json" 2>"$TMP/err"
+code2=$?
+wait $first
+code1=$?
+ids "$TMP/lk2.csv"
+[ $code1 -eq 0 ] && [ $code2 -eq 0 ] && [ $code -eq 4 ] &&
+    grep -q "lk2.csv: -o: simsweep --run-point jobs .* are running points into this file" "$TMP/err.runner" &&
+    [ "$(grep -c ' ok$' "$TMP/lk2.csv.ids")" -eq 2 ] && ok ||
+    ko "--run-point jobs run side by side, a runner beside them refuses (exits $code1, $code2, $code)"
+
 # --- --moe-sample-mb as an axis lands in moe_sample_mb (issue 9) -------------------------------
 # the 21B MoE on 32 NPUs (tests/cli_test.sh's MoE runs), global batch 64 (2 micro-batches): no
 # option writes 0, 1 writes 1; a point that fails (global batch 3 on DP 32) still says 2
@@ -352,10 +471,152 @@ printf '%s\nx' "$(cat "$TMP/header")" >"$TMP/partial.csv"
 code=$?
 [ $code -eq 2 ] && grep -q "partial.csv:2: the last row has no line end" "$TMP/err" &&
     ok || ko "a CSV ending in a partial row is refused, exit 2 ($code)"
+# --run-point (GNU parallel's path) and --emit-jobs add no row to a CSV of another header: an
+# older simrun's (this header without its last column, a row of it) or a 2-column file
+id0=$(head -1 "$TMP/dry" | cut -d' ' -f1)
+cut_last=$($PY -c 'import csv, sys
+h = next(csv.reader(open(sys.argv[1])))
+print(",".join(h[:-1]))' "$TMP/header")
+printf '%s\n%s\n' "$cut_last" "$(echo "$cut_last" | tr -c ',\n' x)" >"$TMP/old75.csv"
+printf 'run_id,status\n' >"$TMP/two.csv"
+for f in old75 two; do
+    cp "$TMP/$f.csv" "$TMP/$f.orig"
+    "$SWEEP" --run-point "$id0" -o "$TMP/$f.csv" "$TMP/s.json" 2>"$TMP/err"
+    code=$?
+    [ $code -eq 2 ] && [ "$(wc -l <"$TMP/err")" -eq 1 ] && grep -q "$f.csv:1: the header is not this simrun's" "$TMP/err" &&
+        cmp -s "$TMP/$f.csv" "$TMP/$f.orig" && ok ||
+        ko "--run-point into a CSV of another header ($f) is refused and adds no row, exit 2 ($code)"
+    "$SWEEP" --emit-jobs -o "$TMP/$f.csv" "$TMP/s.json" >"$TMP/out" 2>"$TMP/err"
+    code=$?
+    [ $code -eq 2 ] && [ ! -s "$TMP/out" ] && grep -q "$f.csv:1: the header is not this simrun's" "$TMP/err" &&
+        cmp -s "$TMP/$f.csv" "$TMP/$f.orig" && ok ||
+        ko "--emit-jobs into a CSV of another header ($f) emits nothing, exit 2 ($code)"
+done
+
+# --- an output failure of the CSV is not the point's: no row, exit 4, a plain re-run runs it ----
+# simrun refuses the CSV made read-only while it runs (its exit 4 naming --csv); the point has
+# no failed row, so running the sweep again (with a writable CSV) runs it
+printf '#!/bin/sh\nfor a; do [ "$prev" = --csv ] && csv=$a; prev=$a; done\n[ -n "${csv:-}" ] && chmod 444 "$csv"\n"%s" "$@"\nrc=$?\n[ -n "${csv:-}" ] && chmod 644 "$csv"\nexit $rc\n' "$SIMRUN" >"$TMP/ro_simrun"
+chmod +x "$TMP/ro_simrun"
+sweep_file '"vary": {"global_batch_size": [16, 32]}'
+cp "$TMP/header" "$TMP/ro.csv"
+"$SWEEP" -j1 --simrun "$TMP/ro_simrun" -o "$TMP/ro.csv" "$TMP/k.json" 2>"$TMP/err"
+code=$?
+[ $code -eq 4 ] && tail -1 "$TMP/err" | grep -q "ro.csv: -o: simrun could not write point [0-9a-f]*'s row (the file is read-only.*); the point has no row" &&
+    cmp -s "$TMP/ro.csv" "$TMP/header" && ok ||
+    ko "simrun failing to write the CSV leaves no failed row, exit 4 ($code; $(rows "$TMP/ro.csv" | wc -l) rows)"
+"$SWEEP" -j1 --quiet -o "$TMP/ro.csv" "$TMP/k.json" 2>"$TMP/err"
+code=$?
+[ $code -eq 0 ] && [ "$(rows "$TMP/ro.csv" | grep -c ' ok$')" -eq 2 ] && [ "$(rows "$TMP/ro.csv" | wc -l)" -eq 2 ] && ok ||
+    ko "a plain re-run after an output failure runs the points (exit $code)"
+cp "$TMP/header" "$TMP/ro.csv"
+"$SWEEP" --emit-jobs --simrun "$TMP/ro_simrun" -o "$TMP/ro.csv" "$TMP/k.json" 2>"$TMP/err.emit" | sh 2>"$TMP/err"
+code=$?
+[ $code -eq 4 ] && grep -q "simrun could not write point" "$TMP/err" && cmp -s "$TMP/ro.csv" "$TMP/header" && ok ||
+    ko "--run-point: simrun failing to write the CSV leaves no failed row, exit 4 ($code)"
+# a full file system (a 16 KiB tmpfs, when this runs as root and may mount one)
+mkdir "$TMP/full"
+if [ "$(id -u)" -eq 0 ] && mount -t tmpfs -o size=16k tmpfs "$TMP/full" 2>/dev/null; then
+    trap 'umount "$TMP/full" 2>/dev/null; rm -rf "$TMP"' EXIT
+    cp "$TMP/header" "$TMP/full/out.csv"
+    head -c 16384 /dev/zero >"$TMP/full/fill" 2>/dev/null # one page left for out.csv's rows
+    printf '{"platforms": ["%s"], "workloads": ["%s"], "vary": {"global_batch_size": [16, 32, 48, 64, 80, 96, 112, 128]}}\n' \
+        "$P8" "$W8" >"$TMP/k.json"
+    "$SWEEP" -j2 -o "$TMP/full/out.csv" "$TMP/k.json" 2>"$TMP/err"
+    code=$?
+    n=$(rows "$TMP/full/out.csv" | grep -c ' ok$')
+    [ $code -eq 4 ] && grep -q "out.csv: -o: simrun could not write point .*No space left on device" "$TMP/err" &&
+        [ "$n" -ge 1 ] && [ "$n" -lt 8 ] && [ "$(rows "$TMP/full/out.csv" | wc -l)" -eq "$n" ] && ok ||
+        ko "a full disk: no failed row, exit 4 ($code; $n ok rows)"
+    rm -f "$TMP/full/fill"
+    "$SWEEP" -j2 --quiet -o "$TMP/full/out.csv" "$TMP/k.json" 2>"$TMP/err"
+    code=$?
+    [ $code -eq 0 ] && [ "$(rows "$TMP/full/out.csv" | grep -c ' ok$')" -eq 8 ] && ok ||
+        ko "once there is room, a plain re-run runs the rest (exit $code)"
+    umount "$TMP/full"
+else
+    echo "sweep: not root or no tmpfs mount: the full-disk case skipped"
+fi
+
+# a CSV saved with a UTF-8 byte-order mark (Excel): read (--dry-run, --merge, which writes the
+# merged file without the mark), never appended to (simrun's rows go under its own header line)
+printf '\357\273\277' >"$TMP/bom.csv"
+cat "$TMP/default.csv" >>"$TMP/bom.csv"
+cp "$TMP/bom.csv" "$TMP/bom.orig"
+"$SWEEP" -o "$TMP/bom.csv" "$TMP/s.json" 2>"$TMP/err"
+code=$?
+[ $code -eq 2 ] && [ "$(wc -l <"$TMP/err")" -eq 1 ] && grep -q "bom.csv:1: the file starts with a UTF-8 byte-order mark" "$TMP/err" &&
+    cmp -s "$TMP/bom.csv" "$TMP/bom.orig" && ok || ko "a sweep into a CSV with a byte-order mark is refused as such, exit 2 ($code)"
+"$SWEEP" --dry-run -o "$TMP/bom.csv" "$TMP/s.json" >"$TMP/out" 2>"$TMP/err"
+code=$?
+[ $code -eq 0 ] && [ "$(grep -c ' ok:' "$TMP/out")" -eq 12 ] && [ "$(grep -c ' failed:' "$TMP/out")" -eq 1 ] && ok ||
+    ko "--dry-run reads the states from a CSV with a byte-order mark (exit $code)"
+rm -f "$TMP/bommerged.csv"
+"$SWEEP" --merge "$TMP/bommerged.csv" "$TMP/bom.csv" "$TMP/default.csv" 2>"$TMP/err"
+code=$?
+[ $code -eq 0 ] && cmp -s "$TMP/bommerged.csv" "$TMP/default.csv" && grep -q "13 rows (13 duplicate rows dropped)" "$TMP/err" && ok ||
+    ko "--merge joins a CSV with a byte-order mark to one without, and writes none (exit $code)"
+
 "$SWEEP" --run-point 0000000000000000 -o "$TMP/x.csv" "$TMP/s.json" 2>"$TMP/err"
 [ $? -eq 2 ] && grep -q "no point has run id" "$TMP/err" && ok || ko "--run-point of an unknown id"
 "$SWEEP" --simrun /nonexistent/simrun -o "$TMP/x.csv" "$TMP/s.json" 2>"$TMP/err"
 [ $? -eq 4 ] && grep -q "/nonexistent/simrun --csv-header" "$TMP/err" && ok || ko "a missing simrun, exit 4"
+
+
+# --- one workload key in two spellings: refused before anything runs -------------------------
+# a fixed option and a point's own value in another spelling: simrun does not let one override
+# the other (it ran the fixed gpipe for every point, or the fixed planner)
+sweep_file '"options": ["--set", "schedule=gpipe"], "vary": {"--schedule": ["1f1b", "zb-h1"]}'
+refused "options' --set schedule= against a point's --schedule" \
+    'point 0 sets the workload key schedule as --schedule 1f1b, which "options" sets as --set schedule=gpipe' "$TMP/k.json"
+sweep_file '"options": ["--planner", "megatron"], "vary": {"planner": ["pipedream", "ft"]}'
+refused "options' --planner against a point's planner key" \
+    'point 0 sets the workload key planner as --set planner=pipedream, which "options" sets as --planner megatron' "$TMP/k.json"
+sweep_file '"options": ["--set", "training.global_batch_size=32"], "points": [{"global_batch_size": 16}]'
+refused "options' dotted key against a point's bare one" \
+    'sets the workload key training.global_batch_size as --set global_batch_size=16, which "options" sets as --set training.global_batch_size=32' "$TMP/k.json"
+sweep_file '"options": ["--schedule", "gpipe", "--set", "schedule=1f1b"]'
+refused "two spellings within options" \
+    'k.json: options: sets the workload key schedule twice, in two spellings: --schedule gpipe and --set schedule=1f1b' "$TMP/k.json"
+# the same spelling: the point's value comes later on simrun's command line and wins
+sweep_file '"options": ["--schedule", "gpipe", "--set", "training.global_batch_size=32"],
+  "points": [{"--schedule": "1f1b", "training.global_batch_size": 16}]'
+"$SWEEP" -o "$TMP/same.csv" "$TMP/k.json" 2>"$TMP/err"
+code=$?
+got=$($PY -c 'import csv, sys
+print(" ".join("%s:%s:%s" % (r["schedule"], r["global_batch_size"], r["status"])
+               for r in csv.DictReader(open(sys.argv[1]))))' "$TMP/same.csv" 2>>"$TMP/err")
+[ $code -eq 0 ] && [ "$got" = "1f1b:16:ok" ] && ok ||
+    ko "a point's own value wins over a fixed one of the same spelling (exit $code, got '$got')"
+
+# --- smaller refusals ------------------------------------------------------------------------
+sweep_file '"points": []'
+refused 'zero points ("points": [])' 'k.json: points: expected a non-empty array of objects, got []' "$TMP/k.json"
+sweep_file '"options": ["--set", "nokv"]'
+refused "--set without KEY=VALUE in options" "k.json: options[1]: --set takes KEY=VALUE" "$TMP/k.json"
+mkdir -p "$TMP/sweepdir"
+"$SWEEP" --dry-run "$TMP/sweepdir" >/dev/null 2>"$TMP/err"
+code=$?
+[ $code -eq 2 ] && [ "$(wc -l <"$TMP/err")" -eq 1 ] && grep -q "sweepdir: is a directory; expected a sweep file" "$TMP/err" &&
+    ok || ko "a directory as the sweep file is said to be one, exit 2 ($code)"
+"$SWEEP" --run-point-index abc -o "$TMP/x.csv" "$TMP/s.json" 2>"$TMP/err"
+code=$?
+[ $code -eq 1 ] && [ "$(wc -l <"$TMP/err")" -eq 1 ] && grep -q -- "--run-point-index expects an integer >= 0, got 'abc'" "$TMP/err" &&
+    ok || ko "--run-point-index abc: one line, the usage exit code 1 ($code)"
+# one --trace file in two spellings (./, a linked folder): one would replace the other
+ln -s "$TMP" "$TMP/link"
+sweep_file "\"points\": [{\"--trace\": \"$TMP/t1.json\"}, {\"--trace\": \"$TMP/./t1.json\", \"--schedule\": \"gpipe\"}]"
+refused "--trace FILE and --trace ./FILE are one file" "points 0 and 1 would both write this file" "$TMP/k.json"
+sweep_file "\"points\": [{\"--trace\": \"$TMP/t1.json\"}, {\"--trace\": \"$TMP/link/t1.json\", \"--schedule\": \"gpipe\"}]"
+refused "--trace through a linked folder is the same file" "points 0 and 1 would both write this file" "$TMP/k.json"
+# a workload that says "planner": "all" writes a row per planner; a point is one row
+sed 's/"planner": "megatron"/"planner": "all"/' "$W8" >"$TMP/wall.json"
+grep -q '"planner": "all"' "$TMP/wall.json" || ko "the test's workload has planner all"
+printf '{"platforms": ["%s"], "workloads": ["%s"]}\n' "$P8" "$TMP/wall.json" >"$TMP/k.json"
+refused 'a workload of "planner": "all"' "wall.json says \"planner\": \"all\", which writes one row per planner" "$TMP/k.json"
+printf '{"platforms": ["%s"], "workloads": ["%s"], "vary": {"--planner": ["megatron"]}}\n' "$P8" "$TMP/wall.json" >"$TMP/k.json"
+"$SWEEP" --dry-run "$TMP/k.json" >/dev/null 2>"$TMP/err" && ok ||
+    ko 'a workload of "planner": "all" whose points name their planner is accepted'
 
 echo "sweep: $(($(date +%s) - started)) s"
 harness_done sweep

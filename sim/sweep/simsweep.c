@@ -45,12 +45,15 @@ static const char usage_text[] =
     "  --run-point ID     run the point of that run id (what --emit-jobs prints)\n"
     "  --run-point-index I  run point I, from 0 (what a Slurm array task runs)\n"
     "  --merge OUT FRAG...  join CSV fragments and OUT into OUT, one header, one row\n"
-    "                     per run id (an ok row over a failed one, else the first)\n"
+    "                     per result (a point's ok rows over its failed ones)\n"
     "  -h, --help         this text\n"
     "\n"
+    "One sweep runs into a CSV at a time (a lock on CSV.lock): a second one refuses.\n"
+    "\n"
     "exit codes: 0 every point has an ok row; 1 bad command line; 2 bad sweep file\n"
-    "or CSV; 3 some points failed (their rows say why); 4 output failure or simrun\n"
-    "cannot be run; 130 interrupted (SIGINT, SIGTERM): the finished rows are kept.\n";
+    "or CSV; 3 some points failed (their rows say why); 4 output failure (no row for\n"
+    "the points it hit), the CSV busy with another sweep, or simrun cannot be run;\n"
+    "130 interrupted (SIGINT, SIGTERM): the finished rows are kept.\n";
 
 typedef enum mode { RUN, DRY_RUN, EMIT_JOBS, SLURM, RUN_POINT, RUN_POINT_INDEX, MERGE } mode;
 
@@ -58,6 +61,7 @@ typedef struct args {
     mode mode;
     int jobs;
     const char *out, *simrun, *slurm_dir, *point;
+    int point_index; /* --run-point-index */
     bool quiet, retry_failed, slurm_dry_run;
     const char *sweep_file;
     const char **files; /* --merge's fragments */
@@ -143,7 +147,9 @@ static int parse_args(int argc, char **argv, args *a)
             rc = set_mode(a, RUN_POINT, o) ? NP_EXIT_USAGE : -1;
         } else if (!strcmp(o, "--run-point-index")) {
             a->point = value;
-            rc = set_mode(a, RUN_POINT_INDEX, o) ? NP_EXIT_USAGE : -1;
+            rc = set_mode(a, RUN_POINT_INDEX, o) || parse_count(value, o, 0, &a->point_index)
+                     ? NP_EXIT_USAGE
+                     : -1;
         } else if (!strcmp(o, "--merge")) {
             rc = set_mode(a, MERGE, o) ? NP_EXIT_USAGE : -1;
         } else if (o[0] == '-' && o[1]) {
@@ -216,9 +222,13 @@ static int run(args *a, np_error *err)
 {
     if (a->mode == MERGE) {
         int kept = 0, dropped = 0;
+        sweep_lock lock = {.fd = -1};
         int rc = make_parent(a->out, err);
+        if (!rc) /* rows appended to OUT while it is merged would be lost */
+            rc = sweep_lock_take(&lock, a->out, true, err);
         if (!rc)
             rc = sweep_merge(a->out, a->files, a->num_files, &kept, &dropped, err);
+        sweep_lock_release(&lock);
         if (!rc && !a->quiet)
             fprintf(stderr, "simsweep: %s: %d rows (%d duplicate rows dropped)\n", a->out, kept,
                     dropped);
@@ -279,11 +289,10 @@ static int run(args *a, np_error *err)
         rc = sweep_run_local(&s, &ro, err);
     else {
         const sweep_point *p = NULL;
-        int index;
         if (a->mode == RUN_POINT)
             p = sweep_find(&s, a->point);
-        else if (parse_count(a->point, "--run-point-index", 0, &index) == 0 && index < s.num_points)
-            p = &s.points[index];
+        else if (a->point_index < s.num_points)
+            p = &s.points[a->point_index];
         if (p)
             rc = sweep_run_point(&s, p, &ro, err);
         else

@@ -12,7 +12,10 @@
  *   sweep_file.c   reading and checking the sweep file; simrun's options
  *   sweep_point.c  expanding it into points, their arguments, canonical text
  *                  and run ids
+ *   sweep_check.c  the checks of the points before any runs (workload keys,
+ *                  spellings, files written whole, "planner": "all")
  *   sweep_csv.c    the RFC 4180 reader, the finished-points index, --merge
+ *   sweep_lock.c   one sweep at a time per output CSV (CSV.lock)
  *   sweep_row.c    the rows simsweep writes for failed points
  *   sweep_run.c    running points as child processes: the local runner,
  *                  one point (--run-point), signals and progress
@@ -112,10 +115,12 @@ typedef struct csv_table {
     size_t header_len;      /* its bytes, line end excluded */
     csv_record *records;
     int num_records;
+    bool bom; /* the text starts with a UTF-8 byte-order mark, skipped */
 } csv_table;
 
 /* Parses RFC 4180 text (quoted fields with commas, doubled quotes, CR and
- * LF; CRLF or LF line ends; empty lines skipped).  Takes ownership of text
+ * LF; CRLF or LF line ends; empty lines skipped; a leading UTF-8 byte-order
+ * mark, as Excel saves a CSV, skipped and said in t->bom).  Takes ownership of text
  * (malloc'd, one byte past len writable).  Every record must have the
  * header's column count and end with a line end: a last line without one is
  * a partial row (a writer killed mid-write), an error naming the line.
@@ -144,10 +149,17 @@ typedef struct sweep_done {
 typedef enum sweep_point_state { SWEEP_NEW = 0, SWEEP_FAILED, SWEEP_OK } sweep_point_state;
 
 /* Reads the finished run ids of a CSV (a missing or empty file has none).
- * When header is not NULL an existing header must equal it.  0, or
- * NP_EXIT_INPUT naming the file (no run_id column, another header, a partial
- * last row, a malformed record). */
+ * When header is not NULL (rows will be appended) an existing header must
+ * equal it, without a byte-order mark.  0, or NP_EXIT_INPUT naming the file
+ * (no run_id column, another header, a byte-order mark, a partial last row, a
+ * malformed record). */
 int sweep_done_read(const char *path, const char *header, sweep_done *d, np_error *err);
+
+/* Whether a row may be appended to path under header: a missing or empty
+ * file, or one whose first line is header (no byte-order mark).  Reads the
+ * first line only, under a shared lock.  0, or NP_EXIT_INPUT naming the file
+ * (NP_EXIT_INTERNAL when it cannot be read). */
+int sweep_check_header(const char *path, const char *header, np_error *err);
 sweep_point_state sweep_done_state(const sweep_done *d, const char *run_id);
 void sweep_done_free(sweep_done *d);
 
@@ -155,14 +167,32 @@ void sweep_done_free(sweep_done *d);
  * --retry-failed. */
 bool sweep_is_pending(sweep_point_state st, bool retry_failed);
 
-/* --merge: OUT (when it exists) and the fragments joined under one header,
- * one row per run id (an "ok" row over a "failed" one, else the first, in
- * the order run ids first appear), written whole or not at all (np_file).
+/* --merge: OUT (when it exists) and the fragments joined under one header
+ * (written without a byte-order mark), one row per result: per run id, its
+ * "ok" rows, one per planner and MoE policy (--planner all, --moe-policy all
+ * write several under one run id), else its first "failed" row; in the order
+ * run ids first appear; written whole or not at all (np_file).
  * Every file must have the same header; empty files are skipped.  *kept and
  * *dropped (may be NULL) count the rows.  0, NP_EXIT_INPUT or
  * NP_EXIT_INTERNAL. */
 int sweep_merge(const char *out, const char *const *fragments, int num_fragments, int *kept,
                 int *dropped, np_error *err);
+
+/* ---- sweep_lock.c ------------------------------------------------------- */
+
+/* A lock on an output CSV against a second sweep running into it: a flock on
+ * CSV.lock (left in place), exclusive for the local runner and --merge (its
+ * pid written in the file), shared for --run-point jobs. */
+typedef struct sweep_lock {
+    int fd; /* -1 when not held */
+    char *path;
+    bool exclusive;
+} sweep_lock;
+
+/* Takes the lock without waiting.  0, or NP_EXIT_INTERNAL naming csv and
+ * whoever holds it (a simsweep and its pid, or --run-point jobs). */
+int sweep_lock_take(sweep_lock *l, const char *csv, bool exclusive, np_error *err);
+void sweep_lock_release(sweep_lock *l);
 
 /* ---- sweep_row.c -------------------------------------------------------- */
 

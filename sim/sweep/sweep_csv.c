@@ -124,6 +124,10 @@ int csv_parse(const char *source, char *text, size_t len, csv_table *t, np_error
     }
     size_t pos = 0;
     int line = 1, cap = 0, first = 1;
+    if (len >= 3 && memcmp(text, "\xef\xbb\xbf", 3) == 0) { /* a byte-order mark (Excel's) */
+        t->bom = true;
+        pos = 3;
+    }
     while (pos < len) {
         if (text[pos] == '\n' || (text[pos] == '\r' && pos + 1 < len && text[pos + 1] == '\n')) {
             pos += text[pos] == '\r' ? 2 : 1; /* an empty line */
@@ -254,20 +258,32 @@ static int identity_columns(const csv_table *t, const char *path, int *id, int *
     return 0;
 }
 
+/* Why rows cannot be appended to a file whose first line is not header. */
+#define OTHER_HEADER_TEXT                                                                          \
+    "the header is not this simrun's (--csv-header): written by another version? Sweep into a "    \
+    "new file (docs/csv-format.md says how to carry old rows over)"
+#define BOM_HEADER_TEXT                                                                            \
+    "the file starts with a UTF-8 byte-order mark (EF BB BF), as Excel saves a CSV: simrun "       \
+    "appends rows only under its own header line, without one; sweep into a new file, or save "    \
+    "this one without the mark"
+
 int sweep_done_read(const char *path, const char *header, sweep_done *d, np_error *err)
 {
     memset(d, 0, sizeof *d);
     csv_table t;
     int rc = csv_read(path, &t, NULL, err);
-    if (rc || !t.header)
+    if (rc || !t.header) {
+        if (!rc && header && t.bom) /* only the mark: nothing appends under it */
+            rc = np_error_set(err, NP_EXIT_INPUT, path, "", 1, "%s", BOM_HEADER_TEXT);
+        csv_free(&t);
         return rc;
+    }
     int id, status;
-    if (header &&
-        (strlen(header) != t.header_len || strncmp(t.header_raw, header, t.header_len) != 0))
-        rc = np_error_set(err, NP_EXIT_INPUT, path, "", 1,
-                          "the header is not this simrun's (--csv-header): written by another "
-                          "version? Sweep into a new file (docs/csv-format.md says how to "
-                          "carry old rows over)");
+    if (header && t.bom)
+        rc = np_error_set(err, NP_EXIT_INPUT, path, "", 1, "%s", BOM_HEADER_TEXT);
+    else if (header &&
+             (strlen(header) != t.header_len || strncmp(t.header_raw, header, t.header_len) != 0))
+        rc = np_error_set(err, NP_EXIT_INPUT, path, "", 1, "%s", OTHER_HEADER_TEXT);
     if (!rc)
         rc = identity_columns(&t, path, &id, &status, err);
     if (!rc && t.num_records && !(d->entries = calloc((size_t)t.num_records, sizeof *d->entries)))
@@ -285,7 +301,8 @@ int sweep_done_read(const char *path, const char *header, sweep_done *d, np_erro
         sweep_done_free(d);
         return rc;
     }
-    qsort(d->entries, (size_t)d->count, sizeof *d->entries, entry_cmp);
+    if (d->count > 1) /* entries is NULL for a file of a header alone */
+        qsort(d->entries, (size_t)d->count, sizeof *d->entries, entry_cmp);
     /* one entry per run id, ok when any of its rows is */
     int kept = 0;
     for (int i = 0; i < d->count; i++) {
@@ -298,6 +315,40 @@ int sweep_done_read(const char *path, const char *header, sweep_done *d, np_erro
     }
     d->count = kept;
     return 0;
+}
+
+int sweep_check_header(const char *path, const char *header, np_error *err)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+    if (fd < 0 && errno == ENOENT)
+        return 0; /* np_file_append writes the header */
+    if (fd < 0)
+        return np_error_set(err, NP_EXIT_INTERNAL, path, "-o", 0, "cannot open: %s",
+                            strerror(errno));
+    while (flock(fd, LOCK_SH) != 0 && errno == EINTR)
+        ;                             /* without flock (some network file systems) read as is */
+    size_t want = strlen(header) + 4; /* a mark or a CR, and the line end */
+    char *buf = malloc(want + 1);
+    ssize_t n = buf ? pread(fd, buf, want, 0) : -1;
+    int e = errno;
+    close(fd);
+    int rc = 0;
+    if (!buf)
+        rc = np_error_set(err, NP_EXIT_INTERNAL, path, "", 0, "out of memory");
+    else if (n < 0)
+        rc = np_error_set(err, NP_EXIT_INTERNAL, path, "-o", 0, "cannot read: %s", strerror(e));
+    else if (n >= 3 && memcmp(buf, "\xef\xbb\xbf", 3) == 0)
+        rc = np_error_set(err, NP_EXIT_INPUT, path, "", 1, "%s", BOM_HEADER_TEXT);
+    else if (n > 0) {
+        buf[n] = '\0';
+        size_t line = strcspn(buf, "\n");
+        if (line > 0 && buf[line - 1] == '\r')
+            line--;
+        if (line != strlen(header) || memcmp(buf, header, line) != 0)
+            rc = np_error_set(err, NP_EXIT_INPUT, path, "", 1, "%s", OTHER_HEADER_TEXT);
+    }
+    free(buf);
+    return rc;
 }
 
 sweep_point_state sweep_done_state(const sweep_done *d, const char *run_id)
@@ -325,11 +376,15 @@ bool sweep_is_pending(sweep_point_state st, bool retry_failed)
 
 /* A row chosen for a result: the table and record it comes from.  A result
  * is a run id and, since one run of --planner all or --moe-policy all writes
- * a row per planner or policy under one run id, its planner and policy. */
+ * a row per planner or policy under one run id, its planner and policy.  A
+ * failed row is a point's, whatever its planner and policy columns say (they
+ * come from the point's options: '' and 'none' where simrun's ok row says
+ * 'megatron' and ''), so it gives way to any ok row of its run id. */
 typedef struct chosen {
     const char *run_id, *planner, *policy;
     int table, record;
-    int order; /* where its result first appeared */
+    int order; /* the row's place in the files; once chosen, its result's first */
+    int group; /* once chosen: where its run id first appeared */
     bool ok;
 } chosen;
 
@@ -350,7 +405,51 @@ static int chosen_cmp(const void *a, const void *b)
 
 static int order_cmp(const void *a, const void *b)
 {
-    return ((const chosen *)a)->order - ((const chosen *)b)->order;
+    const chosen *x = a, *y = b;
+    return x->group != y->group ? x->group - y->group : x->order - y->order;
+}
+
+/* Chooses the rows of c[0..m), sorted by chosen_cmp, into c[0..return):
+ * per run id, the first ok row of each of its results, else (no ok row) its
+ * first row; rows without a run id are all kept.  In the order run ids first
+ * appear, then their results'. */
+static int choose_rows(chosen *c, int m)
+{
+    int out = 0;
+    for (int i = 0; i < m;) {
+        int j = i + 1; /* the run id's rows: c[i..j) */
+        while (j < m && *c[i].run_id && strcmp(c[j].run_id, c[i].run_id) == 0)
+            j++;
+        int first = i;
+        bool any_ok = false;
+        for (int k = i; k < j; k++) {
+            first = c[k].order < c[first].order ? k : first;
+            any_ok |= c[k].ok;
+        }
+        int group = c[first].order;
+        if (!any_ok) {
+            chosen keep = c[first];
+            keep.group = group;
+            c[out++] = keep;
+        }
+        for (int a = i; any_ok && a < j;) {
+            int b = a + 1; /* one result: c[a..b), by order */
+            while (b < j && same_result(&c[b], &c[a]) == 0)
+                b++;
+            int pick = a;
+            while (pick < b && !c[pick].ok)
+                pick++;
+            if (pick < b) { /* out <= a <= pick: nothing unread is overwritten */
+                chosen keep = c[pick];
+                keep.order = c[a].order;
+                keep.group = group;
+                c[out++] = keep;
+            }
+            a = b;
+        }
+        i = j;
+    }
+    return out;
 }
 
 int sweep_merge(const char *out, const char *const *fragments, int num_fragments, int *kept,
@@ -400,26 +499,10 @@ int sweep_merge(const char *out, const char *const *fragments, int num_fragments
             m++;
         }
     }
-    /* per result (run id, planner, policy): the first ok row, else the first
-     * row; rows without a run id are all kept */
     int out_rows = 0;
     if (!rc) {
         qsort(c, (size_t)m, sizeof *c, chosen_cmp);
-        for (int i = 0; i < m;) {
-            int j = i + 1;
-            while (j < m && *c[i].run_id && same_result(&c[j], &c[i]) == 0)
-                j++;
-            int pick = i;
-            for (int k = i; k < j; k++)
-                if (c[k].ok) {
-                    pick = k;
-                    break;
-                }
-            chosen keep = c[pick];
-            keep.order = c[i].order; /* where the run id first appeared */
-            c[out_rows++] = keep;
-            i = j;
-        }
+        out_rows = choose_rows(c, m);
         qsort(c, (size_t)out_rows, sizeof *c, order_cmp);
     }
     np_file nf = {0};

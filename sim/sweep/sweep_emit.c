@@ -34,11 +34,17 @@ void sweep_shell_quote(FILE *f, const char *s)
     fputc('\'', f);
 }
 
-/* The state of every point in the CSV: st[i] for s->points[i]. */
-static int read_states(const sweep *s, const char *csv, sweep_point_state *st, np_error *err)
+/* The state of every point in the CSV: st[i] for s->points[i].  The CSV's
+ * header must be simrun's (*header, asked for here): the emitted commands
+ * append to it (--emit-jobs), or it is merged with fragments of that header
+ * (--slurm), so another header is refused before anything runs. */
+static int read_states(const sweep *s, const sweep_emit_paths *paths, char **header,
+                       sweep_point_state *st, np_error *err)
 {
     sweep_done done;
-    int rc = sweep_done_read(csv, NULL, &done, err);
+    int rc = sweep_simrun_line(paths->simrun, "--csv-header", header, err);
+    if (!rc)
+        rc = sweep_done_read(paths->csv, *header, &done, err);
     for (int i = 0; !rc && i < s->num_points; i++)
         st[i] = sweep_done_state(&done, s->points[i].run_id);
     if (!rc)
@@ -69,12 +75,14 @@ int sweep_emit_jobs(FILE *out, const sweep *s, const sweep_emit_paths *paths, bo
     sweep_point_state *st = calloc((size_t)s->num_points + 1, sizeof *st);
     if (!st)
         return np_error_set(err, NP_EXIT_INTERNAL, s->path, "", 0, "out of memory");
+    char *header = NULL;
     int rc = np_file_check_target(paths->csv, "-o", NP_FILE_APPEND, err);
     if (!rc)
-        rc = read_states(s, paths->csv, st, err);
+        rc = read_states(s, paths, &header, st, err);
     for (int i = 0; !rc && i < s->num_points; i++)
         if (sweep_is_pending(st[i], retry_failed))
             emit_run_point(out, paths, "--run-point", s->points[i].run_id, paths->csv, "");
+    free(header);
     free(st);
     return rc;
 }
@@ -210,15 +218,17 @@ int sweep_slurm(FILE *out, const sweep *s, const sweep_emit_paths *paths, const 
     bool *pending = calloc((size_t)s->num_points + 1, sizeof *pending);
     int rc =
         st && pending ? 0 : np_error_set(err, NP_EXIT_INTERNAL, s->path, "", 0, "out of memory");
+    char *header = NULL;
     if (!rc)
-        rc = read_states(s, paths->csv, st, err);
+        rc = read_states(s, paths, &header, st, err);
     int num_pending = 0;
     for (int i = 0; !rc && i < s->num_points; i++) {
         /* done in the sweep's CSV, or in this point's fragment from an earlier job */
         char frag[4096];
         snprintf(frag, sizeof frag, "%s/fragments/part-%d.csv", dir, i);
         sweep_done done;
-        if (sweep_is_pending(st[i], retry_failed) && (rc = sweep_done_read(frag, NULL, &done, err)))
+        if (sweep_is_pending(st[i], retry_failed) &&
+            (rc = sweep_done_read(frag, header, &done, err)))
             break;
         if (sweep_is_pending(st[i], retry_failed)) {
             sweep_point_state f = sweep_done_state(&done, s->points[i].run_id);
@@ -258,6 +268,7 @@ int sweep_slurm(FILE *out, const sweep *s, const sweep_emit_paths *paths, const 
         }
         free(line);
     }
+    free(header);
     free(st);
     free(pending);
     return rc;

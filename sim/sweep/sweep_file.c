@@ -266,6 +266,13 @@ static int check_fixed_options(const char *path, const json_t *v, np_error *err)
         const char *why = many_rows(a, value);
         if (why)
             return FAIL(err, path, where, "%s", why);
+        char key[256];
+        snprintf(key, sizeof key, "%.*s", (int)strcspn(value, "="), value);
+        if (strcmp(a, "--set") == 0 && (!strchr(value, '=') || !valid_workload_key(key)))
+            return FAIL(err, path, where,
+                        "--set takes KEY=VALUE (a workload key as docs/workload-format.md names "
+                        "it, then '='), got '%s'",
+                        value);
         if (strcmp(a, "--set") == 0 &&
             (strcasecmp(value, "planner=all") == 0 || strcasecmp(value, "planner=\"all\"") == 0))
             return FAIL(err, path, where,
@@ -304,6 +311,8 @@ static int check_vary(const char *path, const json_t *vary, np_error *err)
 
 static int check_points(const char *path, const json_t *points, np_error *err)
 {
+    if (json_is_array(points) && json_array_size(points) == 0)
+        return FAIL(err, path, "points", "expected a non-empty array of objects, got []");
     if (!json_is_array(points))
         return fail_type(err, path, "points", "an array of objects", points);
     size_t i;
@@ -368,185 +377,15 @@ static int check_top(const char *path, json_t *root, np_error *err)
     return 0;
 }
 
-/* Every workload key a point sets (--set KEY=VALUE: "vary", "points" or
- * "options") is one its workload has: a misspelt key would otherwise fail
- * every point only when it runs, after --dry-run listed them as pending.
- * Checked once per workload and key, by loading the workload with that one
- * override; other errors (a value that breaks a rule between keys) stay the
- * points' own, a failed row each. */
-static int check_set_keys(const sweep *s, np_error *err)
-{
-    char **seen = NULL;
-    int num_seen = 0, rc = 0;
-    for (int i = 0; !rc && i < s->num_points; i++) {
-        const sweep_point *p = &s->points[i];
-        for (int a = 0; !rc && a + 1 < p->num_args; a++) {
-            if (strcmp(p->args[a], "--set") != 0)
-                continue;
-            const char *set = p->args[++a];
-            size_t klen = strcspn(set, "=");
-            char pair[1200];
-            snprintf(pair, sizeof pair, "%s\n%.*s", p->workload, (int)klen, set);
-            bool done = false;
-            for (int k = 0; k < num_seen && !done; k++)
-                done = strcmp(seen[k], pair) == 0;
-            if (done)
-                continue;
-            char **grown = realloc(seen, (size_t)(num_seen + 1) * sizeof *seen);
-            if (!grown || !(grown[num_seen] = strdup(pair))) {
-                seen = grown ? grown : seen;
-                rc = np_error_set(err, NP_EXIT_INTERNAL, s->path, "", 0, "out of memory");
-                break;
-            }
-            seen = grown;
-            num_seen++;
-            wl_workload w;
-            np_error e;
-            const char *one[1] = {set};
-            if (wl_load(p->workload, one, 1, &w, &e) == 0) {
-                wl_free(&w);
-                continue;
-            }
-            if (strcmp(e.source, "<command line>") == 0 &&
-                (strncmp(e.text, "unknown key", 11) == 0 ||
-                 strncmp(e.text, "ambiguous key", 13) == 0))
-                rc = np_error_set(err, NP_EXIT_INPUT, s->path, e.key, 0, "%s (in %s): %s",
-                                  "not a key of the workload", p->workload, e.text);
-        }
-    }
-    for (int k = 0; k < num_seen; k++)
-        free(seen[k]);
-    free(seen);
-    return rc;
-}
-
-/* A file simrun writes whole (--trace, --plan-out, --frontier) may be named
- * by one point only: points that share one would each replace the last's.
- * Sorted by name (a leading "./" dropped), so that a sweep of 10,000 points
- * each with its own trace costs a sort, not 10^8 comparisons. */
-typedef struct written {
-    const char *file, *option;
-    int point;
-} written;
-
-static const char *plain_name(const char *f)
-{
-    while (f[0] == '.' && f[1] == '/')
-        f += 2;
-    return f;
-}
-
-static int by_file(const void *a, const void *b)
-{
-    const written *x = a, *y = b;
-    int c = strcmp(plain_name(x->file), plain_name(y->file));
-    return c ? c : (x->point > y->point) - (x->point < y->point);
-}
-
-static int check_point_outputs(const sweep *s, np_error *err)
-{
-    size_t n = 0, cap = 0;
-    written *w = NULL;
-    for (int i = 0; i < s->num_points; i++)
-        for (int a = 0; a + 1 < s->points[i].num_args; a++) {
-            const char *opt = s->points[i].args[a];
-            if (strcmp(opt, "--trace") != 0 && strcmp(opt, "--plan-out") != 0 &&
-                strcmp(opt, "--frontier") != 0)
-                continue;
-            if (n == cap) {
-                cap = cap ? 2 * cap : 64;
-                written *grown = realloc(w, cap * sizeof *w);
-                if (!grown) {
-                    free(w);
-                    return np_error_set(err, NP_EXIT_INTERNAL, s->path, "", 0, "out of memory");
-                }
-                w = grown;
-            }
-            w[n++] = (written){s->points[i].args[a + 1], opt, i};
-        }
-    int rc = 0;
-    if (n > 1)
-        qsort(w, n, sizeof *w, by_file);
-    for (size_t k = 1; k < n && !rc; k++)
-        if (w[k].point != w[k - 1].point &&
-            strcmp(plain_name(w[k].file), plain_name(w[k - 1].file)) == 0)
-            rc = np_error_set(err, NP_EXIT_INPUT, s->path, w[k].option, 0,
-                              "%s: points %d and %d would both write this file, each replacing "
-                              "the other's: vary %s over one file per point, or drop it",
-                              w[k].file, w[k - 1].point, w[k].point, w[k].option);
-    free(w);
-    return rc;
-}
-
-/* The workload key a point's argument sets: a --set's key, or the key an
- * option stands for (--schedule: schedule, --planner: planner); NULL when
- * none.  Its length in *n. */
-static const char *set_key(char *const *args, int a, int num_args, size_t *n)
-{
-    if (strcmp(args[a], "--set") == 0 && a + 1 < num_args) {
-        *n = strcspn(args[a + 1], "=");
-        return args[a + 1];
-    }
-    if (strcmp(args[a], "--schedule") == 0 || strcmp(args[a], "--planner") == 0) {
-        *n = strlen(args[a] + 2);
-        return args[a] + 2;
-    }
-    return NULL;
-}
-
-/* The same key spelt twice: equal, or one bare and the other's last dotted
- * part (bare keys are unique, workload_override.c). */
-static bool same_key(const char *a, size_t na, const char *b, size_t nb)
-{
-    if (na == nb && strncmp(a, b, na) == 0)
-        return true;
-    const char *da = memchr(a, '.', na), *db = memchr(b, '.', nb);
-    if ((da != NULL) == (db != NULL))
-        return false;
-    const char *dotted = da ? a : b, *bare = da ? b : a;
-    size_t nd = da ? na : nb, nbare = da ? nb : na;
-    const char *last = dotted + nd;
-    while (last > dotted && last[-1] != '.')
-        last--;
-    return (size_t)(dotted + nd - last) == nbare && strncmp(last, bare, nbare) == 0;
-}
-
-/* A point whose own arguments (vary, points) set one workload key twice
- * (training.global_batch_size and global_batch_size, or --schedule and
- * schedule) would run with whichever simrun reads last, by an order the file
- * does not show.  A fixed option ("options") a point's own value overrides
- * is by design (docs/sweeps.md). */
-static int check_point_keys(const sweep *s, np_error *err)
-{
-    for (int i = 0; i < s->num_points; i++) {
-        char *const *args = s->points[i].args;
-        int n = s->points[i].num_args;
-        /* its own arguments: a fixed option's value is meant to be overridden */
-        for (int a = s->points[i].first_own_arg; a < n; a++) {
-            size_t na, nb;
-            const char *ka = set_key(args, a, n, &na);
-            for (int b = a + 1; ka && b < n; b++) {
-                const char *kb = set_key(args, b, n, &nb);
-                if (kb && same_key(ka, na, kb, nb)) {
-                    /* an option by its own name: --schedule, not schedule */
-                    bool oa = ka == args[a] + 2, ob = kb == args[b] + 2;
-                    return np_error_set(err, NP_EXIT_INPUT, s->path, "", 0,
-                                        "point %d sets one workload key twice, as %s%.*s and "
-                                        "%s%.*s: give it once",
-                                        i, oa ? "--" : "", (int)na, ka, ob ? "--" : "", (int)nb,
-                                        kb);
-                }
-            }
-        }
-    }
-    return 0;
-}
-
 /* ---- the API ------------------------------------------------------------ */
 
 int sweep_load(const char *path, sweep *s, np_error *err)
 {
     memset(s, 0, sizeof *s);
+    struct stat st;
+    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
+        return np_error_set(err, NP_EXIT_INPUT, path, "", 0,
+                            "is a directory; expected a sweep file (JSON)");
     json_error_t jerr;
     json_t *root = json_load_file(path, JSON_REJECT_DUPLICATES, &jerr);
     if (!root && np_file_has_bom(path))
@@ -570,11 +409,7 @@ int sweep_load(const char *path, sweep *s, np_error *err)
         s->csv = csv ? strdup(json_string_value(csv)) : NULL;
         rc = sweep_expand(s, root, err);
         if (!rc)
-            rc = check_set_keys(s, err);
-        if (!rc)
-            rc = check_point_outputs(s, err);
-        if (!rc)
-            rc = check_point_keys(s, err);
+            rc = sweep_check_points(s, err);
     }
     json_decref(root);
     if (rc)

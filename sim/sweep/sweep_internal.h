@@ -1,6 +1,6 @@
 /*
- * sweep_internal.h -- what sweep_file.c (reading and checking) and
- * sweep_point.c (expanding) share.
+ * sweep_internal.h -- what sweep_file.c (reading and checking the file),
+ * sweep_point.c (expanding it) and sweep_check.c (checking the points) share.
  */
 #ifndef SIM_SWEEP_INTERNAL_H
 #define SIM_SWEEP_INTERNAL_H
@@ -12,5 +12,10 @@
 /* Expands the checked sweep file root into s->points (sweep_load() has set
  * s->path, s->name and s->csv).  0, or an error naming the file. */
 int sweep_expand(sweep *s, json_t *root, np_error *err);
+
+/* The checks of the expanded points (sweep_check.c): workload keys that
+ * exist and are set in one spelling, files no two points write, no workload
+ * of "planner": "all".  0, or an error naming the file. */
+int sweep_check_points(const sweep *s, np_error *err);
 
 #endif

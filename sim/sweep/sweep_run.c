@@ -148,6 +148,7 @@ typedef struct child {
 typedef struct runner {
     const sweep *s;
     const sweep_run_options *o;
+    sweep_lock lock;        /* on o->csv: no second sweep runs into it */
     char *header, *version; /* simrun's, asked for when first needed */
     child *children;
     int total, done, failed, running;
@@ -212,13 +213,16 @@ static void say(const runner *r, const char *fmt, const char *a, int code, const
     fflush(stderr);
 }
 
+static int need_header(runner *r, np_error *err)
+{
+    return r->header ? 0 : sweep_simrun_line(r->o->simrun, "--csv-header", &r->header, err);
+}
+
 static int need_simrun_lines(runner *r, np_error *err)
 {
-    if (!r->header) {
-        int rc = sweep_simrun_line(r->o->simrun, "--csv-header", &r->header, err);
-        if (rc)
-            return rc;
-    }
+    int rc = need_header(r, err);
+    if (rc)
+        return rc;
     if (!r->version) {
         np_error ignored;
         char *line = NULL;
@@ -233,7 +237,25 @@ static int need_simrun_lines(runner *r, np_error *err)
     return 0;
 }
 
-/* A finished child: its failure recorded unless a forwarded signal ended it. */
+/* What follows "simrun: CSV[:LINE]: --csv: " in msg, simrun's first line on
+ * stderr, when it names the output CSV (simrun's exit 4, an output failure,
+ * names the file and its option: a full disk, a header of another version);
+ * else NULL. */
+static const char *csv_failure(const char *msg, const char *csv)
+{
+    size_t n = strlen(csv);
+    if (strncmp(msg, "simrun: ", 8) != 0 || strncmp(msg + 8, csv, n) != 0)
+        return NULL;
+    const char *p = msg + 8 + n;
+    if (p[0] == ':' && p[1] >= '0' && p[1] <= '9')
+        for (p++; *p >= '0' && *p <= '9'; p++)
+            ;
+    return strncmp(p, ": --csv: ", 9) == 0 ? p + 9 : NULL;
+}
+
+/* A finished child: its failure recorded unless a forwarded signal ended it
+ * or simrun could not write the CSV (then the point has no row and err says
+ * why: the output is broken, not the point). */
 static int finish(runner *r, child *c, int status, np_error *err)
 {
     r->running--;
@@ -247,6 +269,12 @@ static int finish(runner *r, child *c, int status, np_error *err)
     }
     if (got_stop && WIFSIGNALED(status))
         return 0; /* interrupted: no row, the point stays pending */
+    const char *why = code == NP_EXIT_INTERNAL ? csv_failure(msg, r->o->csv) : NULL;
+    if (why)
+        return np_error_set(err, NP_EXIT_INTERNAL, r->o->csv, "-o", 0,
+                            "simrun could not write point %s's row (%s); the point has no row, "
+                            "so running the sweep again runs it",
+                            c->p->run_id, why);
     if (!*msg && WIFSIGNALED(status))
         snprintf(msg, sizeof msg, "killed by signal %d (%s)", WTERMSIG(status),
                  strsignal(WTERMSIG(status)));
@@ -260,6 +288,8 @@ static int finish(runner *r, child *c, int status, np_error *err)
     char *row = rc ? NULL : sweep_failure_row(r->header, c->p, r->version, code, msg, &len);
     if (!rc && !row)
         rc = np_error_set(err, NP_EXIT_INTERNAL, r->o->csv, "-o", 0, "out of memory");
+    if (!rc) /* never a row under another header (the file replaced since the start) */
+        rc = sweep_check_header(r->o->csv, r->header, err);
     if (!rc)
         rc = np_file_append(r->o->csv, "-o", r->header, row, len, err);
     free(row);
@@ -359,7 +389,8 @@ static int run_list(runner *r, const sweep_point *const *list, int n, np_error *
             reaped++;
             for (int i = 0; i < jobs; i++)
                 if (r->children[i].pid == pid) {
-                    int frc = finish(r, &r->children[i], status, err);
+                    np_error later; /* err keeps the first error */
+                    int frc = finish(r, &r->children[i], status, rc ? &later : err);
                     if (frc && !rc)
                         rc = frc;
                     r->children[i].pid = 0;
@@ -394,13 +425,14 @@ static int run_list(runner *r, const sweep_point *const *list, int n, np_error *
 
 static void runner_free(runner *r)
 {
+    sweep_lock_release(&r->lock);
     free(r->header);
     free(r->version);
 }
 
 int sweep_run_local(const sweep *s, const sweep_run_options *o, np_error *err)
 {
-    runner r = {.s = s, .o = o};
+    runner r = {.s = s, .o = o, .lock = {.fd = -1}};
     r.tty = isatty(2);
     r.progress = !o->quiet;
     sweep_done done = {0};
@@ -410,6 +442,8 @@ int sweep_run_local(const sweep *s, const sweep_run_options *o, np_error *err)
         rc = need_simrun_lines(&r, err);
     if (!rc)
         rc = np_file_check_target(o->csv, "-o", NP_FILE_APPEND, err);
+    if (!rc) /* before the CSV is read: what it holds is then all there is */
+        rc = sweep_lock_take(&r.lock, o->csv, true, err);
     if (!rc)
         rc = sweep_done_read(o->csv, r.header, &done, err);
     int n = 0, ok = 0, failed_before = 0;
@@ -441,18 +475,25 @@ int sweep_run_local(const sweep *s, const sweep_run_options *o, np_error *err)
 
 int sweep_run_point(const sweep *s, const sweep_point *p, const sweep_run_options *o, np_error *err)
 {
-    runner r = {.s = s, .o = o};
+    runner r = {.s = s, .o = o, .lock = {.fd = -1}};
     sweep_done done;
     int rc = np_file_check_target(o->csv, "-o", NP_FILE_APPEND, err);
+    if (!rc) /* shared: other --run-point jobs run beside it, never a runner */
+        rc = sweep_lock_take(&r.lock, o->csv, false, err);
+    if (!rc) /* rows go only under this simrun's header: refused before anything runs */
+        rc = need_header(&r, err);
     if (!rc)
-        rc = sweep_done_read(o->csv, NULL, &done, err);
-    if (rc)
+        rc = sweep_done_read(o->csv, r.header, &done, err);
+    if (rc) {
+        runner_free(&r);
         return rc;
+    }
     sweep_point_state st = sweep_done_state(&done, p->run_id);
     sweep_done_free(&done);
     if (st == SWEEP_OK) {
         if (!o->quiet)
             fprintf(stderr, "simsweep: point %s already has an ok row in %s\n", p->run_id, o->csv);
+        runner_free(&r);
         return 0;
     }
     const sweep_point *list[1] = {p};
