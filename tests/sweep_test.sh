@@ -95,7 +95,7 @@ EOF
 
 # --- the contract with simrun ------------------------------------------------
 "$SIMRUN" --csv-header >"$TMP/header" 2>"$TMP/err" && [ "$(wc -l <"$TMP/header")" -eq 1 ] &&
-    head -1 "$TMP/header" | grep -q '^platform,workload,planner,.*,overrides,run_id,.*,status,exit_code,error,mem_stage,.*,mem_simulated_bytes,moe_alltoall_s,.*,moe_padding_flops,placement,moe_trace,moe_trace_sha256,moe_trace_step,moe_policy,moe_copies,moe_copy_s,moe_copy_bytes,moe_sample_mb,moe_alltoall_exposed_s,tp_fold,ignore_memory$' &&
+    head -1 "$TMP/header" | grep -q '^platform,workload,planner,.*,overrides,run_id,.*,status,exit_code,error,mem_stage,.*,mem_simulated_bytes,moe_alltoall_s,.*,moe_padding_flops,placement,moe_trace,moe_trace_sha256,moe_trace_step,moe_policy,moe_copies,moe_copy_s,moe_copy_bytes,moe_sample_mb,moe_alltoall_exposed_s,tp_fold,ignore_memory,cp,ep,etp$' &&
     ok || ko "simrun --csv-header prints the header line"
 
 "$SIMRUN" --version >"$TMP/out" 2>"$TMP/err" && grep -q '^simrun [^ ]' "$TMP/out" && ok || ko "simrun --version"
