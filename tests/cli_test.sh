@@ -732,6 +732,14 @@ rm -f "$TMP/pd.json"
 expect_error "PipeDream with m < p" 2 "schedule pipedream needs at least one micro-batch per stage" \
     --schedule pipedream --set global_batch_size=4 --plan-out "$TMP/pd.json" "$P8" "$W8"
 [ ! -e "$TMP/pd.json" ] && ok || ko "a refused plan leaves no --plan-out file"
+# a CSV saved with a byte-order mark is refused by name, not as "another header"
+rm -f "$TMP/bom0.csv"
+"$SIMRUN" --quiet --csv "$TMP/bom0.csv" "$P8" "$W8" 2>"$TMP/err" || ko "a row for the byte-order mark test"
+{ printf '\357\273\277'; cat "$TMP/bom0.csv"; } >"$TMP/bom.csv"
+cp "$TMP/bom.csv" "$TMP/bom_before.csv"
+expect_error "a CSV with a byte-order mark" 4 "bom.csv:1: --csv: the file starts with a UTF-8 byte-order mark" \
+    --csv "$TMP/bom.csv" "$P8" "$W8"
+cmp -s "$TMP/bom.csv" "$TMP/bom_before.csv" && ok || ko "the byte-order-mark CSV is left as it was"
 # SIGINT (Ctrl-C, or simsweep stopping a sweep) ends simrun by the signal, at once, with no
 # row: SimGrid's own handler exited 1 (a "failed" point for simsweep) and could hang in exit
 /usr/bin/python3 - "$SIMRUN" "$TMP/int.csv" <<'PYEOF' 2>"$TMP/err" && ok || ko "SIGINT ends simrun by the signal, no row"

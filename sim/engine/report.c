@@ -317,6 +317,11 @@ int report_csv_check_header(const char *path, np_error *err)
         return 0;
     }
     fclose(f);
+    if (len >= 3 && memcmp(line, "\xef\xbb\xbf", 3) == 0)
+        return np_error_set(err, NP_EXIT_INTERNAL, path, "--csv", 1,
+                            "the file starts with a UTF-8 byte-order mark (EF BB BF), as a "
+                            "spreadsheet saves it: nothing is appended to it; write to a new "
+                            "file (simsweep --merge rewrites it without the mark)");
     int have = count_columns(line, len), ours = count_columns(report_csv_header, want);
     if (len < want && memcmp(line, report_csv_header, len) == 0 && report_csv_header[len] == ',')
         return np_error_set(err, NP_EXIT_INTERNAL, path, "--csv", 1,
