@@ -102,10 +102,16 @@ WM=workloads/moe_21b_32npu.json
     >/dev/null 2>"$TMP/err" || ko "moetrace writes a trace of the 21B MoE"
 "$BUILD/moetrace" -o "$TMP/mx.trace" --workload workloads/mixtral_8x7b.json --steps 1 \
     --top2-share 0.8 --seed 1 >/dev/null 2>"$TMP/err" || ko "moetrace writes a Mixtral trace"
-"$SIMRUN" --dp-overlap --moe-trace "$TMP/t21.trace" --csv "$TMP/none.csv" "$PM" "$WM" \
+"$SIMRUN" --dp-overlap --set data_parallel_sharding_strategy=optim_grads --moe-trace "$TMP/t21.trace" \
+    --csv "$TMP/none.csv" "$PM" "$WM" >"$TMP/out" 2>"$TMP/err"
+[ $? -eq 1 ] && grep -q -- "--moe-trace: .*t21.trace needs the MoE replay.*(--dp-overlap with ZeRO-2/3" \
+    "$TMP/err" && [ ! -e "$TMP/none.csv" ] && ok ||
+    ko "--moe-trace with --dp-overlap under ZeRO-2 is refused, no row"
+# --dp-overlap itself replays the trace (docs/moe.md, "Gradient sync")
+"$SIMRUN" --dp-overlap --set global_batch_size=64 --moe-trace "$TMP/t21.trace" "$PM" "$WM" \
     >"$TMP/out" 2>"$TMP/err"
-[ $? -eq 1 ] && grep -q -- "--moe-trace: .*t21.trace needs the MoE replay.*(--dp-overlap" "$TMP/err" &&
-    [ ! -e "$TMP/none.csv" ] && ok || ko "--moe-trace with --dp-overlap is refused, no row"
+[ $? -eq 0 ] && grep -q "moe\[none\]: all-to-all" "$TMP/out" && ok ||
+    ko "--moe-trace with --dp-overlap is replayed"
 "$SIMRUN" --moe-trace "$TMP/mx.trace" platforms/16k_npu.xml workloads/mixtral_8x7b.json \
     >"$TMP/out" 2>"$TMP/err"
 [ $? -eq 1 ] && grep -q "expert_tensor_parallel_size 1 is not the plan's tensor_parallel 8" "$TMP/err" &&

@@ -161,9 +161,13 @@ static void expect_refused(const check_outcome *o, int rc, const char *source, c
  * the option that gave it and the condition, never silently ignored. */
 static void test_trace_without_the_replay_is_refused(void)
 {
-    check_case overlap = {.hot_trace = true, .dp_overlap = true};
+    check_case overlap = {.sets = {"training.data_parallel_sharding_strategy=optim_grads"},
+                          .num_sets = 1,
+                          .hot_trace = true,
+                          .dp_overlap = true};
     check_outcome o = run(&overlap);
-    expect_refused(&o, NP_EXIT_USAGE, "<command line>", "--moe-trace", "--dp-overlap");
+    expect_refused(&o, NP_EXIT_USAGE, "<command line>", "--moe-trace",
+                   "--dp-overlap with ZeRO-2/3");
     CU_ASSERT_PTR_NOT_NULL(strstr(o.err.text, "hot.trace needs the MoE replay"));
     check_case allgather = {.sets = {"model.moe_token_dispatcher_type=allgather"},
                             .num_sets = 1,
@@ -179,10 +183,16 @@ static void test_trace_without_the_replay_is_refused(void)
     o = run(&bound);
     expect_refused(&o, NP_EXIT_USAGE, "<command line>", "--moe-trace", "9.5e+04 flows");
     /* without a trace the closed form is allowed, and says nothing */
+    check_case zero = overlap;
+    zero.hot_trace = false;
+    o = run(&zero);
+    CU_ASSERT_EQUAL(o.rc, 0);
+    CU_ASSERT(!o.replayed);
+    /* --dp-overlap alone replays (test_moe_dp_overlap.c) */
     check_case balanced = {.dp_overlap = true};
     o = run(&balanced);
     CU_ASSERT_EQUAL(o.rc, 0);
-    CU_ASSERT(!o.replayed);
+    CU_ASSERT(o.replayed);
 }
 
 /* A plan of micro-batch 2 routes 8192 assignments per source: the trace

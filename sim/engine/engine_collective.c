@@ -109,9 +109,9 @@ void engine_dp_allreduce(engine *e, worker *w, double bytes)
     group_free(&g);
 }
 
-void engine_dp_collective(engine *e, worker *w, op_kind kind, double bytes)
+void engine_group_collective(engine *e, const coll_group *g, op_kind kind, double bytes)
 {
-    if (e->dp * e->cp < 2 || bytes <= 0)
+    if (g->size < 2 || bytes <= 0)
         return;
     coll_params p = {.algorithm = e->opt->dp_algorithm,
                      .radix = e->opt->dp_radix,
@@ -119,9 +119,16 @@ void engine_dp_collective(engine *e, worker *w, op_kind kind, double bytes)
     coll_kind k = kind == OP_PARAM_GATHER ? COLL_ALLGATHER : COLL_REDUCE_SCATTER;
     if (!coll_algorithm_supports(p.algorithm, k))
         p.algorithm = p.inter_algorithm; /* hierarchical has no RS/AG form */
+    coll_run(&e->net, k, g, &p, bytes);
+}
+
+void engine_dp_collective(engine *e, worker *w, op_kind kind, double bytes)
+{
+    if (e->dp * e->cp < 2 || bytes <= 0)
+        return;
     coll_group g;
     dp_group(e, w, &g);
-    coll_run(&e->net, k, &g, &p, bytes);
+    engine_group_collective(e, &g, kind, bytes);
     group_free(&g);
 }
 

@@ -83,6 +83,10 @@ typedef struct overlap_plan {
     double *bytes_at_op; /* [num_ops]: size of each of them */
     int num_buckets;
     double *bucket_bytes; /* [num_buckets] */
+    /* With the MoE replay (overlap_split_experts): [num_buckets], true for an
+     * expert bucket, reduced over the expert-data-parallel group; NULL when
+     * every bucket is dense */
+    bool *bucket_expert;
     /* With the distributed optimizer (overlap_param_gather): the parameter
      * all-gathers of the previous step's update, overlapped with this
      * iteration's forward; the chunks in the order their first forward
@@ -93,6 +97,11 @@ typedef struct overlap_plan {
     int *gather_buckets;   /* [num_gather_chunks]: buckets of each */
     double *gather_bytes;  /* [num_gather_chunks]: parameter bytes of each bucket */
     bool *gather_waits;    /* [num_gather_chunks]: starts only when launched */
+    /* With the MoE replay: each chunk's expert parameter buckets, gathered
+     * over the expert-data-parallel group, merged in (overlap_expert_next);
+     * NULL without */
+    int *gather_expert_buckets;  /* [num_gather_chunks] */
+    double *gather_expert_bytes; /* [num_gather_chunks] */
     /* ZeRO-2/3 (data_parallel_sharding_strategy optim_grads[_params]): no
      * buckets; the op list's per-pass reduce-scatters run on the
      * communication actor, and ZeRO-3's per-pass parameter gathers on a
@@ -192,7 +201,7 @@ void worker_execute(worker *w, double duration_s);
  * of the op. */
 double cp_exchange(worker *w, const sched_op *op);
 
-/* ---- engine_overlap.c -------------------------------------------------------- */
+/* ---- engine_overlap.c, engine_overlap_comm.c ---------------------------------- */
 
 /* 0, or NP_EXIT_USAGE when --dp-overlap cannot apply to the run. */
 int overlap_check(const plan *pl, const engine_options *o, np_error *err);
@@ -223,8 +232,21 @@ bool overlap_zero_op(worker *w, const sched_op *op);
 /* Waits for every reduce-scatter handed over (before the optimizer step and
  * at the end of the list); the wait is data-parallel time. */
 void overlap_zero_drain(worker *w);
+/* A per-pass parameter gather of ZeRO-3 (not ZeRO-2's gather of the update,
+ * which has no micro-batch). */
+bool overlap_is_pass_gather(const sched_op *op);
 /* Actors the overlap adds to the run (communication actors). */
 int overlap_num_actors(const engine *e);
+/* The MoE replay with --dp-overlap: rebuilds e->overlap with each chunk's
+ * expert gradients out of its data-parallel buckets and, when edp ≥ 2, in
+ * buckets of their own reduced over the expert-data-parallel group (and
+ * likewise the distributed optimizer's parameter gathers).  0, or -1 out of
+ * memory. */
+int overlap_split_experts(engine *e, const cm_model *cm, int edp);
+/* The order dense and expert buckets of one chunk are handed over in, each
+ * kind's buckets evenly spread over the op: whether the next one, after jd
+ * of nd dense and je of ne expert ones, is an expert one. */
+bool overlap_expert_next(int jd, int nd, int je, int ne);
 
 /* ---- engine_fold.c ----------------------------------------------------------- */
 
@@ -248,6 +270,8 @@ void engine_grad_sync(engine *e, const coll_group *g, double bytes);
  * all-gather of `bytes` of parameters; OP_GRAD_REDUCE_SCATTER: a
  * reduce-scatter of `bytes` of gradients) on the same group and algorithm. */
 void engine_dp_collective(engine *e, worker *w, op_kind kind, double bytes);
+/* The same collective on group g (the expert-data-parallel group's). */
+void engine_group_collective(engine *e, const coll_group *g, op_kind kind, double bytes);
 /* Expert-parallel all-to-all among the ep_size consecutive replicas of w's
  * stage that hold w (Megatron's EP groups); `bytes` per NPU in total, bytes/ep
  * to each member; engine_options.ep_alltoall_algorithm. */

@@ -281,6 +281,8 @@ int engine_moe_prepare(engine *e, const wl_workload *w, const cm_model *cm, np_e
     if (plan_layers(e, w, cm, t) || engine_moe_sample_init(e, e->opt->moe_sample_mb) ||
         (overlap && engine_moe_overlap_init(e)))
         return np_error_set(err, NP_EXIT_INTERNAL, "<engine>", "", 0, "out of memory");
+    if (e->overlap && (rc = engine_moe_dp_overlap_init(e, cm, err)))
+        return rc;
     if (e->opt->record_spans &&
         load_timeline(m, w, t, t && t != &m->balanced ? e->opt->moe_trace_step : 0, tokens))
         return np_error_set(err, NP_EXIT_INTERNAL, "<engine>", "", 0, "out of memory");
@@ -350,6 +352,11 @@ void engine_moe_ep_group(engine *e, worker *w, coll_group *g)
 {
     int rank = w->replica % e->moe->ep;
     ep_group(e, w, 1, e->moe->ep, w->replica - rank, COLL_GROUP_EP_V, g);
+}
+
+void engine_moe_edp_group(engine *e, worker *w, coll_group *g)
+{
+    ep_group(e, w, e->moe->ep, e->moe->edp, w->replica % e->moe->ep, COLL_GROUP_EDP, g);
 }
 
 /* One all-to-all of MoE layer k: `out` (dispatch direction: source i sends
@@ -460,18 +467,6 @@ void engine_moe_run_layer(worker *w, const coll_group *g, const engine_moe_part 
     m->a2a_exposed_s[w - e->workers] += exposed > 0 ? exposed : 0.0;
 }
 
-void engine_moe_run_op(worker *w, const sched_op *op)
-{
-    engine *e = w->eng;
-    engine_moe_part parts[engine_moe_op_layers(w, op) + 1];
-    int nm = engine_moe_parts(w, op, parts);
-    coll_group g;
-    engine_moe_ep_group(e, w, &g);
-    for (int i = 0; i < nm; i++)
-        engine_moe_run_layer(w, &g, &parts[i], op->kind == OP_FORWARD, op->micro_batch);
-    free((void *)g.members);
-}
-
 double engine_moe_copy_bytes(const engine *e, const worker *w)
 {
     return e->moe ? e->moe->copy_bytes[(size_t)w->stage * e->moe->ep + w->replica % e->moe->ep]
@@ -488,7 +483,7 @@ double engine_moe_dense_grad_bytes(const engine *e, const worker *w, double byte
 
 /* Expert gradients over the expert-DP group: the replicas with w's index in
  * their EP group, ep apart; the data-parallel sync's algorithm and form. */
-void engine_moe_expert_sync(engine *e, worker *w)
+void engine_moe_copies_sync(engine *e, worker *w)
 {
     engine_moe *m = e->moe;
     /* the copies' gradients back to their owners; replicas folded away too,
@@ -501,11 +496,17 @@ void engine_moe_expert_sync(engine *e, worker *w)
                 engine_moe_copies_on_fabric(e, w, &ep, m->moe_of_layer[l], false);
         free((void *)ep.members);
     }
+}
+
+void engine_moe_expert_sync(engine *e, worker *w)
+{
+    engine_moe *m = e->moe;
+    engine_moe_copies_sync(e, w);
     double bytes = m ? m->stage_expert_grads[w->stage] : 0.0;
     if (!m || m->edp < 2 || bytes <= 0)
         return;
     coll_group g;
-    ep_group(e, w, m->ep, m->edp, w->replica % m->ep, COLL_GROUP_EDP, &g);
+    engine_moe_edp_group(e, w, &g);
     engine_grad_sync(e, &g, bytes);
     free((void *)g.members);
 }

@@ -14,8 +14,15 @@ int engine_moe_prepare(engine *e, const wl_workload *w, const cm_model *cm, np_e
 void engine_moe_free(engine *e);
 /* True for a forward or backward op of a chunk with MoE layers, replayed. */
 bool engine_moe_replays(const worker *w, const sched_op *op);
-/* Runs such an op: its other work, all-to-alls and experts per MoE layer. */
-void engine_moe_run_op(worker *w, const sched_op *op);
+/* Runs such an op: its other work, all-to-alls and experts per MoE layer
+ * (engine_moe_dp.c).  With --dp-overlap, the op's `gathers` parameter
+ * buckets are waited for and its `buckets` gradient buckets handed over
+ * spread over its MoE layers, as the dense op's equal pieces do. */
+void engine_moe_run_op(worker *w, const sched_op *op, int gathers, int buckets);
+/* One bucket of the overlap's expert gradients or parameters over w's
+ * expert-data-parallel group (kind: OP_DP_ALLREDUCE, OP_GRAD_REDUCE_SCATTER
+ * or OP_PARAM_GATHER). */
+void engine_moe_edp_collective(engine *e, worker *w, op_kind kind, double bytes);
 /* Combined 1F1B (model.overlap_moe_expert_parallel_comm,
  * engine_moe_overlap.c): when op i of st, a forward (or, without pipeline
  * stages, a backward), pairs with a backward (a forward) of another
@@ -27,6 +34,10 @@ int engine_moe_overlap_step(worker *w, const sched_stage *st, int i);
  * sync over the expert-data-parallel group. */
 double engine_moe_dense_grad_bytes(const engine *e, const worker *w, double bytes);
 void engine_moe_expert_sync(engine *e, worker *w);
+/* Its first part alone: the policy's expert copies' gradients back to their
+ * owners over the EP group (with --dp-overlap, where the expert-data-parallel
+ * sync is the communication actor's). */
+void engine_moe_copies_sync(engine *e, worker *w);
 /* Memory of the expert copies (shadows, replicas) w's rank holds: weights
  * and gradients, for the whole iteration. */
 double engine_moe_copy_bytes(const engine *e, const worker *w);

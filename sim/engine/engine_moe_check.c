@@ -4,7 +4,8 @@
  *
  * The replay needs experts with ep > 1 and the alltoall dispatcher, expert
  * TP equal to the plan's TP (an EP group is then ep consecutive replicas of
- * a stage), no context parallelism, uniform micro-batches, no --dp-overlap,
+ * a stage), no context parallelism, uniform micro-batches, no --dp-overlap
+ * with ZeRO-2/3 (engine_moe_dp.c has the overlap with expert buckets),
  * a cost model that can re-price its layers, and a plan whose data-parallel
  * size ep divides.  Without it the cost model's closed form, priced at
  * balanced routing, stays in the ops.  Whatever only the replay can do is
@@ -46,10 +47,12 @@ bool engine_moe_applies(const engine *e, const wl_workload *w, const cm_model *c
     else if (e->pl->micro_batch_sizes)
         snprintf(why, size, "planner %s's plan has micro-batches of different sizes",
                  e->pl->planner);
-    else if (e->opt->dp_overlap)
+    else if (e->opt->dp_overlap && cm->sharding >= WL_SHARD_OPTIM_GRADS)
         snprintf(why, size,
-                 "--dp-overlap, whose bucketed gradient sync does not reduce expert gradients "
-                 "over the expert-data-parallel group");
+                 "--dp-overlap with ZeRO-2/3 (data_parallel_sharding_strategy \"%s\"), whose "
+                 "per-pass reduce-scatters and gathers run over the data-parallel group only, "
+                 "with no expert-data-parallel form",
+                 wl_sharding_name(cm->sharding));
     else if (!cm->has_source)
         snprintf(why, size, "the cost model cannot re-price its layers (a synthetic model)");
     else if (e->dp % ep != 0)

@@ -88,6 +88,14 @@ int engine_moe_op_layers(const worker *w, const sched_op *op);
 int engine_moe_parts(const worker *w, const sched_op *op, engine_moe_part *parts);
 /* w's EP group (members: the workers' endpoints; free g->members). */
 void engine_moe_ep_group(engine *e, worker *w, coll_group *g);
+/* w's expert-data-parallel group: the edp replicas of its stage with its
+ * index in their EP group, ep apart (free g->members). */
+void engine_moe_edp_group(engine *e, worker *w, coll_group *g);
+/* --dp-overlap (engine_moe_dp.c): refuses what the overlap cannot do with
+ * the replay (expert copies of a policy), then splits the overlap's buckets
+ * into dense and expert ones (overlap_split_experts).  0 or an
+ * np_exit_code. */
+int engine_moe_dp_overlap_init(engine *e, const cm_model *cm, np_error *err);
 /* One all-to-all of MoE layer k (dispatch direction when out, else back),
  * slot as engine_moe_sample_begin's; counted in a2a_s, not as exposed;
  * returns the time it took. */

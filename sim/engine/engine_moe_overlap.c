@@ -63,6 +63,11 @@ int engine_moe_overlap_check(const engine *e, const wl_workload *w, np_error *er
                             "backward has run, and the stages serialise): expected schedule "
                             "interleaved, 1 stage, or false",
                             e->p);
+    if (e->overlap)
+        return np_error_set(err, NP_EXIT_USAGE, w->path, key, 0,
+                            "is not modelled with --dp-overlap: the merged forward and backward "
+                            "would have to hand over gradient buckets and wait for parameter "
+                            "gathers part-way: expected false, or no --dp-overlap");
     if (e->opt->moe_policy == MOE_POLICY_FASTERMOE)
         return np_error_set(err, NP_EXIT_USAGE, w->path, key, 0,
                             "is not modelled with FasterMoE's pipelined exchange "

@@ -68,10 +68,12 @@
  * points, while each chunk's first forward runs in one piece per bucket;
  * the op after the optimizer step then does nothing.  It writes into the
  * replicated weights, so it holds no buffer of its own.
+ *
+ * This file builds the plan; engine_overlap_comm.c runs it (the worker's side
+ * and the communication actors).
  */
 #include <math.h>
 #include <stdbool.h>
-#include <stdio.h>
 #include <stdlib.h>
 
 #include "engine_internal.h"
@@ -83,25 +85,64 @@
 
 static bool makes_gradients(int kind) { return kind == OP_BACKWARD || kind == OP_WEIGHT_GRAD; }
 
-/* The gradient bytes of model chunk (s, chunk) on one NPU. */
-static double chunk_grad_bytes(const cm_model *cm, const plan *pl, int s, int chunk)
+/* The gradient bytes of model chunk (s, chunk) on one NPU: all of them, or
+ * only its experts' (the MoE replay's expert-data-parallel share). */
+static double chunk_grads(const cm_model *cm, const plan *pl, int s, int chunk, bool experts)
 {
     int k = chunk * pl->num_stages + s;
     double bytes = 0;
     for (int l = pl->chunk_start[k]; l < pl->chunk_start[k + 1]; l++)
-        bytes += cm->layers[l].grad_bytes;
+        bytes += experts ? cm->layers[l].moe.expert_grad_bytes : cm->layers[l].grad_bytes;
     return bytes;
+}
+
+static double chunk_grad_bytes(const cm_model *cm, const plan *pl, int s, int chunk)
+{
+    return chunk_grads(cm, pl, s, chunk, false);
+}
+
+bool overlap_expert_next(int jd, int nd, int je, int ne)
+{
+    if (je >= ne)
+        return false;
+    return jd >= nd || (double)(je + 1) / ne < (double)(jd + 1) / nd;
+}
+
+/* A chunk's gradients (parameters: ratio bytes per gradient byte) in buckets:
+ * with the MoE replay (edp > 0) the dense ones over the data-parallel group,
+ * the experts' apart (over the expert-data-parallel group when edp ≥ 2, else
+ * not synced); *n_dense, *n_expert buckets of *dense, *expert bytes each;
+ * -2 over MAX_BUCKETS_PER_CHUNK. */
+static int chunk_buckets(const cm_model *cm, const plan *pl, int s, int chunk, double bucket_bytes,
+                         int edp, int *n_dense, double *dense, int *n_expert, double *expert)
+{
+    double all = chunk_grad_bytes(cm, pl, s, chunk);
+    double ex = edp > 0 ? chunk_grads(cm, pl, s, chunk, true) : 0.0;
+    double de = all - ex > 0 ? all - ex : 0.0;
+    ex = edp >= 2 ? ex : 0.0;
+    if (de / bucket_bytes > MAX_BUCKETS_PER_CHUNK || ex / bucket_bytes > MAX_BUCKETS_PER_CHUNK)
+        return -2;
+    *n_dense = de > 0 ? (int)ceil(de / bucket_bytes) : 0;
+    *n_expert = ex > 0 ? (int)ceil(ex / bucket_bytes) : 0;
+    *dense = *n_dense ? de / *n_dense : 0.0;
+    *expert = *n_expert ? ex / *n_expert : 0.0;
+    return 0;
 }
 
 /* A chunk's gradients are final during its last gradient op: its last W when
  * the schedule splits the backward, else its last B. */
 static int overlap_stage(const cm_model *cm, const plan *pl, const sched_stage *st, int s,
-                         double bucket_bytes, overlap_plan *o)
+                         double bucket_bytes, int edp, overlap_plan *o)
 {
     o->buckets_at_op = calloc((size_t)st->num_ops, sizeof *o->buckets_at_op);
     o->bytes_at_op = calloc((size_t)st->num_ops, sizeof *o->bytes_at_op);
-    if (!o->buckets_at_op || !o->bytes_at_op)
+    int *experts_at = calloc((size_t)st->num_ops + 1, sizeof *experts_at);
+    double *expert_bytes = calloc((size_t)st->num_ops + 1, sizeof *expert_bytes);
+    if (!o->buckets_at_op || !o->bytes_at_op || !experts_at || !expert_bytes) {
+        free(experts_at);
+        free(expert_bytes);
         return -1;
+    }
     for (int chunk = 0; chunk < pl->num_chunks; chunk++) {
         int last = -1, last_w = -1;
         for (int i = 0; i < st->num_ops; i++) {
@@ -113,24 +154,38 @@ static int overlap_stage(const cm_model *cm, const plan *pl, const sched_stage *
         }
         if (last_w >= 0)
             last = last_w;
-        double bytes = chunk_grad_bytes(cm, pl, s, chunk);
-        if (last < 0 || bytes <= 0)
-            continue;
-        if (bytes / bucket_bytes > MAX_BUCKETS_PER_CHUNK)
+        int nd, ne;
+        double dense, expert;
+        if (chunk_buckets(cm, pl, s, chunk, bucket_bytes, edp, &nd, &dense, &ne, &expert)) {
+            free(experts_at);
+            free(expert_bytes);
             return -2;
-        int n = (int)ceil(bytes / bucket_bytes);
-        o->buckets_at_op[last] = n;
-        o->bytes_at_op[last] = bytes / n;
-        o->num_buckets += n;
+        }
+        if (last < 0 || nd + ne == 0)
+            continue;
+        o->buckets_at_op[last] = nd + ne;
+        o->bytes_at_op[last] = dense;
+        experts_at[last] = ne;
+        expert_bytes[last] = expert;
+        o->num_buckets += nd + ne;
     }
-    o->bucket_bytes = malloc((size_t)(o->num_buckets > 0 ? o->num_buckets : 1) * sizeof(double));
-    if (!o->bucket_bytes)
-        return -1;
+    size_t n = (size_t)(o->num_buckets > 0 ? o->num_buckets : 1);
+    o->bucket_bytes = malloc(n * sizeof(double));
+    o->bucket_expert = edp > 0 ? calloc(n, sizeof(bool)) : NULL;
     int b = 0;
-    for (int i = 0; i < st->num_ops; i++)
-        for (int k = 0; k < o->buckets_at_op[i]; k++)
-            o->bucket_bytes[b++] = o->bytes_at_op[i];
-    return 0;
+    for (int i = 0; o->bucket_bytes && (edp <= 0 || o->bucket_expert) && i < st->num_ops; i++) {
+        int ne = experts_at[i], nd = o->buckets_at_op[i] - ne;
+        for (int jd = 0, je = 0; jd + je < nd + ne; b++) {
+            bool ex = overlap_expert_next(jd, nd, je, ne);
+            o->bucket_bytes[b] = ex ? expert_bytes[i] : o->bytes_at_op[i];
+            if (o->bucket_expert)
+                o->bucket_expert[b] = ex;
+            ex ? je++ : jd++;
+        }
+    }
+    free(experts_at);
+    free(expert_bytes);
+    return o->bucket_bytes && (edp <= 0 || o->bucket_expert) ? 0 : -1;
 }
 
 /* ZeRO-2's update of model chunk (s, chunk) on one NPU: its parameters at
@@ -155,7 +210,7 @@ static double chunk_update(const cm_model *cm, const plan *pl, int s, int chunk,
  * per gradient byte (ratio 0: ZeRO-2's, chunk_update()); Megatron's
  * interleaved launch points (see the head of this file). */
 static int gather_stage(const cm_model *cm, const plan *pl, const sched_stage *st, int s,
-                        double bucket_bytes, double ratio, overlap_plan *o)
+                        double bucket_bytes, double ratio, int edp, overlap_plan *o)
 {
     int v = pl->num_chunks, p = pl->num_stages;
     o->gathers_at_op = calloc((size_t)st->num_ops, sizeof *o->gathers_at_op);
@@ -163,9 +218,11 @@ static int gather_stage(const cm_model *cm, const plan *pl, const sched_stage *s
     o->gather_buckets = calloc((size_t)v, sizeof *o->gather_buckets);
     o->gather_bytes = calloc((size_t)v, sizeof *o->gather_bytes);
     o->gather_waits = calloc((size_t)v, sizeof *o->gather_waits);
+    o->gather_expert_buckets = calloc((size_t)v, sizeof *o->gather_expert_buckets);
+    o->gather_expert_bytes = calloc((size_t)v, sizeof *o->gather_expert_bytes);
     int *first = malloc((size_t)v * sizeof *first);
     if (!o->gathers_at_op || !o->launches_at_op || !o->gather_buckets || !o->gather_bytes ||
-        !o->gather_waits || !first) {
+        !o->gather_waits || !o->gather_expert_buckets || !o->gather_expert_bytes || !first) {
         free(first);
         return -1;
     }
@@ -208,24 +265,28 @@ static int gather_stage(const cm_model *cm, const plan *pl, const sched_stage *s
         order_of[k] = c;
     }
     for (int n = 0; n < used; n++) {
-        int c = order_of[n], buckets;
-        double bytes;
+        int c = order_of[n], buckets, experts = 0;
+        double bytes, expert = 0.0;
+        int rc = 0;
         if (ratio > 0) {
-            bytes = chunk_grad_bytes(cm, pl, s, c);
-            buckets = bytes > 0 ? (int)ceil(bytes / bucket_bytes) : 0;
-            bytes *= ratio;
+            rc =
+                chunk_buckets(cm, pl, s, c, bucket_bytes, edp, &buckets, &bytes, &experts, &expert);
+            bytes *= buckets * ratio;
+            expert *= ratio;
         } else {
             bytes = chunk_update(cm, pl, s, c, bucket_bytes, &buckets);
         }
-        if (buckets > MAX_BUCKETS_PER_CHUNK) {
+        if (rc || buckets > MAX_BUCKETS_PER_CHUNK) {
             free(order_of);
             free(first);
             return -2;
         }
         o->gather_buckets[n] = buckets;
         o->gather_bytes[n] = buckets ? bytes / buckets : 0;
+        o->gather_expert_buckets[n] = experts;
+        o->gather_expert_bytes[n] = expert;
         o->gather_waits[n] = n >= 2 && n - 2 < launches;
-        o->gathers_at_op[first[c]] = buckets;
+        o->gathers_at_op[first[c]] = buckets + experts;
     }
     o->num_gather_chunks = used;
     free(order_of);
@@ -233,9 +294,7 @@ static int gather_stage(const cm_model *cm, const plan *pl, const sched_stage *s
     return 0;
 }
 
-/* A per-pass gather of ZeRO-3 (the end-of-iteration gather of ZeRO-2 has no
- * micro-batch). */
-static bool is_pass_gather(const sched_op *op)
+bool overlap_is_pass_gather(const sched_op *op)
 {
     return op->kind == OP_PARAM_GATHER && op->micro_batch >= 0;
 }
@@ -249,14 +308,14 @@ static int zero_stage(const cm_model *cm, const plan *pl, const sched_stage *st,
     int n = st->num_ops > 0 ? st->num_ops : 1, gathers = 0;
     o->zero = true;
     for (int i = 0; i < st->num_ops; i++)
-        gathers += is_pass_gather(&st->ops[i]);
+        gathers += overlap_is_pass_gather(&st->ops[i]);
     o->buckets_at_op = calloc((size_t)n, sizeof *o->buckets_at_op);
     o->bytes_at_op = calloc((size_t)n, sizeof *o->bytes_at_op);
     o->bucket_bytes = malloc(sizeof(double));
     if (!o->buckets_at_op || !o->bytes_at_op || !o->bucket_bytes)
         return -1;
     if (cm->sharding < WL_SHARD_OPTIM_GRADS_PARAMS)
-        return gather_stage(cm, pl, st, s, bucket_bytes, 0, o);
+        return gather_stage(cm, pl, st, s, bucket_bytes, 0, 0, o);
     o->gathers_at_op = calloc((size_t)n, sizeof *o->gathers_at_op);
     o->launches_at_op = calloc((size_t)n, sizeof *o->launches_at_op);
     int g = gathers > 0 ? gathers : 1;
@@ -270,7 +329,7 @@ static int zero_stage(const cm_model *cm, const plan *pl, const sched_stage *st,
     for (int i = 0; i < st->num_ops; i++) {
         if (worker_op_computes(st->ops[i].kind))
             previous = i;
-        if (!is_pass_gather(&st->ops[i]))
+        if (!overlap_is_pass_gather(&st->ops[i]))
             continue;
         o->gather_buckets[k] = 1;
         o->gather_bytes[k] = st->ops[i].bytes;
@@ -284,22 +343,57 @@ static int zero_stage(const cm_model *cm, const plan *pl, const sched_stage *st,
     return 0;
 }
 
+static void stage_free(overlap_plan *o)
+{
+    free(o->buckets_at_op);
+    free(o->bytes_at_op);
+    free(o->bucket_bytes);
+    free(o->bucket_expert);
+    free(o->gathers_at_op);
+    free(o->launches_at_op);
+    free(o->gather_buckets);
+    free(o->gather_bytes);
+    free(o->gather_waits);
+    free(o->gather_expert_buckets);
+    free(o->gather_expert_bytes);
+    *o = (overlap_plan){0};
+}
+
 void overlap_free(engine *e)
 {
     if (!e->overlap)
         return;
-    for (int s = 0; s < e->p; s++) {
-        free(e->overlap[s].buckets_at_op);
-        free(e->overlap[s].bytes_at_op);
-        free(e->overlap[s].bucket_bytes);
-        free(e->overlap[s].gathers_at_op);
-        free(e->overlap[s].launches_at_op);
-        free(e->overlap[s].gather_buckets);
-        free(e->overlap[s].gather_bytes);
-        free(e->overlap[s].gather_waits);
-    }
+    for (int s = 0; s < e->p; s++)
+        stage_free(&e->overlap[s]);
     free(e->overlap);
     e->overlap = NULL;
+}
+
+/* Stage s's buckets and gathers (the distributed optimizer's); edp as
+ * chunk_buckets'. */
+static int stage_build(engine *e, const cm_model *cm, int s, double bucket_bytes, int edp)
+{
+    overlap_plan *o = &e->overlap[s];
+    const sched_stage *st = &e->sc->stages[s];
+    if (cm->sharding >= WL_SHARD_OPTIM_GRADS)
+        return zero_stage(cm, e->pl, st, s, bucket_bytes, o);
+    int rc = overlap_stage(cm, e->pl, st, s, bucket_bytes, edp, o);
+    if (!rc && e->opt->dp_param_gather_ratio > 0)
+        rc = gather_stage(cm, e->pl, st, s, bucket_bytes, e->opt->dp_param_gather_ratio, edp, o);
+    return rc;
+}
+
+int overlap_split_experts(engine *e, const cm_model *cm, int edp)
+{
+    if (!e->overlap)
+        return 0;
+    double bucket_bytes = cm_dp_bucket_bytes(e->opt->dp_bucket_bytes, e->dp);
+    for (int s = 0; s < e->p; s++) {
+        stage_free(&e->overlap[s]);
+        if (stage_build(e, cm, s, bucket_bytes, edp > 0 ? edp : 1))
+            return -1; /* the dense build of overlap_build() passed the bucket limit */
+    }
+    return 0;
 }
 
 int overlap_build(engine *e, const cm_model *cm, np_error *err)
@@ -309,13 +403,7 @@ int overlap_build(engine *e, const cm_model *cm, np_error *err)
     double bucket_bytes = cm_dp_bucket_bytes(e->opt->dp_bucket_bytes, e->dp);
     e->overlap = calloc((size_t)e->p, sizeof *e->overlap);
     for (int s = 0; e->overlap && s < e->p; s++) {
-        bool zero = cm->sharding >= WL_SHARD_OPTIM_GRADS;
-        int rc = zero
-                     ? zero_stage(cm, e->pl, &e->sc->stages[s], s, bucket_bytes, &e->overlap[s])
-                     : overlap_stage(cm, e->pl, &e->sc->stages[s], s, bucket_bytes, &e->overlap[s]);
-        if (!rc && !zero && e->opt->dp_param_gather_ratio > 0)
-            rc = gather_stage(cm, e->pl, &e->sc->stages[s], s, bucket_bytes,
-                              e->opt->dp_param_gather_ratio, &e->overlap[s]);
+        int rc = stage_build(e, cm, s, bucket_bytes, 0);
         if (rc == -2) {
             overlap_free(e);
             return np_error_set(err, NP_EXIT_USAGE, "<command line>", "--dp-bucket-bytes", 0,
@@ -353,189 +441,4 @@ int overlap_check(const plan *pl, const engine_options *o, np_error *err)
         return np_error_set(err, NP_EXIT_USAGE, "<command line>", "--dp-bucket-bytes", 0,
                             "expected a finite positive size, got %g", o->dp_bucket_bytes);
     return 0;
-}
-
-/* ---- the communication actor ----------------------------------------------- */
-
-void overlap_worker_init(worker *w)
-{
-    w->bucket_ready = sg_sem_init(0);
-    w->buckets_done = sg_sem_init(0);
-    w->params_ready = sg_sem_init(0);
-    w->params_launch = sg_sem_init(0);
-    w->zero_rs_done = sg_sem_init(0);
-    w->zero_ag_done = sg_sem_init(0);
-}
-
-void overlap_worker_destroy(worker *w)
-{
-    if (!w->bucket_ready)
-        return;
-    sg_sem_destroy(w->bucket_ready);
-    sg_sem_destroy(w->buckets_done);
-    sg_sem_destroy(w->params_ready);
-    sg_sem_destroy(w->params_launch);
-    sg_sem_destroy(w->zero_rs_done);
-    sg_sem_destroy(w->zero_ag_done);
-}
-
-static const overlap_plan *plan_of(const worker *w)
-{
-    return w->eng->overlap && w->simulated ? &w->eng->overlap[w->stage] : NULL;
-}
-
-int overlap_before_op(worker *w, int i)
-{
-    const overlap_plan *ov = plan_of(w);
-    if (!ov || !ov->gathers_at_op)
-        return 0;
-    if (ov->zero && w->eng->sc->stages[w->stage].ops[i].kind == OP_OPTIMIZER)
-        overlap_zero_drain(w);
-    for (int k = 0; k < ov->launches_at_op[i]; k++)
-        sg_sem_release(w->params_launch);
-    return ov->gathers_at_op[i];
-}
-
-bool overlap_starts_block(const worker *w, int i)
-{
-    const overlap_plan *ov = plan_of(w);
-    if (ov && ov->zero && w->eng->sc->stages[w->stage].ops[i].kind == OP_OPTIMIZER)
-        return true; /* the reduce-scatters are drained first */
-    return ov && ov->gathers_at_op && (ov->gathers_at_op[i] > 0 || ov->launches_at_op[i] > 0);
-}
-
-/* Waits on sem once; the wait is data-parallel time. */
-static void wait_dp(worker *w, sg_sem_t sem)
-{
-    double start = engine_now(w->eng);
-    sg_sem_acquire(sem);
-    w->dp_comm_s += engine_now(w->eng) - start;
-}
-
-bool overlap_zero_op(worker *w, const sched_op *op)
-{
-    const overlap_plan *ov = plan_of(w);
-    if (!ov || !ov->zero)
-        return false;
-    if (is_pass_gather(op)) {
-        wait_dp(w, w->zero_ag_done);
-        return true;
-    }
-    if (op->kind != OP_GRAD_REDUCE_SCATTER) {
-        /* ZeRO-2's gather of the update: the communication actor ran it at
-         * the iteration's start, the previous step's in a steady state */
-        overlap_zero_drain(w);
-        return true;
-    }
-    if (w->zero_rs_launched > w->zero_rs_waited) { /* the previous one frees its buffer */
-        wait_dp(w, w->zero_rs_done);
-        w->zero_rs_waited++;
-    }
-    w->zero_rs_launched++;
-    sg_sem_release(w->bucket_ready);
-    return true;
-}
-
-void overlap_zero_drain(worker *w)
-{
-    const overlap_plan *ov = plan_of(w);
-    if (!ov || !ov->zero)
-        return;
-    for (; w->zero_rs_waited < w->zero_rs_launched; w->zero_rs_waited++)
-        wait_dp(w, w->zero_rs_done);
-}
-
-int overlap_num_actors(const engine *e)
-{
-    if (!e->overlap)
-        return 0;
-    int n = 0;
-    for (int s = 0; s < e->p; s++)
-        n += e->fold * e->cp * (1 + (e->overlap[s].zero_gathers > 0));
-    return n;
-}
-
-void overlap_wait_params(worker *w) { wait_dp(w, w->params_ready); }
-
-/* ZeRO-3 with --dp-overlap: the per-pass parameter gathers of a worker, in
- * its op list's order, each once it is launched. */
-static void zero_gather_main(int argc, char **argv)
-{
-    worker *w = sg_actor_self_get_data();
-    const overlap_plan *ov = &w->eng->overlap[w->stage];
-    for (int n = 0; n < ov->zero_gathers; n++) {
-        if (ov->gather_waits[n])
-            sg_sem_acquire(w->params_launch);
-        engine_dp_collective(w->eng, w, OP_PARAM_GATHER, ov->gather_bytes[n]);
-        sg_sem_release(w->zero_ag_done);
-    }
-    worker_linger(w);
-}
-
-/* The parameter buckets of the previous step's update, chunk by chunk, each
- * chunk once it is launched (distributed optimizer, ZeRO-2). */
-static void gather_update(worker *w, const overlap_plan *ov)
-{
-    for (int n = 0; n < ov->num_gather_chunks; n++) {
-        if (ov->gather_waits[n])
-            sg_sem_acquire(w->params_launch);
-        for (int b = 0; b < ov->gather_buckets[n]; b++) {
-            fold_release_replicas(w);
-            engine_dp_collective(w->eng, w, OP_PARAM_GATHER, ov->gather_bytes[n]);
-            sg_sem_release(w->params_ready);
-        }
-    }
-}
-
-/* ZeRO-2/3 with --dp-overlap: ZeRO-2's gather of the update, then the
- * reduce-scatters of a worker, in its op list's order, each once the worker
- * hands it over; ZeRO-3's gathers on an actor of their own. */
-static void zero_comm_main(worker *w)
-{
-    engine *e = w->eng;
-    const sched_stage *st = &e->sc->stages[w->stage];
-    if (e->overlap[w->stage].zero_gathers == 0)
-        gather_update(w, &e->overlap[w->stage]);
-    else {
-        char name[64];
-        snprintf(name, sizeof name, "stage%d-dp%d-cp%d-params", w->stage, w->replica, w->cp_rank);
-        sg_actor_t a = sg_actor_init(name, w->ep.hosts[0]);
-        sg_actor_set_data(a, w);
-        sg_actor_start(a, zero_gather_main, 0, NULL);
-    }
-    for (int i = 0; i < st->num_ops; i++) {
-        if (st->ops[i].kind != OP_GRAD_REDUCE_SCATTER)
-            continue;
-        sg_sem_acquire(w->bucket_ready);
-        engine_dp_collective(e, w, OP_GRAD_REDUCE_SCATTER, st->ops[i].bytes);
-        sg_sem_release(w->zero_rs_done);
-    }
-    worker_linger(w);
-}
-
-/* --dp-overlap: gathers the parameter buckets (distributed optimizer), then
- * reduces each gradient bucket as soon as the worker's backward has made it
- * ready, while the worker computes on (ZeRO-2/3: zero_comm_main). */
-void overlap_comm_main(int argc, char **argv)
-{
-    worker *w = sg_actor_self_get_data();
-    engine *e = w->eng;
-    const overlap_plan *ov = &e->overlap[w->stage];
-    if (ov->zero) {
-        zero_comm_main(w);
-        return;
-    }
-    bool sharded = e->opt->dp_param_gather_ratio > 0;
-    if (sharded)
-        gather_update(w, ov);
-    for (int b = 0; b < ov->num_buckets; b++) {
-        sg_sem_acquire(w->bucket_ready);
-        fold_release_replicas(w);
-        if (sharded)
-            engine_dp_collective(e, w, OP_GRAD_REDUCE_SCATTER, ov->bucket_bytes[b]);
-        else
-            engine_dp_allreduce(e, w, ov->bucket_bytes[b]);
-    }
-    sg_sem_release(w->buckets_done);
-    worker_linger(w);
 }

@@ -232,16 +232,17 @@ static bool has_cp(const worker *w, const sched_op *op)
 int worker_run_compute(worker *w, const sched_op *ops, int first, int count)
 {
     const overlap_plan *ov = w->eng->overlap && w->simulated ? &w->eng->overlap[w->stage] : NULL;
-    /* the MoE replay runs without --dp-overlap (engine_moe.c), so no gathers */
-    if (count > 0 && engine_moe_replays(w, &ops[0])) { /* MoE hook: engine_moe.c */
-        double start_s = engine_now(w->eng);
-        engine_moe_run_op(w, &ops[0]);
+    int gathers = count > 0 ? overlap_before_op(w, first) : 0;
+    if (count > 0 && engine_moe_replays(w, &ops[0])) { /* MoE hook: engine_moe_dp.c */
+        double start_s = engine_now(w->eng), waits_s = w->dp_comm_s;
+        engine_moe_run_op(w, &ops[0], gathers, ov ? ov->buckets_at_op[first] : 0);
         double end_s = engine_now(w->eng);
         compute_account(w, &ops[0], start_s, end_s);
-        w->busy_s += (end_s - start_s) - (ops[0].compute_s + ops[0].comm_s);
+        /* the all-to-alls are the op's; the parameter waits are DP time */
+        w->busy_s +=
+            (end_s - start_s) - (w->dp_comm_s - waits_s) - (ops[0].compute_s + ops[0].comm_s);
         return 1;
     }
-    int gathers = count > 0 ? overlap_before_op(w, first) : 0;
     if (count > 0 && has_cp(w, &ops[0])) {
         for (int k = 0; k < gathers; k++)
             overlap_wait_params(w);
@@ -321,6 +322,7 @@ static void run_op(worker *w, const sched_op *op)
     case OP_DP_ALLREDUCE: {
         double start = engine_now(e);
         if (e->overlap) {
+            engine_moe_copies_sync(e, w);    /* MoE hook: copies (edp = 1 only) */
             sg_sem_acquire(w->buckets_done); /* what the overlap did not hide */
         } else {
             fold_release_replicas(w);
