@@ -37,6 +37,29 @@ enum { EP = 8, EDP = 32 / EP };
 
 static const double H = 2560, F = 10240, V = 50257, E = 32;
 
+/* The 21B MoE on moe_32npu.xml at expert-parallel size ep, Megatron's plan;
+ * global batch 128 when `batch128` (the runs; the file's otherwise), and one
+ * more override when `set` is given. */
+static int build_moe_job(int ep, bool batch128, const char *set, sim_platform *pf, test_job *j,
+                         np_error *err)
+{
+    char ep_set[64];
+    snprintf(ep_set, sizeof ep_set, "parallel.expert_model_parallel_size=%d", ep);
+    const char *sets[3] = {ep_set};
+    int n = 1;
+    if (batch128)
+        sets[n++] = "training.global_batch_size=128";
+    if (set)
+        sets[n++] = set;
+    memset(j, 0, sizeof *j);
+    test_simgrid_init();
+    int rc = platform_load(test_path("platforms/moe_32npu.xml"), pf, err);
+    if (!rc)
+        rc = test_job_build(j, &pf->cluster, "workloads/moe_21b_32npu.json", sets, n, "megatron",
+                            err);
+    return rc;
+}
+
 /* ---- the buckets ----------------------------------------------------------- */
 
 typedef struct split_outcome {
@@ -50,18 +73,10 @@ typedef struct split_outcome {
 static void split_in_child(void *ctx, int fd)
 {
     split_outcome out = {.edp = *(const int *)ctx};
-    char ep[64];
-    snprintf(ep, sizeof ep, "parallel.expert_model_parallel_size=%d", 32 / out.edp);
-    const char *sets[] = {ep};
     sim_platform pf;
     np_error err;
     test_job j;
-    memset(&j, 0, sizeof j);
-    test_simgrid_init();
-    out.rc = platform_load(test_path("platforms/moe_32npu.xml"), &pf, &err);
-    if (!out.rc)
-        out.rc = test_job_build(&j, &pf.cluster, "workloads/moe_21b_32npu.json", sets, 1,
-                                "megatron", &err);
+    out.rc = build_moe_job(32 / out.edp, false, NULL, &pf, &j, &err);
     engine_options o;
     engine_init_options(&o);
     o.dp_overlap = true;
@@ -151,18 +166,10 @@ static void run_in_child(void *ctx, int fd)
 {
     const run_case *c = ctx;
     run_outcome out = {0};
-    char ep[64];
-    snprintf(ep, sizeof ep, "parallel.expert_model_parallel_size=%d", c->ep);
-    const char *sets[] = {"training.global_batch_size=128", ep, c->set};
     sim_platform pf;
     np_error err;
     test_job j;
-    memset(&j, 0, sizeof j);
-    test_simgrid_init();
-    out.rc = platform_load(test_path("platforms/moe_32npu.xml"), &pf, &err);
-    if (!out.rc)
-        out.rc = test_job_build(&j, &pf.cluster, "workloads/moe_21b_32npu.json", sets,
-                                c->set ? 3 : 2, "megatron", &err);
+    out.rc = build_moe_job(c->ep, true, c->set, &pf, &j, &err);
     engine_options o;
     engine_init_options(&o);
     o.dp_overlap = c->overlap;
