@@ -187,6 +187,14 @@ int check_plan_size(const cli *c, const job *j, const plan *pl, np_error *err);
  * planner), and its length in *n. */
 const char *cli_override_key(const char *set, size_t *n);
 
+/* Whether a --set gave the bare key `name`. */
+bool cli_set_on_command_line(const cli *c, const char *name);
+
+/* --schedule and --planner against a --set of the same key: 0 when absent
+ * or the same, else NP_EXIT_USAGE naming both (two spellings that disagree
+ * would leave the winner to the order the loader applies them in). */
+int cli_check_twin_keys(const cli *c, np_error *err);
+
 /* A saved plan against --planner, --schedule and every --set of a key the
  * plan fixes: 0, or NP_EXIT_USAGE naming the option when one disagrees with
  * the plan (it would be ignored by the replay). */

@@ -26,6 +26,61 @@ const char *cli_override_key(const char *set, size_t *n)
     return key;
 }
 
+/* The value of the last --set of the bare key `name` in buf[size], without
+ * the quotes of a JSON string; NULL when no --set gives it. */
+static const char *set_value(const cli *c, const char *name, char *buf, size_t size)
+{
+    const char *value = NULL;
+    for (int i = 0; i < c->num_overrides; i++) {
+        size_t n;
+        const char *key = cli_override_key(c->overrides[i], &n);
+        if (n == strlen(name) && strncmp(key, name, n) == 0)
+            value = key + n + (key[n] == '=');
+    }
+    if (!value)
+        return NULL;
+    size_t len = strlen(value);
+    if (len >= 2 && value[0] == '"' && value[len - 1] == '"')
+        value++, len -= 2;
+    snprintf(buf, size, "%.*s", (int)len, value);
+    return buf;
+}
+
+/* Whether a --set gave the bare key `name`. */
+bool cli_set_on_command_line(const cli *c, const char *name)
+{
+    for (int i = 0; i < c->num_overrides; i++) {
+        size_t n;
+        const char *key = cli_override_key(c->overrides[i], &n);
+        if (n == strlen(name) && strncmp(key, name, n) == 0)
+            return true;
+    }
+    return false;
+}
+
+int cli_check_twin_keys(const cli *c, np_error *err)
+{
+    /* Two spellings of one key that disagree would leave the winner to the
+     * order the loader applies them in, not to the order they were written. */
+    char value[80];
+    const char *set;
+    if (c->schedule && (set = set_value(c, "schedule", value, sizeof value)) &&
+        (wl_schedule_by_name(set) != wl_schedule_by_name(c->schedule) ||
+         wl_schedule_by_name(set) < 0))
+        return np_error_set(err, NP_EXIT_USAGE, "<command line>", "--schedule", 0,
+                            "--schedule %s and --set schedule=%s disagree on the workload's "
+                            "\"schedule\": give one of them",
+                            c->schedule, set);
+    if (c->planner && (set = set_value(c, "planner", value, sizeof value)) &&
+        (!cli_planner_name(set) || !cli_planner_name(c->planner) ||
+         strcmp(cli_planner_name(set), cli_planner_name(c->planner)) != 0))
+        return np_error_set(err, NP_EXIT_USAGE, "<command line>", "--planner", 0,
+                            "--planner %s and --set planner=%s disagree on the workload's "
+                            "\"planner\": give one of them",
+                            c->planner, set);
+    return 0;
+}
+
 /* What a saved plan fixes: its schedule, chunks, split, parallel sizes,
  * recompute, micro-batching and planner are replayed as saved.  --schedule or a --set
  * of one of these keys that disagrees with the plan is refused (the replay

@@ -276,38 +276,6 @@ static int run_all_planners(const cli *c, job *j, np_error *err)
     return first_rc;
 }
 
-/* The value of the last --set of the bare key `name` in buf[size], without
- * the quotes of a JSON string; NULL when no --set gives it. */
-static const char *set_value(const cli *c, const char *name, char *buf, size_t size)
-{
-    const char *value = NULL;
-    for (int i = 0; i < c->num_overrides; i++) {
-        size_t n;
-        const char *key = cli_override_key(c->overrides[i], &n);
-        if (n == strlen(name) && strncmp(key, name, n) == 0)
-            value = key + n + (key[n] == '=');
-    }
-    if (!value)
-        return NULL;
-    size_t len = strlen(value);
-    if (len >= 2 && value[0] == '"' && value[len - 1] == '"')
-        value++, len -= 2;
-    snprintf(buf, size, "%.*s", (int)len, value);
-    return buf;
-}
-
-/* Whether a --set gave the bare key `name`. */
-static bool set_on_command_line(const cli *c, const char *name)
-{
-    for (int i = 0; i < c->num_overrides; i++) {
-        size_t n;
-        const char *key = cli_override_key(c->overrides[i], &n);
-        if (n == strlen(name) && strncmp(key, name, n) == 0)
-            return true;
-    }
-    return false;
-}
-
 /* The channels of the engine's data-parallel ring at the run's own sizes
  * (cl_cluster.dp_ring_local): 1 for the step ring, else ring-flow's
  * replicas per server under the run's rank order (collective.h). */
@@ -326,24 +294,9 @@ static int load_inputs(cli *c, job *j, np_error *err)
     const char *overrides[MAX_OVERRIDES + 1];
     char schedule_override[80];
     int n = 0;
-    /* Two spellings of one key that disagree would leave the winner to the
-     * order the loader applies them in, not to the order they were written. */
-    char value[80];
-    const char *set;
-    if (c->schedule && (set = set_value(c, "schedule", value, sizeof value)) &&
-        (wl_schedule_by_name(set) != wl_schedule_by_name(c->schedule) ||
-         wl_schedule_by_name(set) < 0))
-        return np_error_set(err, NP_EXIT_USAGE, "<command line>", "--schedule", 0,
-                            "--schedule %s and --set schedule=%s disagree on the workload's "
-                            "\"schedule\": give one of them",
-                            c->schedule, set);
-    if (c->planner && (set = set_value(c, "planner", value, sizeof value)) &&
-        (!cli_planner_name(set) || !cli_planner_name(c->planner) ||
-         strcmp(cli_planner_name(set), cli_planner_name(c->planner)) != 0))
-        return np_error_set(err, NP_EXIT_USAGE, "<command line>", "--planner", 0,
-                            "--planner %s and --set planner=%s disagree on the workload's "
-                            "\"planner\": give one of them",
-                            c->planner, set);
+    int rc = cli_check_twin_keys(c, err);
+    if (rc)
+        return rc;
     if (c->schedule) {
         if (wl_schedule_by_name(c->schedule) < 0) {
             char names[160] = "";
@@ -358,7 +311,7 @@ static int load_inputs(cli *c, job *j, np_error *err)
     }
     for (int i = 0; i < c->num_overrides; i++)
         overrides[n++] = c->overrides[i];
-    int rc = wl_load(c->workload_path, overrides, n, &j->w, err);
+    rc = wl_load(c->workload_path, overrides, n, &j->w, err);
     if (!rc)
         rc = cli_moe_load(c, j, err); /* MoE hook: --moe-trace */
     if (rc)
@@ -367,7 +320,7 @@ static int load_inputs(cli *c, job *j, np_error *err)
     j->planner = cli_planner_name(name); /* the canonical name, whatever its case */
     if (!c->plan_in && !j->planner) {
         char names[256];
-        bool set = !c->planner && set_on_command_line(c, "planner"); /* --set planner=... */
+        bool set = !c->planner && cli_set_on_command_line(c, "planner"); /* --set planner=... */
         return np_error_set(err, c->planner ? NP_EXIT_USAGE : NP_EXIT_INPUT,
                             c->planner || set ? "<command line>" : c->workload_path,
                             c->planner ? "--planner" : "planner", 0,
