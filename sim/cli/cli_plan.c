@@ -49,13 +49,8 @@ static const char *set_value(const cli *c, const char *name, char *buf, size_t s
 /* Whether a --set gave the bare key `name`. */
 bool cli_set_on_command_line(const cli *c, const char *name)
 {
-    for (int i = 0; i < c->num_overrides; i++) {
-        size_t n;
-        const char *key = cli_override_key(c->overrides[i], &n);
-        if (n == strlen(name) && strncmp(key, name, n) == 0)
-            return true;
-    }
-    return false;
+    char value[2];
+    return set_value(c, name, value, sizeof value) != NULL;
 }
 
 int cli_check_twin_keys(const cli *c, np_error *err)

@@ -242,13 +242,13 @@ static double radical_hosts(const char *r)
     for (r = skip_space(r); *r; r = skip_space(r)) {
         char *e;
         double a = radical_number(r, &e), b = a;
-        if (e == r || (*e == '.' || *e == 'e' || *e == 'E'))
+        if (e == r)
             return -1;
         r = skip_space(e);
         if (*r == '-') {
             const char *from = skip_space(r + 1);
             b = radical_number(from, &e);
-            if (e == from || (*e == '.' || *e == 'e' || *e == 'E'))
+            if (e == from)
                 return -1;
             r = e;
         }
