@@ -264,6 +264,13 @@ mkfifo "$TMP/fifo.json"
 started=$(date +%s)
 expect_error "FIFO as workload" 2 "fifo.json: cannot read workload: not a regular file" "$P8" "$TMP/fifo.json"
 [ $(($(date +%s) - started)) -le 5 ] && ok || ko "a FIFO workload does not block"
+# the plan (--plan) is read the same way: a FIFO blocked simrun for ever, a directory or
+# /dev/zero read as a syntax error
+started=$(date +%s)
+expect_error "FIFO as plan" 2 "fifo.json: cannot read plan: not a regular file" --plan "$TMP/fifo.json" "$P8" "$W8"
+[ $(($(date +%s) - started)) -le 5 ] && ok || ko "a FIFO plan does not block"
+expect_error "directory as plan" 2 "/tmp: cannot read plan: not a regular file" --plan /tmp "$P8" "$W8"
+expect_error "/dev/zero as plan" 2 "/dev/zero: cannot read plan: not a regular file" --plan /dev/zero "$P8" "$W8"
 expect_error "files swapped" 2 "$P8: this looks like a platform XML file, not a workload JSON: the platform comes first" "$W8" "$P8"
 expect_error "control characters escaped" 2 'num_lay\\ners: unknown key' --set "$(printf 'num_lay\ners=2')" "$P8" "$W8"
 expect_error "control characters in a path escaped" 2 'no\\tfile\\x01.json' "$P8" "$(printf '/tmp/no\tfile\001.json')"

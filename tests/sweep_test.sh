@@ -599,6 +599,12 @@ mkdir -p "$TMP/sweepdir"
 code=$?
 [ $code -eq 2 ] && [ "$(wc -l <"$TMP/err")" -eq 1 ] && grep -q "sweepdir: is a directory; expected a sweep file" "$TMP/err" &&
     ok || ko "a directory as the sweep file is said to be one, exit 2 ($code)"
+# a FIFO (or /dev/zero) as the sweep file: refused at once, not read for ever
+mkfifo "$TMP/sweep.fifo"
+timeout 20 "$SWEEP" --dry-run "$TMP/sweep.fifo" >/dev/null 2>"$TMP/err"
+code=$?
+[ $code -eq 2 ] && grep -q "sweep.fifo: cannot read sweep file: not a regular file" "$TMP/err" &&
+    ok || ko "a FIFO as the sweep file is refused without blocking, exit 2 ($code)"
 "$SWEEP" --run-point-index abc -o "$TMP/x.csv" "$TMP/s.json" 2>"$TMP/err"
 code=$?
 [ $code -eq 1 ] && [ "$(wc -l <"$TMP/err")" -eq 1 ] && grep -q -- "--run-point-index expects an integer >= 0, got 'abc'" "$TMP/err" &&

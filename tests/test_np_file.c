@@ -8,6 +8,8 @@
  * refuses a directory, a FIFO, a device, a read-only file (also for root)
  * and a missing folder; appended records from several processes keep one
  * header and whole rows, and a failed append leaves no part of its row.
+ * The input side: a whole regular file read up to a limit, anything else
+ * refused without blocking.
  */
 #include <dirent.h>
 #include <signal.h>
@@ -340,6 +342,52 @@ static void test_failed_append_leaves_no_part(void)
     remove_dir(dir);
 }
 
+/* np_file_read: the whole file, NUL bytes and all, up to and including
+ * max_bytes; one byte more, a FIFO (without blocking), a directory and a
+ * missing file refused by name. */
+static void test_read_whole_regular_files(void)
+{
+    char dir[64], path[128], fifo[128];
+    make_dir(dir, sizeof dir);
+    snprintf(path, sizeof path, "%s/ten", dir);
+    FILE *f = fopen(path, "w");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    fwrite("ab\0defghij", 1, 10, f);
+    fclose(f);
+    np_error err;
+    char *text = NULL;
+    size_t len = 0;
+    CU_ASSERT_EQUAL(np_file_read(path, "test file", 10, &text, &len, &err), 0);
+    CU_ASSERT_EQUAL(len, 10);
+    CU_ASSERT_TRUE(text && memcmp(text, "ab\0defghij", 11) == 0); /* and the NUL after */
+    free(text);
+    CU_ASSERT_EQUAL(np_file_read(path, "test file", 9, &text, &len, &err), NP_EXIT_INPUT);
+    CU_ASSERT_PTR_NULL(text);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.text, "cannot read test file: larger than 9 bytes"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.source, "ten"));
+
+    write_text(path, "");
+    CU_ASSERT_EQUAL(np_file_read(path, "test file", 10, &text, &len, &err), 0);
+    CU_ASSERT_TRUE(len == 0 && text && text[0] == '\0');
+    free(text);
+
+    snprintf(fifo, sizeof fifo, "%s/fifo", dir);
+    CU_ASSERT_EQUAL_FATAL(mkfifo(fifo, 0600), 0);
+    const char *refused[] = {fifo, dir, "/dev/zero"};
+    for (int i = 0; i < 3; i++) {
+        CU_ASSERT_EQUAL(np_file_read(refused[i], "test file", 10, &text, &len, &err),
+                        NP_EXIT_INPUT);
+        CU_ASSERT_PTR_NOT_NULL(strstr(err.text, "cannot read test file: not a regular file"));
+    }
+    snprintf(path, sizeof path, "%s/missing", dir);
+    CU_ASSERT_EQUAL(np_file_read(path, "test file", 10, &text, &len, &err), NP_EXIT_INPUT);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.text, "cannot open test file: No such file"));
+    CU_ASSERT_TRUE(np_text_has_bom("\xEF\xBB\xBF{}", 5));
+    CU_ASSERT_FALSE(np_text_has_bom("\xEF\xBB", 2));
+    CU_ASSERT_FALSE(np_text_has_bom("{}", 2));
+    remove_dir(dir);
+}
+
 void register_np_file_tests(void)
 {
     TEST_SUITE("np_file", {"commit_replaces_at_commit_only", test_commit_replaces_at_commit_only},
@@ -348,5 +396,6 @@ void register_np_file_tests(void)
                {"failed_write_leaves_original", test_failed_write_leaves_original},
                {"check_target_refuses", test_check_target_refuses},
                {"concurrent_appends_stay_whole", test_concurrent_appends_stay_whole},
-               {"failed_append_leaves_no_part", test_failed_append_leaves_no_part});
+               {"failed_append_leaves_no_part", test_failed_append_leaves_no_part},
+               {"read_whole_regular_files", test_read_whole_regular_files});
 }

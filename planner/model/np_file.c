@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
@@ -168,14 +169,74 @@ bool np_file_same(const char *a, const char *b)
     return same;
 }
 
-bool np_file_has_bom(const char *path)
+bool np_text_has_bom(const char *text, size_t len)
 {
-    FILE *f = fopen(path, "rb");
-    unsigned char head[3] = {0};
-    size_t n = f ? fread(head, 1, 3, f) : 0;
-    if (f)
-        fclose(f);
-    return n == 3 && head[0] == 0xEF && head[1] == 0xBB && head[2] == 0xBF;
+    return len >= 3 && (unsigned char)text[0] == 0xEF && (unsigned char)text[1] == 0xBB &&
+           (unsigned char)text[2] == 0xBF;
+}
+
+static void too_large(char *problem, size_t size, size_t max_bytes)
+{
+    if (max_bytes >= (1u << 20) && max_bytes % (1u << 20) == 0)
+        snprintf(problem, size, "larger than %zu MiB", max_bytes >> 20);
+    else
+        snprintf(problem, size, "larger than %zu bytes", max_bytes);
+}
+
+int np_file_read(const char *path, const char *what, size_t max_bytes, char **text, size_t *len,
+                 np_error *err)
+{
+    *text = NULL;
+    *len = 0;
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0)
+        return np_error_set(err, NP_EXIT_INPUT, path, "", 0, "cannot open %s: %s", what,
+                            strerror(errno));
+    struct stat st;
+    char problem[64] = "";
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))
+        snprintf(problem, sizeof problem, "not a regular file");
+    else if ((unsigned long long)st.st_size > max_bytes)
+        too_large(problem, sizeof problem, max_bytes);
+    /* Room for one byte more than fstat saw, so that the end of the file is
+     * read before the buffer is full; a file that grows while it is read is
+     * read to its end, but never past max_bytes. */
+    size_t size = 0, cap = problem[0] ? 0 : (size_t)st.st_size + 2;
+    char *buf = cap ? malloc(cap) : NULL;
+    if (cap && !buf)
+        snprintf(problem, sizeof problem, "out of memory");
+    while (buf && !problem[0]) {
+        if (size + 1 == cap) { /* full: the file grew since fstat */
+            size_t more_cap = cap > max_bytes / 2 ? max_bytes + 2 : 2 * cap;
+            char *more = size <= max_bytes ? realloc(buf, more_cap) : NULL;
+            if (!more) {
+                if (size > max_bytes)
+                    too_large(problem, sizeof problem, max_bytes);
+                else
+                    snprintf(problem, sizeof problem, "out of memory");
+                break;
+            }
+            buf = more;
+            cap = more_cap;
+        }
+        ssize_t n = read(fd, buf + size, cap - 1 - size);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            snprintf(problem, sizeof problem, "%s", strerror(errno));
+        if (n <= 0)
+            break;
+        size += (size_t)n;
+    }
+    close(fd);
+    if (problem[0]) {
+        free(buf);
+        return np_error_set(err, NP_EXIT_INPUT, path, "", 0, "cannot read %s: %s", what, problem);
+    }
+    buf[size] = '\0';
+    *text = buf;
+    *len = size;
+    return 0;
 }
 
 /* ---- whole files -------------------------------------------------------- */

@@ -66,10 +66,20 @@ int np_file_check_target(const char *path, const char *key, np_file_mode mode, n
  * CLI refuses an output that is one of its inputs or another output. */
 bool np_file_same(const char *a, const char *b);
 
-/* Whether the file at path starts with a UTF-8 byte-order mark (EF BB BF),
- * which JSON does not allow: the readers say so instead of a syntax error at
- * an invisible character. */
-bool np_file_has_bom(const char *path);
+/* Reads the whole of a regular file of at most max_bytes into a new
+ * NUL-terminated buffer (*len bytes before the NUL; the caller frees it).
+ * Anything else is refused before it is read: a directory, a device such as
+ * /dev/zero, a FIFO (opened without blocking, so a reader never hangs on
+ * one), and a larger file.  0, or NP_EXIT_INPUT with err naming path and
+ * "cannot open WHAT: <system error>" or "cannot read WHAT: not a regular
+ * file" / "larger than N MiB" / "<system error>". */
+int np_file_read(const char *path, const char *what, size_t max_bytes, char **text, size_t *len,
+                 np_error *err);
+
+/* Whether text starts with a UTF-8 byte-order mark (EF BB BF), which JSON
+ * does not allow: the readers say so instead of a syntax error at an
+ * invisible character. */
+bool np_text_has_bom(const char *text, size_t len);
 #define NP_BOM_TEXT                                                                                \
     "the file starts with a UTF-8 byte-order mark (EF BB BF), which JSON does not allow: "         \
     "save it without one"

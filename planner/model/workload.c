@@ -19,7 +19,7 @@
  *   - overrides: "key=value" paths are resolved and checked against it.
  *
  * Loading runs in four passes over the JSON tree:
- *   1. json_load_file (duplicate keys rejected; syntax errors carry the line
+ *   1. json_loadb of the whole file (duplicate keys rejected; syntax errors carry the line
  *      and, in the text, the column);
  *   2. overrides are written into the tree, so an override is held to exactly
  *      the same rules as the file;
@@ -127,92 +127,30 @@ int wl_fail_memory(const load_ctx *c, const char *key)
 /* ------------------------------------------------------------------ load */
 
 /* Largest workload file read: far above any layer-by-layer model. */
-#define MAX_WORKLOAD_FILE_BYTES (64L << 20)
+#define MAX_WORKLOAD_FILE_BYTES ((size_t)64 << 20)
 
-/* Opens the workload for reading: a regular file of sane size (a directory,
- * /dev/zero or a FIFO would give a misleading syntax error or block).  The
- * open does not block on a FIFO.  Returns the fd, or -1 with the error set. */
-static int open_regular(const load_ctx *c)
-{
-    int fd = open(c->path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-    if (fd < 0) {
-        np_error_set(c->err, NP_EXIT_INPUT, c->path, "", 0, "cannot read: %s", strerror(errno));
-        return -1;
-    }
-    struct stat st;
-    const char *problem = NULL;
-    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))
-        problem = "not a regular file";
-    else if (st.st_size > MAX_WORKLOAD_FILE_BYTES)
-        problem = "larger than 64 MiB, which no workload needs";
-    if (problem) {
-        np_error_set(c->err, NP_EXIT_INPUT, c->path, "", 0, "cannot read workload: %s", problem);
-        close(fd);
-        return -1;
-    }
-    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
-    return fd;
-}
-
-/* True when the file starts like XML: the platform given where the workload
+/* True when the text starts like XML: the platform given where the workload
  * goes (simrun PLATFORM.xml WORKLOAD.json). */
-static bool looks_like_xml(int fd)
+static bool looks_like_xml(const char *text)
 {
-    char head[64];
-    ssize_t n = pread(fd, head, sizeof head, 0);
-    for (ssize_t i = 0; i < n; i++)
-        if (!isspace((unsigned char)head[i]))
-            return head[i] == '<';
-    return false;
-}
-
-/* The whole of a regular file (at most MAX_WORKLOAD_FILE_BYTES): 0, or -1
- * with errno. */
-static int read_all(int fd, char **text, size_t *len)
-{
-    size_t size = 0, cap = 1 << 16;
-    char *buf = malloc(cap);
-    for (;;) {
-        if (!buf)
-            return errno = ENOMEM, -1;
-        ssize_t n = read(fd, buf + size, cap - size);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0) {
-            free(buf);
-            return -1;
-        }
-        if (n == 0)
-            break;
-        size += (size_t)n;
-        if (size == cap) {
-            char *more = size < (size_t)MAX_WORKLOAD_FILE_BYTES + 1 ? realloc(buf, cap *= 2) : NULL;
-            if (!more)
-                free(buf);
-            buf = more;
-        }
-    }
-    *text = buf;
-    *len = size;
-    return 0;
+    while (isspace((unsigned char)*text))
+        text++;
+    return *text == '<';
 }
 
 static json_t *load_json(const load_ctx *c)
 {
-    int fd = open_regular(c);
-    if (fd < 0)
+    char *text;
+    size_t len;
+    /* a regular file of sane size: a directory, /dev/zero or a FIFO would
+     * give a misleading syntax error or block */
+    if (np_file_read(c->path, "workload", MAX_WORKLOAD_FILE_BYTES, &text, &len, c->err))
         return NULL;
     json_error_t jerr;
-    char *text = NULL;
-    size_t len = 0;
-    if (read_all(fd, &text, &len)) {
-        np_error_set(c->err, NP_EXIT_INPUT, c->path, "", 0, "cannot read: %s", strerror(errno));
-        close(fd);
-        return NULL;
-    }
     json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
     char token[64];
     int line = root ? wl_json_underflow(text, len, token, sizeof token) : 0;
+    bool xml = !root && looks_like_xml(text), bom = !root && np_text_has_bom(text, len);
     free(text);
     if (line) {
         np_error_set(c->err, NP_EXIT_INPUT, c->path, "", line,
@@ -220,18 +158,15 @@ static json_t *load_json(const load_ctx *c)
                      "or a value of at least 1e-308",
                      token);
         json_decref(root);
-        close(fd);
         return NULL;
     }
-    if (!root && looks_like_xml(fd)) {
+    if (xml) {
         np_error_set(c->err, NP_EXIT_INPUT, c->path, "", 0,
                      "this looks like a platform XML file, not a workload JSON: the platform "
                      "comes first (simrun PLATFORM.xml WORKLOAD.json)");
-        close(fd);
         return NULL;
     }
-    close(fd);
-    if (!root && np_file_has_bom(c->path)) {
+    if (bom) {
         np_error_set(c->err, NP_EXIT_INPUT, c->path, "", 1, "%s", NP_BOM_TEXT);
         return NULL;
     }

@@ -15,6 +15,9 @@
 
 #include "np_file.h"
 
+/* Largest plan file read (a plan lists at most a few numbers per layer). */
+#define MAX_PLAN_FILE_BYTES ((size_t)64 << 20)
+
 static json_t *int_array(const int *values, int count)
 {
     json_t *a = json_array();
@@ -291,8 +294,15 @@ int plan_read_json(const char *path, int num_layers, plan *out, np_error *err)
 {
     json_error_t jerr;
     memset(out, 0, sizeof *out);
-    json_t *root = json_load_file(path, JSON_REJECT_DUPLICATES, &jerr);
-    if (!root && np_file_has_bom(path))
+    char *text;
+    size_t len;
+    int read_rc = np_file_read(path, "plan", MAX_PLAN_FILE_BYTES, &text, &len, err);
+    if (read_rc)
+        return read_rc;
+    json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
+    bool bom = !root && np_text_has_bom(text, len);
+    free(text);
+    if (bom)
         return np_error_set(err, NP_EXIT_INPUT, path, "", 1, "%s", NP_BOM_TEXT);
     if (!root)
         return np_error_set(err, NP_EXIT_INPUT, path, "", jerr.line > 0 ? jerr.line : 0, "%s",

@@ -32,9 +32,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "np_file.h"
 #include "platform_internal.h"
 
-#define MAX_PLATFORM_FILE_BYTES (256L << 20)
+#define MAX_PLATFORM_FILE_BYTES ((size_t)256 << 20)
 #define MAX_FAT_TREE_LEVELS 8
 
 void platform_init_limits(platform_limits *lim)
@@ -44,38 +45,6 @@ void platform_init_limits(platform_limits *lim)
 }
 
 /* ------------------------------------------------------------- the text */
-
-/* Reads the whole file (a regular file of at most 256 MiB) into a
- * NUL-terminated buffer; NULL with the error set. */
-static char *read_platform_text(const char *path, np_error *err)
-{
-    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-    if (fd < 0) {
-        np_error_set(err, NP_EXIT_INPUT, path, "", 0, "cannot open platform file: %s",
-                     strerror(errno));
-        return NULL;
-    }
-    struct stat st;
-    const char *problem = NULL;
-    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))
-        problem = "not a regular file";
-    else if (st.st_size > MAX_PLATFORM_FILE_BYTES)
-        problem = "larger than 256 MiB";
-    char *text = problem ? NULL : malloc((size_t)st.st_size + 1);
-    size_t n = 0;
-    if (text) {
-        ssize_t got;
-        while (n < (size_t)st.st_size && (got = read(fd, text + n, (size_t)st.st_size - n)) > 0)
-            n += (size_t)got;
-        text[n] = '\0';
-    } else if (!problem) {
-        problem = "out of memory";
-    }
-    close(fd);
-    if (problem)
-        np_error_set(err, NP_EXIT_INPUT, path, "", 0, "cannot read platform file: %s", problem);
-    return text;
-}
 
 /* The '>' that ends the tag at s, past any quoted attribute value. */
 static const char *tag_end(const char *s)
@@ -499,10 +468,11 @@ int platform_precheck(const char *path, const platform_limits *lim, platform_sca
     scan->fold_blocker[0] = '\0';
     scan->solver = SOLVER_FULL;
     scan->file_sets_solver = 0;
-    char *text = read_platform_text(path, err);
-    if (!text)
-        return err ? err->code : NP_EXIT_INPUT;
-    int rc = 0;
+    char *text;
+    size_t len;
+    int rc = np_file_read(path, "platform file", MAX_PLATFORM_FILE_BYTES, &text, &len, err);
+    if (rc)
+        return rc;
     const char *first = text;
     while (isspace((unsigned char)*first))
         first++;

@@ -22,6 +22,10 @@
 #include "workload.h"
 #include "sweep_internal.h"
 
+/* Largest sweep file read (an explicit point list of a million points is
+ * well under it). */
+#define MAX_SWEEP_FILE_BYTES ((size_t)256 << 20)
+
 /* simrun's options (sim/cli, simrun --help), by how they take their value;
  * the ones a sweep may not give say why.  A value that is a file (--plan,
  * --moe-trace) is passed as written: relative to the folder simsweep runs
@@ -386,9 +390,16 @@ int sweep_load(const char *path, sweep *s, np_error *err)
     if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
         return np_error_set(err, NP_EXIT_INPUT, path, "", 0,
                             "is a directory; expected a sweep file (JSON)");
+    char *text;
+    size_t len;
+    int read_rc = np_file_read(path, "sweep file", MAX_SWEEP_FILE_BYTES, &text, &len, err);
+    if (read_rc)
+        return read_rc;
     json_error_t jerr;
-    json_t *root = json_load_file(path, JSON_REJECT_DUPLICATES, &jerr);
-    if (!root && np_file_has_bom(path))
+    json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
+    bool bom = !root && np_text_has_bom(text, len);
+    free(text);
+    if (bom)
         return np_error_set(err, NP_EXIT_INPUT, path, "", 1, "%s", NP_BOM_TEXT);
     if (!root)
         return np_error_set(err, NP_EXIT_INPUT, path, "", jerr.line > 0 ? jerr.line : 0, "%s",
