@@ -259,6 +259,7 @@ OPTIONAL = [
     ("attention_efficiency", "attention_efficiency", "attention_src", "attention_note", fmt),
     ("elementwise_fusion", "elementwise_fusion", "fusion_src", "fusion_note", str),
     ("collective_bus_efficiency", "collective_bus_efficiency", "bus_src", "bus_note", fmt),
+    ("hbm_efficiency", "hbm_efficiency", "hbm_eff_src", "hbm_eff_note", fmt),
 ]
 
 
@@ -529,7 +530,7 @@ planner/model/cluster.h requires (hbm_bytes, hbm_bandwidth_Bps, npus_per_node,
 scaleup_bandwidth_Bps, scaleup_latency_s, matmul_efficiency, kernel_launch_s),
 each with its source as an XML comment, and the optional ones a preset can
 cite a figure for (gemm_efficiency_table, attention_efficiency,
-elementwise_fusion, collective_bus_efficiency; a comment says why where not).  Exactly one mode is required:
+elementwise_fusion, collective_bus_efficiency, hbm_efficiency; a comment says why where not).  Exactly one mode is required:
 --preset (a device on a 2-level fat tree), --flat (collective-test cluster),
 --free-comm (closed-form test platform) or --all (every shipped platform).
 docs/platform-format.md describes the format."""

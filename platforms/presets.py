@@ -56,6 +56,8 @@ PRESETS = {
         "elementwise fusions the 910B software stack applies by default",
         "bus_note": "not given (1): no public HCCL bus-bandwidth figure for the 910B "
         "scale-up fabric",
+        "hbm_eff_note": "not given (1): no measured HBM bandwidth of a memory-bound kernel "
+        "on the 910B found",
     },
     "910": {
         "title": "Ascend 910 NPUs (not 910B), 8 per Atlas 800 training server (model 9000)",
@@ -102,6 +104,8 @@ PRESETS = {
         "attention_note": "no public fused-attention figure for the 910: at matmul_efficiency",
         "fusion_note": "not given (no fusion): no public statement for the 910 software stack",
         "bus_note": "not given (1): no public HCCL bus-bandwidth figure for the 910",
+        "hbm_eff_note": "not given (1): no measured HBM bandwidth of a memory-bound kernel "
+        "on the 910 found",
     },
     "a100": {
         "title": "NVIDIA DGX A100 (8 x A100 SXM4 80GB per node)",
@@ -125,7 +129,7 @@ PRESETS = {
         "link_latency_s": 0.5e-6,
         "link_lat_src": "assumption: 0.5 us per link (HCA + ~130 ns IB switch); "
         "same-leaf route 1 us, cross-spine route 2 us",
-        "matmul_efficiency": 0.6680,
+        "matmul_efficiency": 0.6777,
         "eff_src": "calibrated on ONE measurement (tests/validation/validate.py --calibrate a100, "
         "docs/validation.md): the value for which npusim reproduces Korthikanti et al. 2022 "
         "(arXiv:2205.05198) Table 5, GPT-3 175B, full recompute, TP 8 PP 8 (3 chunks), 64 GPUs, "
@@ -148,6 +152,11 @@ PRESETS = {
         "SXM4 80GB over NVSwitch: "
         "~200 GB/s (github.com/NVIDIA/nccl-tests/issues/149) and 208 GB/s (issues/178) of the "
         "300 GB/s per direction, 0.667 and 0.693: their mean",
+        "hbm_efficiency": 0.88,
+        "hbm_eff_src": "a read kernel measured at 1.80 of the datasheet's 2.04 TB/s on an A100 "
+        "80GB SXM, 88%, Nsight Compute agreeing (forums.developer.nvidia.com, 'Trouble to "
+        "reach peak bandwidth of A100', thread 339083); the best a kernel reaches, so "
+        "optimistic for framework kernels",
     },
     "h100": {
         "title": "NVIDIA H100 SXM5 80GB, 8 per node (DGX H100-class)",
@@ -172,7 +181,7 @@ PRESETS = {
         "link_latency_s": 0.5e-6,
         "link_lat_src": "assumption: 0.5 us per link (HCA + IB switch); "
         "same-leaf route 1 us, cross-spine route 2 us",
-        "matmul_efficiency": 0.5888,
+        "matmul_efficiency": 0.5902,
         "eff_src": "calibrated on ONE measurement (tests/validation/validate.py --calibrate h100, "
         "docs/validation.md): the value for which npusim reproduces NVIDIA's DGX Cloud recipe "
         "(github.com/NVIDIA/dgxc-benchmarking nemo_megatron/README_175b.md) GPT-3 175B BF16, "
@@ -194,6 +203,12 @@ PRESETS = {
         "bus_src": "NCCL ring collectives on H100 NVLink: 370 of 450 GB/s line rate, "
         "NCCL's maintainer in github.com/NVIDIA/nccl-tests/issues/212 (NVLink SHARP "
         "all-reduce goes higher; the model prices rings)",
+        "hbm_efficiency": 0.897,
+        "hbm_eff_src": "softmax measured at 3.01 of 3.35 TB/s on H100 SXM 80GB, and about 3 TB/s "
+        "for RMSNorm, softmax and cross-entropy rows longer than 4K (Guo, Zadouri, Dao 2025, "
+        "'Getting Memory-bound Kernels to Speed-of-Light', github.com/Dao-AILab/quack "
+        "media/2025-07-10-membound-sol.md); hand-tuned kernels, so optimistic for framework "
+        "ones",
     },
     "gb200": {
         "title": "NVIDIA GB200 NVL72: 72 Blackwell GPUs in one NVLink domain",
@@ -231,5 +246,7 @@ PRESETS = {
         "fusion_src": "Megatron-LM fuses bias+dropout+add on NVIDIA GPUs by default "
         "(args.bias_dropout_fusion, true unless the no-bias-dropout-fusion flag is given)",
         "bus_note": "not given (1): no published NCCL bus-bandwidth figure for NVLink 5 found",
+        "hbm_eff_note": "not given (1): no measured HBM bandwidth of a memory-bound kernel "
+        "on GB200 found",
     },
 }

@@ -302,8 +302,35 @@ static void test_elementwise_fusion_makes_dropout_add_one_pass(void)
     cm_free(&fused);
 }
 
+/* hbm_efficiency scales the bandwidth of memory-bound work only: a pure
+ * memory operator takes bytes/(bw·e), a compute-bound one is unchanged, the
+ * bias-dropout-add fusion saves its passes at bw·e, and the memory-bound
+ * Adam step (launches apart) takes 1/e as long. */
+static void test_hbm_efficiency_prices_memory_bound_work(void)
+{
+    cl_cluster c = test_npu_cluster(128, 8), half = c;
+    half.hbm_efficiency = 0.5;
+    ASSERT_REL(cm_roofline_s(&half, 0, 1e9, EFF), 1e9 / (0.5 * HBM_BW) + LAUNCH, 1e-12);
+    ASSERT_REL(cm_roofline_s(&half, 1e15, 1e3, EFF), 1e15 / (PEAK * EFF) + LAUNCH, 1e-12);
+    cm_model one, plain, fused;
+    build(NULL, 0, &c, &one);
+    build(NULL, 0, &half, &plain);
+    half.elementwise_fusion = 1;
+    build(NULL, 0, &half, &fused);
+    double hl = SBH / T, slow = 0.5 * HBM_BW;
+    double saved = 2.0 * ((hl * (2.0 * D + 1) + 3.0 * hl * D - hl * (3.0 * D + 1)) / slow + LAUNCH);
+    ASSERT_REL(plain.layers[1].forward_s - fused.layers[1].forward_s, saved, 1e-9);
+    ASSERT_REL(cm_optimizer_step_s(&plain, 1, 2) - LAUNCH,
+               2.0 * (cm_optimizer_step_s(&one, 1, 2) - LAUNCH), 1e-12);
+    CU_ASSERT_TRUE(plain.layers[1].forward_s > one.layers[1].forward_s);
+    cm_free(&one);
+    cm_free(&plain);
+    cm_free(&fused);
+}
+
 /* A cluster whose optional properties are at their documented defaults
- * (no table, attention at matmul_efficiency, no fusion, bus efficiency 1:
+ * (no table, attention at matmul_efficiency, no fusion, bus and HBM
+ * efficiency 1:
  * what the platform reader fills when a platform does not give them) prices
  * every layer exactly as one where they are unset, which is the model before
  * they existed. */
@@ -312,6 +339,7 @@ static void test_defaults_price_as_before(void)
     cl_cluster unset = test_npu_cluster(128, 8), defaults = unset;
     defaults.attention_efficiency = defaults.matmul_efficiency;
     defaults.collective_bus_efficiency = 1.0;
+    defaults.hbm_efficiency = 1.0;
     const char *const sets[][2] = {{"sequence_parallel=true", "use_flash_attn=false"},
                                    {"sequence_parallel=false", "use_flash_attn=true"}};
     for (int k = 0; k < 2; k++) {
@@ -342,5 +370,6 @@ void register_costmodel_modern_tests(void)
         {"GEMM table prices each GEMM by its shape", test_gemm_table_prices_each_gemm_by_its_shape},
         {"elementwise fusion makes dropout-add one pass",
          test_elementwise_fusion_makes_dropout_add_one_pass},
+        {"HBM efficiency prices memory-bound work", test_hbm_efficiency_prices_memory_bound_work},
         {"defaults price as before", test_defaults_price_as_before});
 }

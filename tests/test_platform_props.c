@@ -1,7 +1,7 @@
 /*
  * test_platform_props.c -- the optional platform properties
  * (gemm_efficiency_table, attention_efficiency, elementwise_fusion,
- * collective_bus_efficiency; cluster.h, docs/platform-format.md): read when
+ * collective_bus_efficiency, hbm_efficiency; cluster.h, docs/platform-format.md): read when
  * given, checked like the required ones, and at their defaults when absent,
  * so that a shipped platform without them reads exactly as before they
  * existed.  Every load runs in a forked child (SimGrid holds one platform per
@@ -17,7 +17,7 @@
 
 #define OPTIONAL_NAMES                                                                             \
     "gemm_efficiency_table", "attention_efficiency", "elementwise_fusion",                         \
-        "collective_bus_efficiency"
+        "collective_bus_efficiency", "hbm_efficiency"
 
 typedef struct props_result {
     int rc;
@@ -83,11 +83,13 @@ static void test_absent_properties_take_their_defaults(void)
     CU_ASSERT_EQUAL(r.cluster.attention_efficiency, r.cluster.matmul_efficiency);
     CU_ASSERT_EQUAL(r.cluster.elementwise_fusion, 0);
     CU_ASSERT_EQUAL(r.cluster.collective_bus_efficiency, 1.0);
+    CU_ASSERT_EQUAL(r.cluster.hbm_efficiency, 1.0);
 }
 
 /* dgx_a100_128.xml carries the A100 preset's cited figures
  * (platforms/gen_platform.py): FlashAttention-2 73%, Megatron's
- * bias-dropout-add fusion, NCCL all-reduce at 68% of NVLink (nccl-tests issues 149, 178). */
+ * bias-dropout-add fusion, NCCL all-reduce at 68% of NVLink (nccl-tests issues 149, 178),
+ * a read kernel at 88% of the HBM bandwidth (NVIDIA developer forum thread 339083). */
 static void test_a100_preset_carries_its_cited_figures(void)
 {
     props_result r;
@@ -97,6 +99,7 @@ static void test_a100_preset_carries_its_cited_figures(void)
     CU_ASSERT_EQUAL(r.cluster.attention_efficiency, 0.73);
     CU_ASSERT_EQUAL(r.cluster.elementwise_fusion, 1);
     CU_ASSERT_EQUAL(r.cluster.collective_bus_efficiency, 0.68);
+    CU_ASSERT_EQUAL(r.cluster.hbm_efficiency, 0.88);
 }
 
 /* Without its optional lines the A100 platform reads as before: the same
@@ -118,9 +121,11 @@ static void test_shipped_platform_without_them_reads_as_before(void)
     CU_ASSERT_EQUAL(b.attention_efficiency, b.matmul_efficiency);
     CU_ASSERT_EQUAL(b.collective_bus_efficiency, 1.0);
     CU_ASSERT_EQUAL(b.elementwise_fusion, 0);
+    CU_ASSERT_EQUAL(b.hbm_efficiency, 1.0);
     cl_cluster never = b;
     never.attention_efficiency = 0;
     never.collective_bus_efficiency = 0;
+    never.hbm_efficiency = 0;
     wl_workload w;
     np_error err;
     CU_ASSERT_EQUAL_FATAL(test_wl_load_with("workloads/gpt3_175b_128.json", NULL, 0, &w, &err), 0);
@@ -144,7 +149,8 @@ static void test_given_properties_are_read(void)
     char path[64];
     const char *extra = "    <prop id=\"gemm_efficiency_table\" value=\"128:0.35, 2048:0.75\"/>\n"
                         "    <prop id=\"collective_bus_efficiency\" value=\"0.5\"/>\n"
-                        "    <prop id=\"elementwise_fusion\" value=\"1\"/>\n";
+                        "    <prop id=\"elementwise_fusion\" value=\"1\"/>\n"
+                        "    <prop id=\"hbm_efficiency\" value=\"0.9\"/>\n";
     props_result r;
     load(variant("platforms/test_8npu.xml", extra, path, sizeof path), &r);
     unlink(path);
@@ -154,6 +160,7 @@ static void test_given_properties_are_read(void)
     CU_ASSERT_EQUAL(r.cluster.gemm_table_efficiency[0], 0.35);
     CU_ASSERT_EQUAL(r.cluster.collective_bus_efficiency, 0.5);
     CU_ASSERT_EQUAL(r.cluster.elementwise_fusion, 1);
+    CU_ASSERT_EQUAL(r.cluster.hbm_efficiency, 0.9);
     CU_ASSERT_EQUAL(r.cluster.attention_efficiency, r.cluster.matmul_efficiency);
 }
 
@@ -172,6 +179,8 @@ static void test_bad_values_name_the_property(void)
         {"    <prop id=\"collective_bus_efficiency\" value=\"0\"/>\n", "collective_bus_efficiency",
          "a number in (0, 1]"},
         {"    <prop id=\"elementwise_fusion\" value=\"yes\"/>\n", "elementwise_fusion", "0 or 1"},
+        {"    <prop id=\"hbm_efficiency\" value=\"1.5\"/>\n", "hbm_efficiency",
+         "a number in (0, 1]"},
     };
     for (unsigned i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char path[64];

@@ -280,7 +280,7 @@ static void test_missing_file_is_an_input_error(void)
     wl_workload w;
     np_error err;
     CU_ASSERT_EQUAL(test_wl_load("tests/bad_input/no_such_file.json", &w, &err), NP_EXIT_INPUT);
-    CU_ASSERT_PTR_NOT_NULL(strstr(err.text, "cannot read"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.text, "cannot open workload: No such file"));
 }
 
 static void test_top_level_array_is_rejected(void)

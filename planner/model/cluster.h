@@ -33,6 +33,9 @@
  *   collective_bus_efficiency achieved bus bandwidth / link bandwidth of a
  *                             ring collective on the scale-up fabric, (0, 1];
  *                             default 1
+ *   hbm_efficiency            achieved / peak device-memory bandwidth of a
+ *                             memory-bound kernel (elementwise, norm,
+ *                             softmax, the optimizer step), (0, 1]; default 1
  * A cluster built by hand (tests) leaves them 0, which means the same
  * defaults.
  */
@@ -68,6 +71,7 @@ typedef struct cl_cluster {
     double attention_efficiency;                     /* 0: matmul_efficiency */
     int elementwise_fusion;                          /* 0 or 1 */
     double collective_bus_efficiency;                /* 0: 1 */
+    double hbm_efficiency;                           /* 0: 1 */
     /* Not a platform property: set (simrun) when the run's rank order puts
      * the NPUs of a TP group in different servers (sim/net/placement.h), so
      * the cost model prices its TP collectives on the scale-out route. */

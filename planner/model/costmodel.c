@@ -54,7 +54,7 @@
 double cm_roofline_s(const cl_cluster *c, double flops, double bytes, double efficiency)
 {
     double compute_s = flops > 0 ? flops / (c->peak_flops * efficiency) : 0.0;
-    double memory_s = bytes > 0 ? bytes / c->hbm_bandwidth_Bps : 0.0;
+    double memory_s = bytes > 0 ? bytes / cm_hbm_bandwidth_Bps(c) : 0.0;
     return fmax(compute_s, memory_s) + c->kernel_launch_s;
 }
 
@@ -227,7 +227,7 @@ int cm_build(const wl_workload *w, const cl_cluster *c, int micro_batch_size, cm
     out->overlap_p2p = w->training.overlap_p2p_comm;
     out->workspace_bytes = workspace_bytes();
     out->hbm_bytes = c->hbm_bytes;
-    out->hbm_bandwidth_Bps = c->hbm_bandwidth_Bps;
+    out->hbm_bandwidth_Bps = cm_hbm_bandwidth_Bps(c);
     out->kernel_launch_s = c->kernel_launch_s;
     out->weight_bytes_per_param = x.D;
     out->optimizer_bytes_per_param = cm_optimizer_bytes_per_param(w->training.params_dtype);
@@ -392,6 +392,7 @@ void cm_fingerprint(const cm_model *m, char hex[65])
                         c->attention_efficiency,
                         c->elementwise_fusion,
                         c->collective_bus_efficiency,
+                        c->hbm_efficiency,
                         c->tp_across_servers,
                         c->dp_ring_local,
                         c->dp_ring_tp};

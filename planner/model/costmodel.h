@@ -149,7 +149,8 @@ typedef struct cm_model {
     double dp_bucket_bytes;
     double workspace_bytes;        /* reserved per NPU: framework, allocator slack, comm buffers */
     double hbm_bytes;              /* capacity per NPU (copied from the cluster) */
-    double hbm_bandwidth_Bps;      /* copied from the cluster, for cm_optimizer_step_s() */
+    double hbm_bandwidth_Bps;      /* the cluster's achieved one (cm_hbm_bandwidth_Bps), for
+                                    * cm_optimizer_step_s() */
     double kernel_launch_s;        /* copied from the cluster, for cm_optimizer_step_s() */
     double weight_bytes_per_param; /* one weight copy (PipeDream's stashed versions) */
     double optimizer_bytes_per_param; /* HBM traffic of one Adam update per parameter */
@@ -207,7 +208,8 @@ double cm_korthikanti_activation_bytes(double s, double b, double h, double a, i
                                        bool sequence_parallel, recompute_kind r);
 
 /* Building blocks, exposed for planners and tests. */
-/* Roofline time of one operator: max(flops/(peak·efficiency), bytes/HBM bw) + launch. */
+/* Roofline time of one operator: max(flops/(peak·efficiency), bytes/HBM bw)
+ * + launch, the HBM bandwidth the achieved one (cm_hbm_bandwidth_Bps). */
 double cm_roofline_s(const cl_cluster *c, double flops, double bytes, double efficiency);
 /* Ring all-reduce of `bytes` over `ranks` NPUs: 2(N−1)(α + S/(N·B)) on the
  * scale-up fabric (scale-out when the group is wider than a node). */
@@ -225,11 +227,13 @@ double cm_boundary_s(const cl_cluster *c, const cm_layer *ly, int same_node);
  * property or its default (cluster.h): a GEMM [m×k]·[k×n] by its smallest
  * dimension (gemm_efficiency_table, else matmul_efficiency); the table alone
  * at a smallest dimension; the fused attention kernel; the bus efficiency
- * of ring collectives on the scale-up fabric. */
+ * of ring collectives on the scale-up fabric; the HBM bandwidth a
+ * memory-bound kernel achieves (hbm_bandwidth_Bps · hbm_efficiency). */
 double cm_gemm_efficiency(const cl_cluster *c, double m, double k, double n);
 double cm_gemm_table_efficiency(const cl_cluster *c, double min_dim);
 double cm_attention_efficiency(const cl_cluster *c);
 double cm_bus_efficiency(const cl_cluster *c);
+double cm_hbm_bandwidth_Bps(const cl_cluster *c);
 /* Weights + gradients + optimizer state per parameter (Megatron-LM's
  * distributed-optimizer table: bf16 18 or 6 + 12/dp, fp16 20 or 4 + 16/dp,
  * fp32 16 or 8 + 8/dp). */

@@ -53,6 +53,11 @@ double cm_attention_efficiency(const cl_cluster *c)
     return c->attention_efficiency > 0 ? c->attention_efficiency : c->matmul_efficiency;
 }
 
+double cm_hbm_bandwidth_Bps(const cl_cluster *c)
+{
+    return c->hbm_bandwidth_Bps * (c->hbm_efficiency > 0 ? c->hbm_efficiency : 1.0);
+}
+
 double cm_bus_efficiency(const cl_cluster *c)
 {
     return c->collective_bus_efficiency > 0 ? c->collective_bus_efficiency : 1.0;

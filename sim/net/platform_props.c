@@ -13,7 +13,8 @@
  * node), after checking that every server reaches the others.
  *
  * The optional properties of cluster.h (gemm_efficiency_table,
- * attention_efficiency, elementwise_fusion, collective_bus_efficiency) are
+ * attention_efficiency, elementwise_fusion, collective_bus_efficiency,
+ * hbm_efficiency) are
  * checked the same way when present and take their defaults when absent,
  * which price everything as a platform without them always did.
  */
@@ -70,6 +71,7 @@ static const prop_spec optional_props[] = {
     {"attention_efficiency", PROP_FRACTION, 1.0, "", CLUSTER_FIELD(attention_efficiency)},
     {"elementwise_fusion", PROP_FLAG, 1.0, "", 0},
     {"collective_bus_efficiency", PROP_FRACTION, 1.0, "", CLUSTER_FIELD(collective_bus_efficiency)},
+    {"hbm_efficiency", PROP_FRACTION, 1.0, "", CLUSTER_FIELD(hbm_efficiency)},
 };
 #define NUM_OPTIONAL_PROPS ((int)(sizeof optional_props / sizeof optional_props[0]))
 
@@ -238,13 +240,15 @@ static int platform_read_props(const char *path, sg_host_t host, cl_cluster *c, 
 
 /* The optional properties, or their defaults: no GEMM table (every GEMM at
  * matmul_efficiency), attention at matmul_efficiency, no elementwise fusion,
- * scale-up collectives at the full link bandwidth. */
+ * scale-up collectives at the full link bandwidth, memory-bound kernels at
+ * the full HBM bandwidth. */
 static int platform_read_optional(const char *path, sg_host_t host, cl_cluster *c, np_error *err)
 {
     c->gemm_table_points = 0;
     c->attention_efficiency = c->matmul_efficiency;
     c->elementwise_fusion = 0;
     c->collective_bus_efficiency = 1.0;
+    c->hbm_efficiency = 1.0;
     for (int i = 0; i < NUM_OPTIONAL_PROPS; i++) {
         const prop_spec *spec = &optional_props[i];
         const char *text = sg_host_get_property_value(host, spec->name);

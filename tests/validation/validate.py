@@ -775,8 +775,11 @@ def write_docs(path, rows, summary, cases, published, fold, wall, mem_rc, slowes
       "`attention_efficiency` %s (FlashAttention-2's forward, Dao 2023), `elementwise_fusion` %s "
       "(Megatron's bias-dropout-add fusion default) and `collective_bus_efficiency` %s (NCCL "
       "all-reduce bus bandwidth measured on 8 A100s over NVSwitch, about 200 and 208 GB/s of "
-      "300: nccl-tests issues 149 and 178); the H100's `elementwise_fusion` %s and "
-      "`collective_bus_efficiency` %s (NCCL's maintainer's figure, nccl-tests issue 212); "
+      "300: nccl-tests issues 149 and 178) and `hbm_efficiency` %s (a read kernel at 1.80 of "
+      "2.04 TB/s, NVIDIA developer forum thread 339083); the H100's `elementwise_fusion` %s, "
+      "`collective_bus_efficiency` %s (NCCL's maintainer's figure, nccl-tests issue 212) and "
+      "`hbm_efficiency` %s (softmax at 3.01 of 3.35 TB/s: Guo, Zadouri and Dao 2025, 'Getting "
+      "Memory-bound Kernels to Speed-of-Light'); "
       "peak FLOP/s, HBM, NVLink and NIC bandwidths from the "
       "datasheets; each with its citation in `platforms/presets.py` and as an XML comment in every "
       "platform.  Latencies and kernel launch overheads are the presets' stated assumptions.  "
@@ -791,8 +794,9 @@ def write_docs(path, rows, summary, cases, published, fold, wall, mem_rc, slowes
       "distributed optimizer during the next forward (NeMo's overlap_grad_sync and "
       "overlap_param_sync)." % (
           gen_platform.fmt(pa["attention_efficiency"]), pa["elementwise_fusion"],
-          gen_platform.fmt(pa["collective_bus_efficiency"]), ph["elementwise_fusion"],
-          gen_platform.fmt(ph["collective_bus_efficiency"])))
+          gen_platform.fmt(pa["collective_bus_efficiency"]), gen_platform.fmt(pa["hbm_efficiency"]),
+          ph["elementwise_fusion"], gen_platform.fmt(ph["collective_bus_efficiency"]),
+          gen_platform.fmt(ph["hbm_efficiency"])))
     w("")
     w("## Summary")
     w("")
