@@ -30,10 +30,11 @@ typedef struct fab_job {
     int num_transfers;
     int src[FAB_MAX_TRANSFERS], dst[FAB_MAX_TRANSFERS];
     double bytes[FAB_MAX_TRANSFERS];
-    int alltoall_n;        /* > 0: then a pairwise all-to-all among NPUs 0..n-1 */
-    double alltoall_bytes; /* S per NPU */
-    int ring_n, ring_tp;   /* > 0: then a step-by-step ring all-reduce among ring_n members */
-    double ring_bytes;     /* of ring_tp NPUs each (members on NPUs 0..n·tp−1), S per NPU */
+    int alltoall_n;                    /* > 0: then an all-to-all among NPUs 0..n-1 */
+    coll_algorithm alltoall_algorithm; /* 0 (ring-flow, not an all-to-all): pairwise */
+    double alltoall_bytes;             /* S per NPU */
+    int ring_n, ring_tp; /* > 0: then a step-by-step ring all-reduce among ring_n members */
+    double ring_bytes;   /* of ring_tp NPUs each (members on NPUs 0..n·tp−1), S per NPU */
 } fab_job;
 
 typedef struct fab_out {
@@ -84,7 +85,7 @@ static void fab_child(void *ctx, int fd)
             coll_bench_spec s;
             coll_bench_init_spec(&s);
             s.kind = COLL_ALLTOALL;
-            s.params.algorithm = COLL_PAIRWISE;
+            s.params.algorithm = j->alltoall_algorithm ? j->alltoall_algorithm : COLL_PAIRWISE;
             s.group_size = j->alltoall_n;
             s.bytes = j->alltoall_bytes;
             coll_bench_result r;

@@ -382,6 +382,15 @@ static void test_pairwise_alltoall_is_n_minus_1_steps(void)
     check_flat(COLL_ALLTOALL, COLL_PAIRWISE, 0, ring_half_s);
 }
 
+/* Concurrent (NCCL's grouped send/recv): the N−1 blocks leave at once and
+ * share the NIC: one latency, then (N−1)·S/(N·B). */
+static double concurrent_s(int n, double s) { return ALPHA_S + (n - 1) * s / (n * B_BPS); }
+
+static void test_concurrent_alltoall_is_one_latency(void)
+{
+    check_flat(COLL_ALLTOALL, COLL_CONCURRENT, 0, concurrent_s);
+}
+
 /* Bruck: step k (2^k < N) sends, to i + 2^k, the blocks whose index has bit
  * k set; counted here by brute force over the N block indices.  One flow per
  * NIC per step: Σ_k (α + c_k·S/(N·B)) = log2(N)·(α + S/(2B)) for N = 2^m. */
@@ -502,12 +511,13 @@ static void test_alltoall_algorithms_do_not_reduce(void)
 {
     CU_ASSERT_FALSE(coll_algorithm_supports(COLL_PAIRWISE, COLL_ALLREDUCE));
     CU_ASSERT_FALSE(coll_algorithm_supports(COLL_BRUCK, COLL_REDUCE_SCATTER));
+    CU_ASSERT_FALSE(coll_algorithm_supports(COLL_CONCURRENT, COLL_ALLGATHER));
     CU_ASSERT_FALSE(coll_algorithm_supports(COLL_RING, COLL_ALLTOALL));
     CU_ASSERT_TRUE(coll_algorithm_supports(COLL_BUTTERFLY, COLL_ALLGATHER));
     CU_ASSERT_TRUE(coll_algorithm_supports(COLL_HIERARCHICAL, COLL_ALLREDUCE));
     char names[256];
     coll_algorithm_list(COLL_ALLTOALL, names, sizeof names);
-    CU_ASSERT_STRING_EQUAL(names, "pairwise, bruck");
+    CU_ASSERT_STRING_EQUAL(names, "pairwise, bruck, concurrent");
 }
 
 static void test_check_options_names_the_bad_option(void)
@@ -559,6 +569,7 @@ void register_collectives_tests(void)
          test_recursive_doubling_allgather_is_log2_n_latencies},
         {"pairwise_alltoall_is_n_minus_1_steps", test_pairwise_alltoall_is_n_minus_1_steps},
         {"bruck_alltoall_is_ceil_log2_n_steps", test_bruck_alltoall_is_ceil_log2_n_steps},
+        {"concurrent_alltoall_is_one_latency", test_concurrent_alltoall_is_one_latency},
         {"bruck_alltoall_handles_n_not_a_power_of_two",
          test_bruck_alltoall_handles_n_not_a_power_of_two},
         {"two_flows_into_one_npu_take_twice_as_long",

@@ -95,6 +95,21 @@ static void test_pairwise_alltoall_in_a_server_equals_closed_form(void)
     ASSERT_REL(o.alltoall_s, expected, TOL);
 }
 
+/* Concurrent (NCCL's grouped send/recv): on the simulated fabric the N−1
+ * blocks share the port and take one latency, AU + (N−1)S/(N·BU); in closed
+ * form a block is a delay that shares nothing, so the port sends them one
+ * after the other, as pairwise steps: (N−1)(AU + S/(N·BU)). */
+static void test_concurrent_alltoall_in_a_server_shares_the_port(void)
+{
+    const int n = 8;
+    fab_job j = {.alltoall_n = n, .alltoall_bytes = S_BYTES, .alltoall_algorithm = COLL_CONCURRENT};
+    fab_out o;
+    run_one("platforms/test_scaleup_16.xml", &j, &o);
+    ASSERT_REL(o.alltoall_s, AU + (n - 1) * S_BYTES / (n * BU), TOL);
+    run_one("platforms/test_16npu.xml", &j, &o);
+    ASSERT_REL(o.alltoall_s, (n - 1) * (AU + S_BYTES / (n * BU)), TOL);
+}
+
 static void test_direct_alltoall_slows_by_n_over_n_minus_1_with_one_more_flow(void)
 {
     const int n = 8;
@@ -351,6 +366,8 @@ void register_scaleup_tests(void)
                {"two transfers share a port", test_two_transfers_share_a_port},
                {"pairwise all-to-all in a server equals the closed form",
                 test_pairwise_alltoall_in_a_server_equals_closed_form},
+               {"concurrent all-to-all in a server shares the port",
+                test_concurrent_alltoall_in_a_server_shares_the_port},
                {"direct all-to-all slows by N/(N-1) with one more flow",
                 test_direct_alltoall_slows_by_n_over_n_minus_1_with_one_more_flow},
                {"PXN relays cross-rail traffic over the scale-up fabric",

@@ -373,7 +373,7 @@ double engine_moe_alltoall(engine *e, worker *w, const coll_group *g, int k, boo
         to[j] = out ? r->send[(size_t)g->me * m->ep + j] : r->send[(size_t)j * m->ep + g->me];
     double start = engine_now(e);
     if (engine_moe_sample_begin(e, w, k, slot, micro_batch)) {
-        coll_run_alltoallv(&e->net, g, to);
+        coll_run_alltoallv(&e->net, g, to, e->opt->ep_alltoall_algorithm);
         engine_moe_sample_end(e, w, k, slot);
     }
     double took = engine_now(e) - start;

@@ -48,7 +48,7 @@ void engine_moe_copies_on_fabric(engine *e, worker *w, const coll_group *g, int 
                     to[j] += bytes / h;
             }
         }
-        coll_run_alltoallv(&e->net, g, to);
+        coll_run_alltoallv(&e->net, g, to, e->opt->ep_alltoall_algorithm);
     }
     m->copy_s[w - e->workers] += engine_now(e) - start;
 }

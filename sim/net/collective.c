@@ -26,6 +26,7 @@ static const struct {
     [COLL_BUTTERFLY] = {"butterfly", RS_AG},
     [COLL_PAIRWISE] = {"pairwise", 1u << COLL_ALLTOALL},
     [COLL_BRUCK] = {"bruck", 1u << COLL_ALLTOALL},
+    [COLL_CONCURRENT] = {"concurrent", 1u << COLL_ALLTOALL},
 #undef RS_AG
 };
 
@@ -136,6 +137,9 @@ void coll_run_view(coll_ctx *c, const coll_view *v, int kind, const coll_params 
         break;
     case COLL_BRUCK:
         coll_bruck_alltoall(c, v, bytes);
+        break;
+    case COLL_CONCURRENT:
+        coll_concurrent_alltoall(c, v, bytes);
         break;
     case COLL_ALGORITHM_COUNT:
         break;

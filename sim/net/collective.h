@@ -33,6 +33,7 @@
  *   pairwise          all-to-all (N−1)(α + S/(N·B))             collective_alltoall.c
  *   bruck             all-to-all Σ_k (α + c_k·S/(N·B)), k < ⌈log2 N⌉,
  *                     c_k = #{j < N : bit k of j set}  (N/2 when N = 2^m)
+ *   concurrent        all-to-all α + (N−1)·S/(N·B): the N−1 blocks at once
  * Messages are transport transfers (transport.c) that meet their receiver in
  * collective_transport.c; the names and dispatch are collective.c;
  * collective_bench.c runs one collective on its own (tests, benchmarks).
@@ -55,6 +56,7 @@ typedef enum coll_algorithm {
     COLL_BUTTERFLY,        /* radix-R butterfly, R = coll_params.radix */
     COLL_PAIRWISE,         /* all-to-all: N−1 pairwise exchange steps */
     COLL_BRUCK,            /* all-to-all: ⌈log2 N⌉ steps (Bruck et al. 1997) */
+    COLL_CONCURRENT,       /* all-to-all: every block at once (NCCL's grouped send/recv) */
     COLL_ALGORITHM_COUNT
 } coll_algorithm;
 
@@ -74,7 +76,7 @@ enum { COLL_BUTTERFLY_MAX_STAGES = 64 };
 int coll_butterfly_radices(int n, int radix, int *radices);
 
 /* "ring-flow", "ring", "hierarchical", "halving-doubling", "butterfly",
- * "pairwise", "bruck"; by_name returns -1 when unknown. */
+ * "pairwise", "bruck", "concurrent"; by_name returns -1 when unknown. */
 const char *coll_algorithm_name(coll_algorithm a);
 int coll_algorithm_by_name(const char *name);
 const char *coll_kind_name(coll_kind k); /* "all-reduce", "reduce-scatter", ... */

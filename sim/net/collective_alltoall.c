@@ -1,5 +1,5 @@
 /*
- * collective_alltoall.c -- all-to-all: pairwise exchange and Bruck.
+ * collective_alltoall.c -- all-to-all: pairwise exchange, Bruck and concurrent.
  *
  * Every member holds S bytes, S/N for each member (itself included); the
  * block for itself never moves.
@@ -25,6 +25,17 @@
  * which is ⌈log2 N⌉(α + S/(2B)) when N is a power of two: log N latencies
  * instead of N−1, for log2(N)/2 times the pairwise bandwidth term.  The local
  * rotations and repacking are memory copies, not timed.
+ *
+ * Concurrent: every member starts its N−1 blocks at once and then waits for
+ * the N−1 it receives, with no step between them, as NCCL runs an
+ * all-to-all (one ncclSend and one ncclRecv per peer in a group: PyTorch's
+ * all_to_all_single, Megatron's MoE token dispatcher).  On an idle fabric the
+ * N−1 flows share each NIC, and the whole takes
+ *   α + (N−1)·S/(N·B),
+ * N−2 latencies less than pairwise.  The difference that matters is off the
+ * idle fabric: no member waits for a partner to reach a step, so members
+ * that arrive at different times (a slow expert, a busy link) delay only
+ * their own blocks, not every later step of the others.
  */
 #include "collective.h"
 #include "collective_internal.h"
@@ -37,6 +48,35 @@ void coll_pairwise_alltoall(coll_ctx *c, const coll_view *v, double bytes)
         coll_send(c, v, (v->me + k) % n, tag + k - 1, bytes / n);
         coll_recv(c, v, (v->me + n - k) % n, tag + k - 1);
     }
+}
+
+void coll_concurrent_exchange(coll_ctx *c, const coll_view *v, const double *to_bytes, double each)
+{
+    int n = v->n;
+    int tag = coll_tags(c, 1);
+    /* the blocks that are flows, all at once: they share the NIC (and a
+     * simulated scale-up port) as flows do */
+    for (int k = 1; k < n; k++) {
+        int to = (v->me + k) % n;
+        if (!coll_closed_form_pair(c, v, to))
+            coll_send(c, v, to, tag, to_bytes ? to_bytes[to] : each);
+    }
+    /* the blocks priced in closed form on the scale-up fabric, one after
+     * the other in pairwise order: a closed-form delay shares nothing, and
+     * the NPU's port sends one block at a time at its bandwidth */
+    for (int k = 1; k < n; k++) {
+        int to = (v->me + k) % n;
+        if (coll_closed_form_pair(c, v, to)) /* an empty block arrives at once */
+            coll_sleep(c, coll_send(c, v, to, tag, to_bytes ? to_bytes[to] : each) -
+                              transport_now(c->t));
+    }
+    for (int k = 1; k < n; k++)
+        coll_recv(c, v, (v->me + n - k) % n, tag);
+}
+
+void coll_concurrent_alltoall(coll_ctx *c, const coll_view *v, double bytes)
+{
+    coll_concurrent_exchange(c, v, NULL, bytes / v->n);
 }
 
 /* c_k: how many of 0..n−1 have bit k set. */

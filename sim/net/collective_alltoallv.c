@@ -13,7 +13,8 @@
 
 #include "collective_internal.h"
 
-void coll_run_alltoallv(transport *t, const coll_group *g, const double *to_bytes)
+void coll_run_alltoallv(transport *t, const coll_group *g, const double *to_bytes,
+                        coll_algorithm algorithm)
 {
     int n = g->size;
     if (n < 2)
@@ -21,11 +22,15 @@ void coll_run_alltoallv(transport *t, const coll_group *g, const double *to_byte
     coll_ctx c;
     coll_ctx_enter(&c, t, g);
     coll_view all = {NULL, n, g->me};
-    int tag = coll_tags(&c, n - 1);
-    for (int k = 1; k < n; k++) {
-        int to = (g->me + k) % n;
-        coll_send(&c, &all, to, tag + k - 1, to_bytes[to]);
-        coll_recv(&c, &all, (g->me + n - k) % n, tag + k - 1);
+    if (algorithm == COLL_CONCURRENT) {
+        coll_concurrent_exchange(&c, &all, to_bytes, 0);
+    } else {
+        int tag = coll_tags(&c, n - 1);
+        for (int k = 1; k < n; k++) {
+            int to = (g->me + k) % n;
+            coll_send(&c, &all, to, tag + k - 1, to_bytes[to]);
+            coll_recv(&c, &all, (g->me + n - k) % n, tag + k - 1);
+        }
     }
     coll_ctx_leave(&c);
 }
@@ -63,6 +68,8 @@ typedef struct v_member {
     transport *t;
     coll_group g;
     const double *row;
+    double start_s;
+    coll_algorithm algorithm;
     sg_bar_t finish;
     double end_s;
 } v_member;
@@ -72,13 +79,15 @@ static void v_member_main(int argc, char **argv)
     (void)argc;
     (void)argv;
     v_member *m = sg_actor_self_get_data();
-    coll_run_alltoallv(m->t, &m->g, m->row);
+    if (m->start_s > 0)
+        sg_actor_sleep_for(m->start_s);
+    coll_run_alltoallv(m->t, &m->g, m->row, m->algorithm);
     m->end_s = transport_now(m->t);
     sg_barrier_wait(m->finish); /* no flow of this member is cut short */
 }
 
-int coll_bench_alltoallv(const sim_platform *pf, int n, const double *matrix,
-                         coll_bench_result *out, np_error *err)
+int coll_bench_alltoallv(const sim_platform *pf, int n, const double *matrix, const double *start_s,
+                         coll_algorithm algorithm, coll_bench_result *out, np_error *err)
 {
     memset(out, 0, sizeof *out);
     if (n < 1 || n > pf->num_npus)
@@ -112,6 +121,8 @@ int coll_bench_alltoallv(const sim_platform *pf, int n, const double *matrix,
         m[i] = (v_member){.t = &t,
                           .g = {.members = members, .size = n, .me = i, .id = 0},
                           .row = matrix + (size_t)i * n,
+                          .start_s = start_s ? start_s[i] : 0.0,
+                          .algorithm = algorithm,
                           .finish = finish};
         sg_actor_t a = sg_actor_init("alltoallv-bench", hosts[i]);
         sg_actor_set_data(a, &m[i]);

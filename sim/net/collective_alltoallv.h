@@ -11,6 +11,12 @@
  * in lockstep and, on an idle fabric of latency α and bandwidth B with one
  * NIC per NPU, the whole takes Σ_k (α + b_k/B) (b_k = 0: nothing);
  * tests/test_moe_alltoallv.c checks it.
+ *
+ * Concurrent, as NCCL runs it (collective_alltoall.c): every member starts
+ * all its non-empty blocks at once, then waits for those it receives.  The
+ * blocks share the NICs; with the diagonal matrix above it takes
+ * α + Σ_k b_k/B on the same fabric, and a member late to the exchange
+ * delays only its own blocks.
  */
 #ifndef SIM_COLLECTIVE_ALLTOALLV_H
 #define SIM_COLLECTIVE_ALLTOALLV_H
@@ -19,8 +25,10 @@
 
 /* Runs the all-to-all as member g->me: to_bytes[j] bytes (per TP rank) to
  * member j; its own block (j = me) never moves.  Every member calls it with
- * the same group. */
-void coll_run_alltoallv(transport *t, const coll_group *g, const double *to_bytes);
+ * the same group and algorithm: COLL_CONCURRENT, else pairwise (Bruck has
+ * no form with a size per pair). */
+void coll_run_alltoallv(transport *t, const coll_group *g, const double *to_bytes,
+                        coll_algorithm algorithm);
 
 /* FasterMoE's smart scheduling (He et al., PPoPP'22, section 5): the
  * dispatch, the experts and the combine as one pipeline.  In step k =
@@ -34,10 +42,10 @@ void coll_run_alltoallv_pipelined(transport *t, const coll_group *g, const doubl
                                   const double *back_bytes, coll_chunk_fn compute, void *ctx);
 
 /* One all-to-all among n members of one NPU each (NPUs 0..n−1, like
- * coll_bench_run), member i sending matrix[i·n + j] bytes to j; time_s is
- * when the last member is done.  0, or NP_EXIT_USAGE when the platform is
- * too small. */
-int coll_bench_alltoallv(const sim_platform *pf, int n, const double *matrix,
-                         coll_bench_result *out, np_error *err);
+ * coll_bench_run), member i sending matrix[i·n + j] bytes to j, member i
+ * starting start_s[i] seconds in (NULL: all at 0); time_s is when the last
+ * member is done.  0, or NP_EXIT_USAGE when the platform is too small. */
+int coll_bench_alltoallv(const sim_platform *pf, int n, const double *matrix, const double *start_s,
+                         coll_algorithm algorithm, coll_bench_result *out, np_error *err);
 
 #endif

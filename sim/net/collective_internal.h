@@ -48,8 +48,15 @@ static inline const endpoint *coll_view_endpoint(const coll_ctx *c, const coll_v
     return c->g->members[coll_view_member(v, i)];
 }
 /* Starts `bytes` from every TP rank of the caller to the same rank of view
- * member `to` (a flow, or a scale-up delay inside a server); returns at once. */
-void coll_send(coll_ctx *c, const coll_view *v, int to, int tag, double bytes);
+ * member `to` (a flow, or a scale-up delay inside a server); returns at once,
+ * with the time the transfer's closed-form scale-up part has arrived (now
+ * when it has none). */
+double coll_send(coll_ctx *c, const coll_view *v, int to, int tag, double bytes);
+/* Whether a message from the caller to view member `to` has a closed-form
+ * scale-up part (same server, or a PXN relay leg, on a platform whose
+ * scale-up fabric is not simulated): a delay, not a flow that shares the
+ * NPU's port with the caller's other messages. */
+bool coll_closed_form_pair(coll_ctx *c, const coll_view *v, int to);
 /* Waits until the message `tag` from view member `from` has arrived. */
 void coll_recv(coll_ctx *c, const coll_view *v, int from, int tag);
 /* Start-up latency α of a message between view members a and b. */
@@ -72,5 +79,9 @@ void coll_hierarchical_allreduce(coll_ctx *c, const coll_view *v, const coll_par
                                  double bytes);
 void coll_pairwise_alltoall(coll_ctx *c, const coll_view *v, double bytes);
 void coll_bruck_alltoall(coll_ctx *c, const coll_view *v, double bytes);
+void coll_concurrent_alltoall(coll_ctx *c, const coll_view *v, double bytes);
+/* The concurrent exchange with to_bytes[j] for view member j (NULL: `each`
+ * for every member); collective_alltoall.c. */
+void coll_concurrent_exchange(coll_ctx *c, const coll_view *v, const double *to_bytes, double each);
 
 #endif

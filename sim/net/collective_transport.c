@@ -160,12 +160,21 @@ static void inbox_push(coll_inbox *in, coll_msg m)
     }
 }
 
-void coll_send(coll_ctx *c, const coll_view *v, int to, int tag, double bytes)
+double coll_send(coll_ctx *c, const coll_view *v, int to, int tag, double bytes)
 {
     int to_index = coll_view_member(v, to);
     coll_msg m = {.tag = tag, .from = c->g->me};
     m.t = transport_start(c->t, c->g->members[c->g->me], c->g->members[to_index], bytes);
+    double arrive_s = m.t.arrive_s;
     inbox_push(&c->session->inbox[to_index], m);
+    return arrive_s;
+}
+
+bool coll_closed_form_pair(coll_ctx *c, const coll_view *v, int to)
+{
+    transport_legs legs;
+    transport_rank_legs(c->t, c->g->members[c->g->me], coll_view_endpoint(c, v, to), 0, &legs);
+    return legs.waits;
 }
 
 static int inbox_find(const coll_inbox *in, int tag, int from)
