@@ -562,6 +562,23 @@ expect_error "--moe-policy all with --trace" 1 "cannot be combined with --trace"
 expect_error "--moe-policy without the MoE replay" 1 "needs the MoE replay" \
     --moe-policy switch "$P8" "$W8"
 expect_error "--moe-trace a directory" 2 "/tmp: a directory, expected a trace file" --moe-trace /tmp "$PM" "$WM"
+# --ep-alltoall-algorithm reaches the replay: bruck has no per-pair form and is refused there;
+# concurrent (NCCL's grouped send/recv) is recorded and shortens the 21B EP 32 exchange, which
+# pairwise steps lengthen when members fall out of step (docs/moe.md)
+expect_error "bruck for the MoE replay" 1 "--ep-alltoall-algorithm: bruck has no form with a volume per pair" \
+    --ep-alltoall-algorithm bruck "$PM" "$WM"
+rm -f "$TMP/a2a.csv"
+if "$SIMRUN" --quiet --csv "$TMP/a2a.csv" "$PM" "$WM" 2>"$TMP/err" &&
+    "$SIMRUN" --quiet --csv "$TMP/a2a.csv" --ep-alltoall-algorithm concurrent "$PM" "$WM" 2>>"$TMP/err"; then
+    /usr/bin/python3 -c 'import csv,sys
+p, c = list(csv.DictReader(open(sys.argv[1])))
+assert (p["ep_alltoall_algorithm"], c["ep_alltoall_algorithm"]) == ("pairwise", "concurrent"), (p, c)
+assert float(c["moe_alltoall_s"]) < float(p["moe_alltoall_s"]), (c["moe_alltoall_s"], p["moe_alltoall_s"])
+assert float(c["iteration_s"]) < float(p["iteration_s"])' "$TMP/a2a.csv" 2>>"$TMP/err" && ok ||
+        ko "the replay runs the chosen all-to-all: $(tail -n 2 "$TMP/err")"
+else
+    ko "pairwise and concurrent replays: $(tail -n 2 "$TMP/err")"
+fi
 # model.moe_token_trace: the workload's trace, relative to its folder, replayed
 # as --moe-trace replays it (which wins when both are given)
 mkdir -p "$TMP/mw"

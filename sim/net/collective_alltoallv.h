@@ -26,7 +26,7 @@
 /* Runs the all-to-all as member g->me: to_bytes[j] bytes (per TP rank) to
  * member j; its own block (j = me) never moves.  Every member calls it with
  * the same group and algorithm: COLL_CONCURRENT, else pairwise (Bruck has
- * no form with a size per pair). */
+ * no form with a size per pair: the engine refuses it for the replay). */
 void coll_run_alltoallv(transport *t, const coll_group *g, const double *to_bytes,
                         coll_algorithm algorithm);
 
