@@ -181,18 +181,35 @@ static double channel_step_latency_s(coll_ctx *c, const coll_view *v, const coll
     return step;
 }
 
+/* A member of a ring-flow collective is done with an edge when both ends
+ * are: it tells its predecessor that the flow has arrived (an empty message,
+ * which arrives at once) and waits for its successor to say the same of its
+ * own flow.  A step ring's member, whose last step sends as well as
+ * receives, cannot leave earlier either.  On an idle fabric the two flows
+ * end together and this costs nothing; when members join at different
+ * times, it keeps an early member from starting the next collective while
+ * its flow of this one still runs, which a member waiting on its incoming
+ * flow alone would do (and then share its NIC between the two). */
+static void acked(coll_ctx *c, const coll_view *v, int prev, int next, int tag)
+{
+    coll_send(c, v, prev, tag, 0);
+    coll_recv(c, v, next, tag);
+}
+
 /* Each member sends what it would send over the ring's `steps` steps, S/N a
  * step: as one flow to its successor, or, with channels, (local−1)/local of
  * it to its successor in the server and 1/local to its peer in the next;
- * then the other steps' latency. */
+ * waits for its incoming flows and for its outgoing ones to be received
+ * (acked); then the other steps' latency. */
 static void ring_flow(coll_ctx *c, const coll_view *v, int steps, double bytes)
 {
     int local = view_local(c, v);
-    int tag = coll_tags(c, 2); /* every member reserves two */
+    int tag = coll_tags(c, 4); /* every member reserves four: two flows, two acks */
     double total = steps * bytes / v->n;
     if (local == 1) {
         coll_send(c, v, ring_next(v), tag, total);
         coll_recv(c, v, ring_prev(v), tag);
+        acked(c, v, ring_prev(v), ring_next(v), tag + 2);
         coll_sleep(c, (steps - 1) * ring_step_latency_s(c, v));
         return;
     }
@@ -201,11 +218,14 @@ static void ring_flow(coll_ctx *c, const coll_view *v, int steps, double bytes)
     if (p.inter_next == p.intra_next) { /* one server: the plain ring */
         coll_send(c, v, p.intra_next, tag, total);
         coll_recv(c, v, p.intra_prev, tag);
+        acked(c, v, p.intra_prev, p.intra_next, tag + 2);
     } else {
         coll_send(c, v, p.intra_next, tag, total * (local - 1) / local);
         coll_send(c, v, p.inter_next, tag + 1, total / local);
         coll_recv(c, v, p.intra_prev, tag);
         coll_recv(c, v, p.inter_prev, tag + 1);
+        acked(c, v, p.intra_prev, p.intra_next, tag + 2);
+        acked(c, v, p.inter_prev, p.inter_next, tag + 3);
     }
     coll_sleep(c, (steps - 1) * channel_step_latency_s(c, v, &p, local));
 }
