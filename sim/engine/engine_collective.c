@@ -19,9 +19,10 @@
 
 #include "engine_internal.h"
 
-/* Group ids: a data-parallel and an expert-parallel group of the same
- * replicas are different groups (coll_group.id). */
-enum { COLL_GROUP_DP = 1, COLL_GROUP_EP = 2 };
+/* Group ids: a data-parallel group and the MoE replay's groups of the same
+ * replicas (engine_moe_internal.h: 3 and 4) are different groups
+ * (coll_group.id). */
+enum { COLL_GROUP_DP = 1 };
 
 int coll_check_options(const engine_options *o, np_error *err)
 {
@@ -40,21 +41,6 @@ int coll_check_options(const engine_options *o, np_error *err)
                           "the butterfly radix must be at least 2 (0: the default, 4), got %d",
                           o->dp_radix);
     return rc;
-}
-
-/* The group of the `size` replicas of w's stage from replica `first`, w's
- * endpoint among them.  The member array is allocated; free g->members. */
-static void group_of_replicas(engine *e, worker *w, int first, int size, int id, coll_group *g)
-{
-    const endpoint **members = malloc((size_t)size * sizeof *members);
-    if (!members)
-        xbt_die("npusim: out of memory building a collective group");
-    for (int i = 0; i < size; i++)
-        members[i] = &engine_cp_worker(e, w->stage, first + i, w->cp_rank)->ep;
-    g->members = members;
-    g->size = size;
-    g->me = w->replica - first;
-    g->id = id;
 }
 
 /* The data-parallel group of w's stage: every replica's every CP rank,
@@ -129,21 +115,5 @@ void engine_dp_collective(engine *e, worker *w, op_kind kind, double bytes)
     coll_group g;
     dp_group(e, w, &g);
     engine_group_collective(e, &g, kind, bytes);
-    group_free(&g);
-}
-
-void engine_ep_alltoall(engine *e, worker *w, int ep_size, double bytes)
-{
-    if (ep_size < 2 || bytes <= 0)
-        return;
-    if (e->dp % ep_size)
-        xbt_die("npusim: expert-parallel size %d does not divide data-parallel size %d", ep_size,
-                e->dp);
-    coll_params p;
-    coll_params_init(&p, COLL_ALLTOALL);
-    p.algorithm = e->opt->ep_alltoall_algorithm;
-    coll_group g;
-    group_of_replicas(e, w, w->replica - w->replica % ep_size, ep_size, COLL_GROUP_EP, &g);
-    coll_run(&e->net, COLL_ALLTOALL, &g, &p, bytes);
     group_free(&g);
 }

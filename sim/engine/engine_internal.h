@@ -272,10 +272,6 @@ void engine_grad_sync(engine *e, const coll_group *g, double bytes);
 void engine_dp_collective(engine *e, worker *w, op_kind kind, double bytes);
 /* The same collective on group g (the expert-data-parallel group's). */
 void engine_group_collective(engine *e, const coll_group *g, op_kind kind, double bytes);
-/* Expert-parallel all-to-all among the ep_size consecutive replicas of w's
- * stage that hold w (Megatron's EP groups); `bytes` per NPU in total, bytes/ep
- * to each member; engine_options.ep_alltoall_algorithm. */
-void engine_ep_alltoall(engine *e, worker *w, int ep_size, double bytes);
 
 /* ---- engine_progress.c ------------------------------------------------------- */
 
