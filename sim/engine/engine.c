@@ -33,7 +33,7 @@ void engine_init_options(engine_options *o)
     o->dp_algorithm = COLL_RING_FLOW;
     o->dp_radix = 4;
     o->dp_inter_algorithm = COLL_RING_FLOW;
-    o->ep_alltoall_algorithm = COLL_PAIRWISE;
+    o->ep_alltoall_algorithm = COLL_CONCURRENT;
     o->dp_bucket_bytes = 0; /* Megatron's default for the run's DP size */
     placement_init(&o->placement);
 }

@@ -59,7 +59,7 @@ bool coll_algorithm_supports(coll_algorithm a, coll_kind k)
 
 coll_algorithm coll_default_algorithm(coll_kind k)
 {
-    return k == COLL_ALLTOALL ? COLL_PAIRWISE : COLL_RING_FLOW;
+    return k == COLL_ALLTOALL ? COLL_CONCURRENT : COLL_RING_FLOW;
 }
 
 void coll_algorithm_list(coll_kind k, char *buf, size_t size)

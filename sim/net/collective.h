@@ -82,7 +82,7 @@ int coll_algorithm_by_name(const char *name);
 const char *coll_kind_name(coll_kind k); /* "all-reduce", "reduce-scatter", ... */
 bool coll_algorithm_supports(coll_algorithm a, coll_kind k);
 /* The algorithm a kind uses when asked for one it does not support:
- * ring-flow for all-reduce, reduce-scatter and all-gather, pairwise for
+ * ring-flow for all-reduce, reduce-scatter and all-gather, concurrent for
  * all-to-all. */
 coll_algorithm coll_default_algorithm(coll_kind k);
 /* Writes "ring-flow, ring, ..." (the algorithms of kind k) into buf. */

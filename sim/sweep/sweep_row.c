@@ -24,7 +24,7 @@ static const struct {
 } defaults[] = {
     {"dp_algorithm", "ring-flow"},
     {"dp_inter_algorithm", "ring-flow"},
-    {"ep_alltoall_algorithm", "pairwise"},
+    {"ep_alltoall_algorithm", "concurrent"},
     {"dp_radix", "4"},
     {"fold_dp", "0"},
     {"dp_overlap", "0"},
