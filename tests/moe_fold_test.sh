@@ -8,7 +8,10 @@
 # 16k_npu.xml (zones; 32 NPUs per leaf, so an EP group is half a leaf as at
 # 16K).  For balanced routing, and for every --moe-policy on a skewed seeded
 # trace, the iteration time with --fold-dp 16 (one EP group per stage), and
-# with --fold-dp 16 --moe-sample-mb 1, must be within 1% of the full replay.
+# with --fold-dp 16 --moe-sample-mb 1, must be within 1% of the full replay
+# (2% for the sampled run on the skewed trace: later micro-batches take the
+# time micro-batch 0 measured, and with the concurrent all-to-all that time
+# is up to 1.5% off theirs; docs/moe.md, "At 16K").
 # The sampled run's exchange counts are checked against hand-computed ones.
 # Last, a routing trace where the replay does not apply, or made for another
 # micro-batch than the plan's, is refused.
@@ -36,24 +39,26 @@ print(" ".join("%s=%s" % (r["moe_policy"], r["iteration_s"]) for r in csv.DictRe
         "$TMP/r.csv"
 }
 
-# within NAME REFERENCE VALUE: every policy's |VALUE − REFERENCE| < 1% of
-# REFERENCE (both "policy=seconds" words, the same policies in order)
+# within NAME REFERENCE VALUE [TOLERANCE]: every policy's |VALUE − REFERENCE|
+# < TOLERANCE (default 0.01) of REFERENCE (both "policy=seconds" words, the
+# same policies in order)
 within() {
+    tol=${4:-0.01}
     if [ -z "$2" ] || [ -z "$3" ]; then
         ko "$1: a run failed"
         return
     fi
-    if echo "$2 $3" | awk '{ n = NF / 2; bad = 0
+    if echo "$2 $3" | awk -v tol="$tol" '{ n = NF / 2; bad = 0
             for (i = 1; i <= n; i++) {
                 split($i, a, "="); split($(i + n), b, "=")
                 d = (b[2] - a[2]) / a[2]; if (d < 0) d = -d
                 printf "    %-13s full %.4f s, reduced %.4f s, %+.3f%%\n", a[1], a[2], b[2], 100 * (b[2] - a[2]) / a[2]
-                if (a[1] != b[1] || !(d < 0.01)) bad = 1
+                if (a[1] != b[1] || !(d < tol)) bad = 1
             }
             exit bad }'; then
         ok
     else
-        ko "$1: a policy 1% or more away from the full replay"
+        ko "$1: a policy $tol or more (relative) away from the full replay"
     fi
 }
 
@@ -70,7 +75,7 @@ echo "  skewed, every policy, --fold-dp 16:"
 within "skewed, --fold-dp 16" "$full" "$(iter $SKEW --fold-dp 16)"
 echo "  skewed, every policy, --fold-dp 16 --moe-sample-mb 1:"
 # shellcheck disable=SC2086
-within "skewed, --fold-dp 16 --moe-sample-mb 1" "$full" "$(iter $SKEW --fold-dp 16 --moe-sample-mb 1)"
+within "skewed, --fold-dp 16 --moe-sample-mb 1" "$full" "$(iter $SKEW --fold-dp 16 --moe-sample-mb 1)" 0.02
 
 # Exchanges per simulated worker (16 per stage), 4 per MoE layer and
 # micro-batch (dispatch and combine, forward and backward): the witness is
