@@ -96,7 +96,7 @@ done
 # exactly the selective-update times, every mode the same times within 0.1%
 # (the modes solve the same max-min problem in a different order: on the
 # torus, with the data-parallel channels of 8 replicas per server, Full
-# differs by 0.035%; docs/design.md, SimGrid facts), and a mode given with
+# differs by 0.014%; docs/design.md, SimGrid facts), and a mode given with
 # --cfg is used
 for fabric in torus dragonfly; do
     rm -f "$TMP/modes.csv"
