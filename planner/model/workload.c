@@ -63,13 +63,9 @@
  */
 #include <stdarg.h>
 #include <ctype.h>
-#include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "np_file.h"
 #include "workload_internal.h"
@@ -126,9 +122,6 @@ int wl_fail_memory(const load_ctx *c, const char *key)
 
 /* ------------------------------------------------------------------ load */
 
-/* Largest workload file read: far above any layer-by-layer model. */
-#define MAX_WORKLOAD_FILE_BYTES ((size_t)64 << 20)
-
 /* True when the text starts like XML: the platform given where the workload
  * goes (simrun PLATFORM.xml WORKLOAD.json). */
 static bool looks_like_xml(const char *text)
@@ -144,7 +137,7 @@ static json_t *load_json(const load_ctx *c)
     size_t len;
     /* a regular file of sane size: a directory, /dev/zero or a FIFO would
      * give a misleading syntax error or block */
-    if (np_file_read(c->path, "workload", MAX_WORKLOAD_FILE_BYTES, &text, &len, c->err))
+    if (np_file_read(c->path, "workload", WL_MAX_FILE_BYTES, &text, &len, c->err))
         return NULL;
     json_error_t jerr;
     json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);

@@ -76,6 +76,8 @@ typedef struct wl_layer_spec {
  * list expression ("([0]*3+[1]*58)") or a JSON array; expanded into map[]
  * by the loader (workload_moe.c). */
 #define WL_MAX_LAYERS 10000
+/* Largest workload file read: far above any layer-by-layer model. */
+#define WL_MAX_FILE_BYTES ((size_t)64 << 20)
 typedef struct wl_moe_layer_freq {
     int every;                                  /* N, or 0 when a pattern is given */
     char pattern[256];                          /* the pattern as given, or "" */

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "np_file.h"
+#include "np_json.h"
 
 /* Largest plan file read (a plan lists at most a few numbers per layer). */
 #define MAX_PLAN_FILE_BYTES ((size_t)64 << 20)
@@ -292,21 +293,10 @@ static int read_plan(reader *r, int num_layers, plan *pl)
 
 int plan_read_json(const char *path, int num_layers, plan *out, np_error *err)
 {
-    json_error_t jerr;
     memset(out, 0, sizeof *out);
-    char *text;
-    size_t len;
-    int read_rc = np_file_read(path, "plan", MAX_PLAN_FILE_BYTES, &text, &len, err);
-    if (read_rc)
-        return read_rc;
-    json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
-    bool bom = !root && np_text_has_bom(text, len);
-    free(text);
-    if (bom)
-        return np_error_set(err, NP_EXIT_INPUT, path, "", 1, "%s", NP_BOM_TEXT);
+    json_t *root = np_json_read(path, "plan", MAX_PLAN_FILE_BYTES, JSON_REJECT_DUPLICATES, err);
     if (!root)
-        return np_error_set(err, NP_EXIT_INPUT, path, "", jerr.line > 0 ? jerr.line : 0, "%s",
-                            jerr.text);
+        return NP_EXIT_INPUT; /* err says why (np_json_read) */
     if (!json_is_object(root)) {
         json_decref(root);
         return np_error_set(err, NP_EXIT_INPUT, path, "", 0, "expected a JSON object");

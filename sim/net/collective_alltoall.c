@@ -37,6 +37,8 @@
  * that arrive at different times (a slow expert, a busy link) delay only
  * their own blocks, not every later step of the others.
  */
+#include <stdbool.h>
+
 #include "collective.h"
 #include "collective_internal.h"
 
@@ -54,11 +56,13 @@ void coll_concurrent_exchange(coll_ctx *c, const coll_view *v, const double *to_
 {
     int n = v->n;
     int tag = coll_tags(c, 1);
+    bool closed[n]; /* closed[k]: the block for me+k is a closed-form delay */
     /* the blocks that are flows, all at once: they share the NIC (and a
      * simulated scale-up port) as flows do */
     for (int k = 1; k < n; k++) {
         int to = (v->me + k) % n;
-        if (!coll_closed_form_pair(c, v, to))
+        closed[k] = coll_closed_form_pair(c, v, to);
+        if (!closed[k])
             coll_send(c, v, to, tag, to_bytes ? to_bytes[to] : each);
     }
     /* the blocks priced in closed form on the scale-up fabric, one after
@@ -66,7 +70,7 @@ void coll_concurrent_exchange(coll_ctx *c, const coll_view *v, const double *to_
      * the NPU's port sends one block at a time at its bandwidth */
     for (int k = 1; k < n; k++) {
         int to = (v->me + k) % n;
-        if (coll_closed_form_pair(c, v, to)) /* an empty block arrives at once */
+        if (closed[k]) /* an empty block arrives at once */
             coll_sleep(c, coll_send(c, v, to, tag, to_bytes ? to_bytes[to] : each) -
                               transport_now(c->t));
     }

@@ -16,7 +16,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "np_file.h"
+#include "np_json.h"
 #include "workload.h"
 #include "sweep_internal.h"
 
@@ -298,13 +298,7 @@ static int check_workload_planner(const sweep *s, np_error *err)
             /* the file's own key (a workload that does not load is the
              * points' own failure, a row each, as without this check) */
             checked = p->workload;
-            char *text = NULL;
-            size_t len = 0;
-            json_t *root =
-                np_file_read(p->workload, "workload", (size_t)64 << 20, &text, &len, NULL)
-                    ? NULL
-                    : json_loadb(text, len, 0, NULL);
-            free(text);
+            json_t *root = np_json_read(p->workload, "workload", WL_MAX_FILE_BYTES, 0, NULL);
             const json_t *planner = json_object_get(root, "planner");
             all = json_is_string(planner) && strcasecmp(json_string_value(planner), "all") == 0;
             json_decref(root);

@@ -18,7 +18,7 @@
 #include <strings.h>
 #include <sys/stat.h>
 
-#include "np_file.h"
+#include "np_json.h"
 #include "workload.h"
 #include "sweep_internal.h"
 
@@ -390,20 +390,10 @@ int sweep_load(const char *path, sweep *s, np_error *err)
     if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
         return np_error_set(err, NP_EXIT_INPUT, path, "", 0,
                             "is a directory; expected a sweep file (JSON)");
-    char *text;
-    size_t len;
-    int read_rc = np_file_read(path, "sweep file", MAX_SWEEP_FILE_BYTES, &text, &len, err);
-    if (read_rc)
-        return read_rc;
-    json_error_t jerr;
-    json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
-    bool bom = !root && np_text_has_bom(text, len);
-    free(text);
-    if (bom)
-        return np_error_set(err, NP_EXIT_INPUT, path, "", 1, "%s", NP_BOM_TEXT);
+    json_t *root =
+        np_json_read(path, "sweep file", MAX_SWEEP_FILE_BYTES, JSON_REJECT_DUPLICATES, err);
     if (!root)
-        return np_error_set(err, NP_EXIT_INPUT, path, "", jerr.line > 0 ? jerr.line : 0, "%s",
-                            jerr.text);
+        return NP_EXIT_INPUT; /* err says why (np_json_read) */
     s->path = strdup(path);
     int rc = check_top(path, root, err);
     if (!rc) {
