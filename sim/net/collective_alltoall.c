@@ -42,14 +42,20 @@
 #include "collective.h"
 #include "collective_internal.h"
 
-void coll_pairwise_alltoall(coll_ctx *c, const coll_view *v, double bytes)
+void coll_pairwise_exchange(coll_ctx *c, const coll_view *v, const double *to_bytes, double each)
 {
     int n = v->n;
     int tag = coll_tags(c, n - 1);
     for (int k = 1; k < n; k++) {
-        coll_send(c, v, (v->me + k) % n, tag + k - 1, bytes / n);
+        int to = (v->me + k) % n;
+        coll_send(c, v, to, tag + k - 1, to_bytes ? to_bytes[to] : each);
         coll_recv(c, v, (v->me + n - k) % n, tag + k - 1);
     }
+}
+
+void coll_pairwise_alltoall(coll_ctx *c, const coll_view *v, double bytes)
+{
+    coll_pairwise_exchange(c, v, NULL, bytes / v->n);
 }
 
 void coll_concurrent_exchange(coll_ctx *c, const coll_view *v, const double *to_bytes, double each)

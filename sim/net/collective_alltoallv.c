@@ -22,16 +22,10 @@ void coll_run_alltoallv(transport *t, const coll_group *g, const double *to_byte
     coll_ctx c;
     coll_ctx_enter(&c, t, g);
     coll_view all = {NULL, n, g->me};
-    if (algorithm == COLL_CONCURRENT) {
+    if (algorithm == COLL_CONCURRENT)
         coll_concurrent_exchange(&c, &all, to_bytes, 0);
-    } else {
-        int tag = coll_tags(&c, n - 1);
-        for (int k = 1; k < n; k++) {
-            int to = (g->me + k) % n;
-            coll_send(&c, &all, to, tag + k - 1, to_bytes[to]);
-            coll_recv(&c, &all, (g->me + n - k) % n, tag + k - 1);
-        }
-    }
+    else
+        coll_pairwise_exchange(&c, &all, to_bytes, 0);
     coll_ctx_leave(&c);
 }
 

@@ -80,8 +80,9 @@ void coll_hierarchical_allreduce(coll_ctx *c, const coll_view *v, const coll_par
 void coll_pairwise_alltoall(coll_ctx *c, const coll_view *v, double bytes);
 void coll_bruck_alltoall(coll_ctx *c, const coll_view *v, double bytes);
 void coll_concurrent_alltoall(coll_ctx *c, const coll_view *v, double bytes);
-/* The concurrent exchange with to_bytes[j] for view member j (NULL: `each`
- * for every member); collective_alltoall.c. */
+/* The pairwise and the concurrent exchange with to_bytes[j] for view member
+ * j (NULL: `each` for every member); collective_alltoall.c. */
+void coll_pairwise_exchange(coll_ctx *c, const coll_view *v, const double *to_bytes, double each);
 void coll_concurrent_exchange(coll_ctx *c, const coll_view *v, const double *to_bytes, double each);
 
 #endif
