@@ -232,11 +232,7 @@ int engine_moe_prepare(engine *e, const wl_workload *w, const cm_model *cm, np_e
     /* the tokens the plan routes per NPU and micro-batch (its micro-batch
      * size and TP, not the workload's) */
     long tokens = moe_trace_tokens(w, e->pl->micro_batch_size, e->tp);
-    if (e->opt->ep_alltoall_algorithm == COLL_BRUCK) /* the replay has no Bruck */
-        return np_error_set(err, NP_EXIT_USAGE, "<command line>", "--ep-alltoall-algorithm", 0,
-                            "bruck has no form with a volume per pair, which the MoE replay's "
-                            "token exchange has: expected pairwise or concurrent");
-    int rc = engine_moe_check_trace(e, w, err);
+    int rc = engine_moe_check_replay(e, w, err); /* engine_moe_check.c */
     if (rc)
         return rc;
     if (overlap && (rc = engine_moe_overlap_check(e, w, err)))

@@ -12,7 +12,9 @@
  * then refused, before anything is simulated, naming the condition: a
  * routing trace (which would be ignored), a --moe-policy other than none,
  * --moe-sample-mb, model.overlap_moe_expert_parallel_comm.  The same holds
- * when the replay would post more all-to-all flows than the bound.
+ * when the replay would post more all-to-all flows than the bound.  A run
+ * that replays is refused the bruck all-to-all (it has no volume per pair)
+ * and a routing trace that does not match its plan.
  */
 #include <stdio.h>
 
@@ -126,8 +128,12 @@ int engine_moe_refuse_over_bound(const engine *e, const wl_workload *w, double f
     return 0;
 }
 
-int engine_moe_check_trace(const engine *e, const wl_workload *w, np_error *err)
+int engine_moe_check_replay(const engine *e, const wl_workload *w, np_error *err)
 {
+    if (e->opt->ep_alltoall_algorithm == COLL_BRUCK) /* the replay has no Bruck */
+        return np_error_set(err, NP_EXIT_USAGE, "<command line>", "--ep-alltoall-algorithm", 0,
+                            "bruck has no form with a volume per pair, which the MoE replay's "
+                            "token exchange has: expected pairwise or concurrent");
     const moe_trace *t = e->opt->moe_trace;
     if (!t)
         return 0;

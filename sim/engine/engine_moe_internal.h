@@ -59,9 +59,11 @@ bool engine_moe_applies(const engine *e, const wl_workload *w, const cm_model *c
 int engine_moe_refuse(const engine *e, const wl_workload *w, const char *why, np_error *err);
 int engine_moe_refuse_over_bound(const engine *e, const wl_workload *w, double flows,
                                  np_error *err);
-/* The routing trace against the plan simulated: its step, its tokens per
- * NPU and micro-batch (moe_trace_check_plan). */
-int engine_moe_check_trace(const engine *e, const wl_workload *w, np_error *err);
+/* What a replayed run must also satisfy: an all-to-all algorithm with a
+ * volume per pair (not bruck), and the routing trace against the plan
+ * simulated: its step, its tokens per NPU and micro-batch
+ * (moe_trace_check_plan). */
+int engine_moe_check_replay(const engine *e, const wl_workload *w, np_error *err);
 
 /* The copies of MoE layer k on the fabric, among the EP group g: their
  * weights broadcast (broadcast) or their gradients reduced to the owners
