@@ -269,26 +269,56 @@ static void test_capacity_padding_and_drops(void)
     wl_free(&w);
 }
 
-/* Pairwise all-to-all over EP 32 on 4 servers of 8: 7 scale-up steps and 24
- * NIC steps of S/32, S = n·k·h·D (test_npu_cluster: 196 GB/s, 2 us;
- * 25 GB/s, 4 us). */
+/* The all-to-all over EP 32 on 4 servers of 8, S = n·k·h·D, blocks of
+ * b = S/32: 7 over the scale-up fabric and 24 over the NIC per member
+ * (test_npu_cluster: 196 GB/s, 2 us; 25 GB/s, 4 us), by algorithm:
+ *   concurrent  max(7(α_up + b/B_up), α_out + 24b/B_out)
+ *   pairwise    7(α_up + b/B_up) + 24(α_out + b/B_out)
+ *   bruck       Σ_k (α_out + c_k·b/B_out), c = 16,16,16,16,16 for 32
+ * and, with the group inside one server (32 NPUs per server), bruck on
+ * the scale-up fabric. */
+static double a2a_of(wl_workload *w, cl_alltoall a, int npus_per_node, const cm_layer *copy)
+{
+    cl_cluster c = test_npu_cluster(32, npus_per_node);
+    c.ep_alltoall = a;
+    cm_model cm;
+    np_error err;
+    CU_ASSERT_EQUAL_FATAL(cm_build(w, &c, 1, &cm, &err), 0);
+    double t = cm.layers[1].moe.a2a_s;
+    ASSERT_REL(cm.layers[1].moe.a2a_bytes, copy->moe.a2a_bytes, 1e-12);
+    /* two all-to-alls in forward and two in backward, on top of no TP */
+    ASSERT_REL(cm.layers[1].tp_forward_s, 2 * t, 1e-12);
+    ASSERT_REL(cm.layers[1].tp_backward_s, 2 * t, 1e-12);
+    CU_ASSERT_EQUAL(cm.layers[2].tp_forward_s, 0.0);
+    cm_free(&cm);
+    return t;
+}
+
 static void test_alltoall_closed_form(void)
 {
     wl_workload w;
     load("workloads/moe_21b_32npu.json", NULL, 0, &w);
     cm_model cm;
     build(&w, &cm, 8);
-    const cm_layer *ly = &cm.layers[1];
     cl_cluster c = test_npu_cluster(32, 8);
-    double S = 2048.0 * 2 * 2560 * 2, block = S / 32;
-    double expected = 7 * (c.scaleup_latency_s + block / c.scaleup_bandwidth_Bps) +
-                      24 * (c.scaleout_latency_s + block / c.scaleout_bandwidth_Bps);
-    ASSERT_REL(ly->moe.a2a_bytes, S, 1e-12);
-    ASSERT_REL(ly->moe.a2a_s, expected, 1e-12);
-    /* two all-to-alls in forward and two in backward, on top of no TP */
-    ASSERT_REL(ly->tp_forward_s, 2 * expected, 1e-12);
-    ASSERT_REL(ly->tp_backward_s, 2 * expected, 1e-12);
-    CU_ASSERT_EQUAL(cm.layers[2].tp_forward_s, 0.0);
+    double S = 2048.0 * 2 * 2560 * 2, b = S / 32;
+    ASSERT_REL(cm.layers[1].moe.a2a_bytes, S, 1e-12);
+    double up = 7 * (c.scaleup_latency_s + b / c.scaleup_bandwidth_Bps);
+    double nic = c.scaleout_latency_s + 24 * b / c.scaleout_bandwidth_Bps;
+    CU_ASSERT(nic > up);                            /* the NIC's term is the longer here */
+    ASSERT_REL(cm.layers[1].moe.a2a_s, nic, 1e-12); /* the default: concurrent */
+    ASSERT_REL(a2a_of(&w, CL_A2A_CONCURRENT, 8, &cm.layers[1]), nic, 1e-12);
+    ASSERT_REL(a2a_of(&w, CL_A2A_PAIRWISE, 8, &cm.layers[1]),
+               up + 24 * (c.scaleout_latency_s + b / c.scaleout_bandwidth_Bps), 1e-12);
+    ASSERT_REL(a2a_of(&w, CL_A2A_BRUCK, 8, &cm.layers[1]),
+               5 * (c.scaleout_latency_s + 16 * b / c.scaleout_bandwidth_Bps), 1e-12);
+    ASSERT_REL(a2a_of(&w, CL_A2A_BRUCK, 32, &cm.layers[1]),
+               5 * (c.scaleup_latency_s + 16 * b / c.scaleup_bandwidth_Bps), 1e-12);
+    /* inside one server concurrent and pairwise both send 31 blocks one
+     * after the other on the port */
+    double all_up = 31 * (c.scaleup_latency_s + b / c.scaleup_bandwidth_Bps);
+    ASSERT_REL(a2a_of(&w, CL_A2A_CONCURRENT, 32, &cm.layers[1]), all_up, 1e-12);
+    ASSERT_REL(a2a_of(&w, CL_A2A_PAIRWISE, 32, &cm.layers[1]), all_up, 1e-12);
     cm_free(&cm);
     wl_free(&w);
 }

@@ -47,6 +47,14 @@
 /* Points of a gemm_efficiency_table. */
 #define CL_GEMM_TABLE_MAX 16
 
+/* An all-to-all's algorithm, for its closed form (sim/net/collective.h runs
+ * the same three as flows). */
+typedef enum cl_alltoall {
+    CL_A2A_CONCURRENT, /* every block at once (NCCL's grouped send/recv) */
+    CL_A2A_PAIRWISE,   /* N−1 lockstep steps */
+    CL_A2A_BRUCK,      /* ⌈log2 N⌉ steps */
+} cl_alltoall;
+
 typedef struct cl_cluster {
     char name[128]; /* platform file */
     int num_npus;
@@ -82,6 +90,11 @@ typedef struct cl_cluster {
      * replicas per server of ring-flow, collective.h); cm_dp_ring_s() uses
      * it at that TP.  0: npus_per_node/tp, Megatron's order with ring-flow. */
     int dp_ring_local, dp_ring_tp;
+    /* Not a platform property either: the expert-parallel all-to-all's
+     * algorithm, which prices its closed form (simrun sets it from
+     * --ep-alltoall-algorithm; costmodel_moe.c).  0 is the replay's
+     * default, concurrent. */
+    cl_alltoall ep_alltoall;
 } cl_cluster;
 
 /* Point-to-point time of `bytes` between two NPUs, alpha-beta, on the

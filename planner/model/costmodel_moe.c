@@ -39,11 +39,24 @@
  * the elementwise ops' backward (3 tensors where the forward moved 2), the
  * two all-to-alls again; W: the router's and experts' weight GEMMs.
  *
- * All-to-all closed form (pairwise exchange, sim/net/collective_alltoall.c):
- * the EP group's ep members sit etp ranks apart (Megatron's expert rank
+ * All-to-all closed form, for the run's --ep-alltoall-algorithm
+ * (cl_cluster.ep_alltoall; the algorithms are sim/net/collective_alltoall.c's).
+ * The EP group's ep members sit etp ranks apart (Megatron's expert rank
  * order etp-ep-edp), so a server of P NPUs holds L = min(ep, max(1, P/etp))
- * of them; the N−1 steps are L−1 over the scale-up fabric and ep−L over the
- * NICs:  (L−1)(α_up + S/(ep·B_up)) + (ep−L)(α_out + S/(ep·B_out)).
+ * of them; a member sends L−1 blocks of b = S/ep over the scale-up fabric
+ * and ep−L over its NIC:
+ *   concurrent (the default)  max((L−1)(α_up + b/B_up), α_out + (ep−L)·b/B_out):
+ *                             the NIC's blocks share it at once, the
+ *                             scale-up blocks leave the port one after the
+ *                             other meanwhile (the second term only when
+ *                             ep > L);
+ *   pairwise                  (L−1)(α_up + b/B_up) + (ep−L)(α_out + b/B_out):
+ *                             one block per step;
+ *   bruck                     Σ_k (α + c_k·b/B) over its ⌈log2 ep⌉ steps,
+ *                             c_k the blocks of step k; every step crosses
+ *                             servers when ep > L (some member's partner
+ *                             i + 2^k lies in the next server), none when
+ *                             the group is inside one.
  * Until the engine replays the all-to-alls, the two of a forward and the two
  * of a backward are part of the layer's TP time (tp_forward_s,
  * tp_backward_s), like the other collectives inside a layer.
@@ -76,8 +89,16 @@ const shape *cm_moe_layer_shape(const shape *x, const wl_model *md, int index, s
     return local;
 }
 
-/* Pairwise all-to-all of a send buffer of `bytes` among ep members etp
- * ranks apart (closed form above). */
+/* c_k of Bruck's step k: how many of 0..n−1 have bit k set. */
+static double bruck_blocks(int n, int k)
+{
+    long period = 2L << k, half = 1L << k;
+    long rest = n % period - half;
+    return (double)(n / period * half + (rest > 0 ? rest : 0));
+}
+
+/* The all-to-all of a send buffer of `bytes` among ep members etp ranks
+ * apart, by c->ep_alltoall (closed forms above). */
 static double alltoall_s(const cl_cluster *c, int ep, int etp, double bytes)
 {
     if (ep <= 1)
@@ -85,7 +106,20 @@ static double alltoall_s(const cl_cluster *c, int ep, int etp, double bytes)
     int per_server = c->npus_per_node > 0 ? c->npus_per_node / etp : ep;
     int local = per_server < 1 ? 1 : (per_server > ep ? ep : per_server);
     double block = bytes / ep;
-    return (local - 1) * cl_p2p_time(c, block, 1) + (ep - local) * cl_p2p_time(c, block, 0);
+    double up = (local - 1) * cl_p2p_time(c, block, 1);
+    switch (c->ep_alltoall) {
+    case CL_A2A_PAIRWISE:
+        return up + (ep - local) * cl_p2p_time(c, block, 0);
+    case CL_A2A_BRUCK: {
+        double t = 0.0;
+        for (int k = 0; (1L << k) < ep; k++)
+            t += cl_p2p_time(c, bruck_blocks(ep, k) * block, local == ep);
+        return t;
+    }
+    case CL_A2A_CONCURRENT:
+    default:
+        return ep > local ? fmax(up, cl_p2p_time(c, (ep - local) * block, 0)) : up;
+    }
 }
 
 /* Ring all-gather of an output of `bytes` over ranks members etp apart: on

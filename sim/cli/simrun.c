@@ -358,6 +358,10 @@ static int load_inputs(cli *c, job *j, np_error *err)
         &c->engine.placement, sizes, j->pf.cluster.npus_per_node, &split);
     j->pf.cluster.dp_ring_local = dp_ring_local(c, sizes, j->pf.cluster.npus_per_node);
     j->pf.cluster.dp_ring_tp = sizes[PLACE_TP];
+    coll_algorithm a2a = c->engine.ep_alltoall_algorithm; /* its closed form follows it */
+    j->pf.cluster.ep_alltoall = a2a == COLL_PAIRWISE ? CL_A2A_PAIRWISE
+                                : a2a == COLL_BRUCK  ? CL_A2A_BRUCK
+                                                     : CL_A2A_CONCURRENT;
     if (j->pf.cluster.tp_across_servers && j->w.model.num_experts > 0)
         return np_error_set(err, NP_EXIT_USAGE, "<command line>", "--placement", 0,
                             "puts the TP group of stage %d, replica %d across servers (NPUs %d "
