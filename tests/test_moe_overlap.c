@@ -14,7 +14,8 @@
  *    time, and on this platform every compute beside one is longer (the
  *    experts of one NPU and a layer's attention against a 32-way exchange of
  *    a micro-batch's tokens), so the exposed part is the 2·L·2 exchanges of
- *    the two lone ops: a fraction 1/m of the whole;
+ *    the two lone ops: a fraction 1/m of the whole, and the run's exposed
+ *    communication loses the rest;
  *  - with stages, interleaved 1F1B pairs every steady-state forward
  *    (Megatron's warm-up plus one): the warm-up forwards and cool-down
  *    backwards run alone (plain 1F1B with stages is refused, as Megatron
@@ -29,7 +30,7 @@
 
 typedef struct overlap_outcome {
     moe_run_head head;
-    double iteration_s, alltoall_s, exposed_s;
+    double iteration_s, alltoall_s, exposed_s, comm_s;
     bool overlap;
 } overlap_outcome;
 
@@ -39,6 +40,7 @@ static void collect(const engine_result *r, void *ctx)
     out->iteration_s = r->iteration_s;
     out->alltoall_s = r->moe_alltoall_s;
     out->exposed_s = r->moe_alltoall_exposed_s;
+    out->comm_s = r->exposed_comm_s;
     out->overlap = r->moe_overlap;
 }
 
@@ -67,6 +69,11 @@ static void test_without_stages_only_the_first_forward_and_last_backward_are_exp
     CU_ASSERT_DOUBLE_EQUAL(o.exposed_s, s.alltoall_s / 4, 1e-4 * s.alltoall_s);
     CU_ASSERT_DOUBLE_EQUAL(s.iteration_s - o.iteration_s, o.alltoall_s - o.exposed_s,
                            1e-6 * s.iteration_s);
+    /* the run's exposed communication (TP 1, one stage: the all-to-alls and
+     * the data-parallel sync, which the overlap leaves alone) loses what
+     * the overlap hides of the all-to-alls */
+    CU_ASSERT(s.comm_s >= s.exposed_s);
+    CU_ASSERT_DOUBLE_EQUAL(s.comm_s - o.comm_s, s.exposed_s - o.exposed_s, 1e-6 * s.comm_s);
 }
 
 /* Interleaved 1F1B on the 32 NPUs: PP pp × DP 32/pp with EP = DP, v

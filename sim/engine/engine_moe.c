@@ -431,6 +431,22 @@ void engine_moe_forward_begin(engine *e, worker *w, const coll_group *g, int k, 
     m->assignments += (r->rows[rank] - r->padding[rank] + r->dropped[rank]) * e->tp;
 }
 
+double engine_moe_exposed_s(const worker *w)
+{
+    return w->eng->moe->a2a_exposed_s[w - w->eng->workers];
+}
+
+double engine_moe_comm_correction(const worker *w, const sched_op *op, double exposed_before)
+{
+    const engine *e = w->eng;
+    int chunk = op->chunk * e->p + w->stage;
+    double closed = 0.0;
+    for (int l = e->pl->chunk_start[chunk]; l < e->pl->chunk_start[chunk + 1]; l++)
+        if (e->moe->moe_of_layer[l] >= 0)
+            closed += 2.0 * e->moe->cm->layers[l].moe.a2a_s;
+    return engine_moe_exposed_s(w) - exposed_before - closed;
+}
+
 int engine_moe_op_layers(const worker *w, const sched_op *op)
 {
     const engine *e = w->eng;

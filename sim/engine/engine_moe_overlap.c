@@ -202,9 +202,12 @@ int engine_moe_overlap_step(worker *w, const sched_stage *st, int i)
         else if (ops[n].kind == OP_RECOMPUTE)
             worker_run_compute(w, &ops[n], n, 1);
     const sched_op *f = forward_first ? &ops[i] : &ops[j], *b = forward_first ? &ops[j] : &ops[i];
-    double start_s = engine_now(w->eng);
+    double start_s = engine_now(w->eng), exposed_s = engine_moe_exposed_s(w);
     run_merged(w, f, b);
     worker_account_merged(w, &ops[i], &ops[j], start_s, engine_now(w->eng));
+    /* their communication: the replayed all-to-alls, not their closed form */
+    w->tp_comm_s += engine_moe_comm_correction(w, f, exposed_s) +
+                    engine_moe_comm_correction(w, b, engine_moe_exposed_s(w));
     for (int n = i + 1; n < j; n++) /* the first op's output, a later op's input */
         if (ops[n].kind != needed && ops[n].kind != OP_RECOMPUTE)
             worker_run_op(w, &ops[n]);

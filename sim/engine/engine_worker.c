@@ -235,9 +235,12 @@ int worker_run_compute(worker *w, const sched_op *ops, int first, int count)
     int gathers = count > 0 ? overlap_before_op(w, first) : 0;
     if (count > 0 && engine_moe_replays(w, &ops[0])) { /* MoE hook: engine_moe_dp.c */
         double start_s = engine_now(w->eng), waits_s = w->dp_comm_s;
+        double exposed_s = engine_moe_exposed_s(w);
         engine_moe_run_op(w, &ops[0], gathers, ov ? ov->buckets_at_op[first] : 0);
         double end_s = engine_now(w->eng);
         compute_account(w, &ops[0], start_s, end_s);
+        /* its communication: the replayed all-to-alls, not their closed form */
+        w->tp_comm_s += engine_moe_comm_correction(w, &ops[0], exposed_s);
         /* the all-to-alls are the op's; the parameter waits are DP time */
         w->busy_s +=
             (end_s - start_s) - (w->dp_comm_s - waits_s) - (ops[0].compute_s + ops[0].comm_s);
