@@ -436,7 +436,7 @@ double engine_moe_exposed_s(const worker *w)
     return w->eng->moe->a2a_exposed_s[w - w->eng->workers];
 }
 
-double engine_moe_comm_correction(const worker *w, const sched_op *op, double exposed_before)
+double engine_moe_closed_a2a_s(const worker *w, const sched_op *op)
 {
     const engine *e = w->eng;
     int chunk = op->chunk * e->p + w->stage;
@@ -444,7 +444,7 @@ double engine_moe_comm_correction(const worker *w, const sched_op *op, double ex
     for (int l = e->pl->chunk_start[chunk]; l < e->pl->chunk_start[chunk + 1]; l++)
         if (e->moe->moe_of_layer[l] >= 0)
             closed += 2.0 * e->moe->cm->layers[l].moe.a2a_s;
-    return engine_moe_exposed_s(w) - exposed_before - closed;
+    return closed;
 }
 
 int engine_moe_op_layers(const worker *w, const sched_op *op)

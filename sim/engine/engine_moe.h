@@ -19,12 +19,12 @@ bool engine_moe_replays(const worker *w, const sched_op *op);
  * buckets are waited for and its `buckets` gradient buckets handed over
  * spread over its MoE layers, as the dense op's equal pieces do. */
 void engine_moe_run_op(worker *w, const sched_op *op, int gathers, int buckets);
-/* The all-to-alls of a replayed op as its exposed communication: what w's
- * replayed all-to-alls have left exposed since exposed_before (a value of
- * engine_moe_exposed_s), less the closed form op->comm_s holds for them
- * (two per MoE layer of its chunk).  Add it to the worker's TP time. */
+/* A replayed op's all-to-alls in its exposed communication: what w's
+ * replayed all-to-alls have left exposed so far, and the closed form of
+ * them that op->comm_s holds (two per MoE layer of its chunk), which the
+ * replay replaces. */
 double engine_moe_exposed_s(const worker *w);
-double engine_moe_comm_correction(const worker *w, const sched_op *op, double exposed_before);
+double engine_moe_closed_a2a_s(const worker *w, const sched_op *op);
 /* One bucket of the overlap's expert gradients or parameters over w's
  * expert-data-parallel group (kind: OP_DP_ALLREDUCE, OP_GRAD_REDUCE_SCATTER
  * or OP_PARAM_GATHER). */

@@ -206,8 +206,8 @@ int engine_moe_overlap_step(worker *w, const sched_stage *st, int i)
     run_merged(w, f, b);
     worker_account_merged(w, &ops[i], &ops[j], start_s, engine_now(w->eng));
     /* their communication: the replayed all-to-alls, not their closed form */
-    w->tp_comm_s += engine_moe_comm_correction(w, f, exposed_s) +
-                    engine_moe_comm_correction(w, b, engine_moe_exposed_s(w));
+    w->tp_comm_s += engine_moe_exposed_s(w) - exposed_s - engine_moe_closed_a2a_s(w, f) -
+                    engine_moe_closed_a2a_s(w, b);
     for (int n = i + 1; n < j; n++) /* the first op's output, a later op's input */
         if (ops[n].kind != needed && ops[n].kind != OP_RECOMPUTE)
             worker_run_op(w, &ops[n]);

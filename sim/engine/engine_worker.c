@@ -240,7 +240,7 @@ int worker_run_compute(worker *w, const sched_op *ops, int first, int count)
         double end_s = engine_now(w->eng);
         compute_account(w, &ops[0], start_s, end_s);
         /* its communication: the replayed all-to-alls, not their closed form */
-        w->tp_comm_s += engine_moe_comm_correction(w, &ops[0], exposed_s);
+        w->tp_comm_s += engine_moe_exposed_s(w) - exposed_s - engine_moe_closed_a2a_s(w, &ops[0]);
         /* the all-to-alls are the op's; the parameter waits are DP time */
         w->busy_s +=
             (end_s - start_s) - (w->dp_comm_s - waits_s) - (ops[0].compute_s + ops[0].comm_s);
