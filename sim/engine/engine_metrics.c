@@ -9,6 +9,7 @@
  * slowest (or largest) replica's, and the run's pipeline time is the last
  * F/B/W end over all workers.
  */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -73,8 +74,11 @@ int metrics_collect(engine *e, const wl_workload *w, const cm_model *cm, engine_
     for (int s = 0; s < e->p; s++) {
         engine_stage_metrics *m = &out->stages[s];
         stage_metrics(e, s, m);
-        m->bubble_ratio = m->busy_s > 0 ? (out->pipeline_s - m->busy_s) / m->busy_s : 0;
-        idle += out->pipeline_s - m->busy_s;
+        /* a stage is never busy longer than the pipeline runs: a negative
+         * idle time is the rounding of the sums (e.g. -1e-16 s at PP 1) */
+        double stage_idle = fmax(0.0, out->pipeline_s - m->busy_s);
+        m->bubble_ratio = m->busy_s > 0 ? stage_idle / m->busy_s : 0;
+        idle += stage_idle;
         busy += m->busy_s;
         comm += m->tp_comm_s + m->p2p_exposed_s + m->dp_comm_s;
         if (m->peak_bytes > out->peak_bytes)
