@@ -8,6 +8,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+long cl_bruck_blocks(int n, int k)
+{
+    long period = 2L << k, half = 1L << k;
+    long rest = n % period - half;
+    return n / period * half + (rest > 0 ? rest : 0);
+}
+
 double cl_p2p_time(const cl_cluster *c, double bytes, int same_node)
 {
     if (same_node)

@@ -97,6 +97,11 @@ typedef struct cl_cluster {
     cl_alltoall ep_alltoall;
 } cl_cluster;
 
+/* Bruck's all-to-all, step k of ⌈log2 n⌉: the blocks it carries, those
+ * whose index in 0..n−1 has bit k set, ⌊n/2^(k+1)⌋·2^k + max(0, n mod
+ * 2^(k+1) − 2^k) (sim/net/collective_alltoall.c runs it). */
+long cl_bruck_blocks(int n, int k);
+
 /* Point-to-point time of `bytes` between two NPUs, alpha-beta, on the
  * scale-up fabric (same node) or the scale-out fabric. */
 double cl_p2p_time(const cl_cluster *c, double bytes, int same_node);

@@ -89,14 +89,6 @@ const shape *cm_moe_layer_shape(const shape *x, const wl_model *md, int index, s
     return local;
 }
 
-/* c_k of Bruck's step k: how many of 0..n−1 have bit k set. */
-static double bruck_blocks(int n, int k)
-{
-    long period = 2L << k, half = 1L << k;
-    long rest = n % period - half;
-    return (double)(n / period * half + (rest > 0 ? rest : 0));
-}
-
 /* The all-to-all of a send buffer of `bytes` among ep members etp ranks
  * apart, by c->ep_alltoall (closed forms above). */
 static double alltoall_s(const cl_cluster *c, int ep, int etp, double bytes)
@@ -113,7 +105,7 @@ static double alltoall_s(const cl_cluster *c, int ep, int etp, double bytes)
     case CL_A2A_BRUCK: {
         double t = 0.0;
         for (int k = 0; (1L << k) < ep; k++)
-            t += cl_p2p_time(c, bruck_blocks(ep, k) * block, local == ep);
+            t += cl_p2p_time(c, (double)cl_bruck_blocks(ep, k) * block, local == ep);
         return t;
     }
     case CL_A2A_CONCURRENT:

@@ -39,6 +39,7 @@
  */
 #include <stdbool.h>
 
+#include "cluster.h"
 #include "collective.h"
 #include "collective_internal.h"
 
@@ -89,14 +90,6 @@ void coll_concurrent_alltoall(coll_ctx *c, const coll_view *v, double bytes)
     coll_concurrent_exchange(c, v, NULL, bytes / v->n);
 }
 
-/* c_k: how many of 0..n−1 have bit k set. */
-static long bruck_blocks(int n, int k)
-{
-    long period = 2L << k, half = 1L << k;
-    long rest = n % period - half;
-    return n / period * half + (rest > 0 ? rest : 0);
-}
-
 void coll_bruck_alltoall(coll_ctx *c, const coll_view *v, double bytes)
 {
     int n = v->n, steps = 0;
@@ -105,7 +98,7 @@ void coll_bruck_alltoall(coll_ctx *c, const coll_view *v, double bytes)
     int tag = coll_tags(c, steps);
     for (int k = 0; k < steps; k++) {
         int hop = 1 << k;
-        coll_send(c, v, (v->me + hop) % n, tag + k, bruck_blocks(n, k) * bytes / n);
+        coll_send(c, v, (v->me + hop) % n, tag + k, cl_bruck_blocks(n, k) * bytes / n);
         coll_recv(c, v, (v->me + n - hop % n) % n, tag + k);
     }
 }
