@@ -6,9 +6,15 @@
 # top-8 routing being 0.25; hot experts drifting with probability 0.05 per
 # popularity rank and step; seed 2026; 2 steps), every policy on step 1
 # (step 0 is EfficientMoE's history only), replayed with --fold-dp 64
-# --moe-sample-mb 1.  About 5 minutes of CPU, most of it FasterMoE's
-# pipelined exchange (a second step doubled it; the 21B experiment's 4 steps
-# would take 20 minutes here).
+# --moe-sample-mb 1.
+# The policies run with --ep-alltoall-algorithm pairwise (HCCL's Pairwise),
+# not the concurrent default: with this skewed trace at EP 64 the concurrent
+# exchange's flows end one by one, each end a solve of the whole exchange,
+# and the comparison did not finish in 50 minutes of CPU (FasterMoE alone
+# over 45; on a 256-NPU cut at EP 64 concurrent cost 14x pairwise's CPU
+# without a policy, 2x with FasterMoE, 27x with EfficientMoE).  Under
+# pairwise it takes about 5 minutes of CPU, most of it FasterMoE's.  The
+# concurrent figures that finished are in results/moe/README.md.
 #   sh scripts/moe16k_experiment.sh [BUILD_DIR]
 # Writes results/moe/deepseek16k_trace_stats.csv,
 # results/moe/deepseek16k_policies.csv (simrun's columns and a trace_step
@@ -32,6 +38,7 @@ CSV=$OUT/deepseek16k_policies.csv
 rm -f "$CSV"
 for step in 1; do
     "$BUILD/simrun" --quiet --csv "$TMP/step$step.csv" --fold-dp 64 --moe-sample-mb 1 \
+        --ep-alltoall-algorithm pairwise \
         --moe-trace "$TMP/skew.trace" --moe-trace-step "$step" --moe-policy all $P $W
     if [ ! -f "$CSV" ]; then
         head -1 "$TMP/step$step.csv" | sed 's/$/,trace_step/' >"$CSV"
@@ -39,7 +46,7 @@ for step in 1; do
     tail -n +2 "$TMP/step$step.csv" | sed "s/\$/,$step/" >>"$CSV"
 done
 /usr/bin/python3 analysis/plot_moe_policies.py "$CSV" "$OUT/deepseek16k_policies.png" \
-    "skewed trace (top-2 share 0.2), --fold-dp 64 --moe-sample-mb 1, step 1"
+    "skewed trace (top-2 share 0.2), pairwise all-to-all, --fold-dp 64 --moe-sample-mb 1, step 1"
 
 # Combined 1F1B at 16K (docs/moe.md, "Overlapping the all-to-alls"): interleaved
 # 1F1B with Megatron-Core's layout of the 61 layers over PP 16 x VPP 2 (the
