@@ -90,11 +90,12 @@ echo "  skewed, every policy, PP 1, --fold-dp 16 against --fold-dp 16 --moe-samp
 # shellcheck disable=SC2086
 within "skewed, PP 1, sampled against folded" "$folded" "$(iter $SKEW $PP1 --fold-dp 16 --moe-sample-mb 1)" 1e-6
 
-# Exchanges per simulated worker (16 per stage), 4 per MoE layer and
-# micro-batch (dispatch and combine, forward and backward): the witness is
+# Exchanges per simulated worker (16 per stage), 6 per MoE layer and
+# micro-batch (dispatch and combine in the forward, their gradients in the
+# backward, and the full recompute's dispatch and combine): the witness is
 # stage 0's group (2 MoE layers, all 8 micro-batches); stage 1 (3 MoE layers)
 # replays micro-batch 0 and waits the other 7.
-replayed=$((16 * 4 * (2 * 8 + 3 * 1))) sampled=$((16 * 4 * 3 * 7))
+replayed=$((16 * 6 * (2 * 8 + 3 * 1))) sampled=$((16 * 6 * 3 * 7))
 "$SIMRUN" --fold-dp 16 --moe-sample-mb 1 "$P" "$W" >"$TMP/out" 2>"$TMP/err" &&
     grep -q "moe: sampled (--moe-sample-mb 1): $replayed all-to-alls (counted per worker) replayed pair by pair .*stage 0's first), $sampled waited" "$TMP/out" &&
     ok || ko "the sampled run replays $replayed exchanges and waits $sampled"

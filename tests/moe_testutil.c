@@ -30,6 +30,19 @@ void moe_test_generate(const moe_trace_params *p, moe_trace *t)
     CU_ASSERT_EQUAL_FATAL(rc, 0);
 }
 
+/* Replaces j's recompute by the MoE units `units` of every MoE layer, and
+ * rebuilds its schedule. */
+static int use_moe_units(test_job *j, unsigned units, np_error *err)
+{
+    sched_free(&j->sc);
+    if (plan_use_recompute_units(&j->pl))
+        _exit(3);
+    for (int l = 0; l < j->cm.num_layers; l++)
+        if (j->cm.layers[l].moe.is_moe)
+            j->pl.recompute_units[l] = (uint16_t)(units << j->cm.layers[l].moe.first_unit);
+    return sched_build(&j->pl, &j->cm, &j->sc, err);
+}
+
 static void run_case(void *ctx, int fd)
 {
     const moe_run_case *c = ctx;
@@ -48,6 +61,8 @@ static void run_case(void *ctx, int fd)
     if (!out->rc)
         out->rc = test_job_build(&j, &pf.cluster, "workloads/moe_21b_32npu.json", c->sets,
                                  c->num_sets, "megatron", &err);
+    if (!out->rc && c->moe_units)
+        out->rc = use_moe_units(&j, c->moe_units, &err);
     moe_trace t = {0};
     engine_options o;
     engine_init_options(&o);
@@ -66,6 +81,9 @@ static void run_case(void *ctx, int fd)
     if (out->rc)
         np_error_format(&err, out->error, sizeof out->error);
     out->replayed = r.moe_replayed;
+    for (int i = 0; !out->rc && j.sc.num_stages > 0 && i < j.sc.stages[0].num_ops; i++)
+        if (j.sc.stages[0].ops[i].kind == OP_RECOMPUTE)
+            out->closed_recompute_s += j.sc.stages[0].ops[i].compute_s;
     c->collect(&r, buf);
     engine_result_free(&r);
     moe_trace_free(&t);

@@ -28,6 +28,9 @@ typedef struct moe_run_head {
     int rc;
     char error[256];
     bool replayed; /* engine_result.moe_replayed */
+    /* The schedule's recompute time of stage 0 (one replica): the sum of
+     * its recompute ops' closed-form times. */
+    double closed_recompute_s;
 } moe_run_head;
 
 /* One engine run. */
@@ -38,6 +41,9 @@ typedef struct moe_run_case {
     int policy;       /* engine_options.moe_policy (0: none) */
     bool record;      /* engine_options.record_spans */
     double hbm_bytes; /* > 0: replaces the platform's device memory */
+    /* > 0: the plan recomputes these MoE units (bit CM_MOE_UNIT_*) of every
+     * MoE layer and nothing else (AdaPipe's unit recompute) */
+    unsigned moe_units;
     /* Copies what the test checks from the engine's result into out (a
      * struct of out_size bytes starting with a moe_run_head); also called
      * after a failure, with the zeroed result. */

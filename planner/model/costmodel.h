@@ -57,6 +57,16 @@ typedef struct cm_cp_exchange {
 /* The MoE part of a decoder layer on one NPU, per micro-batch, at a
  * balanced routing (every expert gets tokens·k/E); costmodel_moe.c has the
  * formulas.  Token counts are token-expert assignments. */
+/* The AdaPipe units an MoE layer adds, in this order from
+ * cm_moe_cost.first_unit (costmodel_moe.c). */
+enum {
+    CM_MOE_UNIT_ROUTER_PROBS,
+    CM_MOE_UNIT_EXPERT_INPUT, /* recomputing it re-runs the dispatch */
+    CM_MOE_UNIT_FC1_OUTPUT,
+    CM_MOE_UNIT_ACT_OUTPUT,
+    CM_MOE_UNIT_COMBINE_INPUT /* recomputing it re-runs FC2 and the combine */
+};
+
 typedef struct cm_moe_cost {
     int is_moe;              /* 1 in an MoE layer */
     double routed_tokens;    /* tokens this NPU routes (n/t with SP) */
@@ -65,10 +75,12 @@ typedef struct cm_moe_cost {
     double dropped_tokens;   /* assignments to its experts dropped over the capacity */
     double capacity;         /* per expert and source rank, 0: no limit */
     double a2a_bytes;        /* one dispatch or combine: this NPU's send buffer */
-    double a2a_s;            /* its closed form (pairwise, idle fabric) */
+    double a2a_s;            /* its closed form (the run's algorithm, idle fabric) */
     double etp_gather_s;     /* all-gather (or reduce-scatter) over the expert-TP group */
     double expert_forward_s; /* the expert GEMMs and activation at expert_tokens */
+    double expert_fc1_s, expert_act_s, expert_fc2_s; /* its three parts */
     double expert_backward_s, expert_weight_grad_s;
+    int first_unit;           /* units[first_unit + CM_MOE_UNIT_*]: the MoE layer's units */
     double expert_params;     /* parameters of this NPU's experts */
     double expert_grad_bytes; /* reduced over the expert-data-parallel group */
 } cm_moe_cost;

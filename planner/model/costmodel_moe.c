@@ -164,6 +164,9 @@ void cm_moe_decoder(cm_layer *ly, const shape *x, const wl_model *md, int index)
     double act = cm_memop_s(x, T * fe * D * (x->swiglu ? 3.0 : 2.0));
     double fc2 = cm_gemm_s(x, per_expert, fe, h, El);
     double unpermute = cm_memop_s(x, (1.0 + k) * nl * h * D + nl * k * FP32_BYTES);
+    m->expert_fc1_s = fc1;
+    m->expert_act_s = act;
+    m->expert_fc2_s = fc2;
     m->expert_forward_s = fc1 + act + fc2;
     m->expert_backward_s = fc1 + fc2 + cm_memop_s(x, T * fe * D * (x->swiglu ? 5.0 : 3.0));
     m->expert_weight_grad_s = fc1 + fc2;
@@ -193,6 +196,7 @@ void cm_moe_decoder(cm_layer *ly, const shape *x, const wl_model *md, int index)
 
     /* kept for the backward */
     double before = ly->activation_bytes[RECOMPUTE_NONE];
+    m->first_unit = ly->num_units; /* in the order of CM_MOE_UNIT_* */
     cm_add_unit(ly, "router_probs", router + scores, nl * E * FP32_BYTES + nl * k * 8.0);
     cm_add_unit(ly, "expert_input", permute + m->a2a_s + m->etp_gather_s, T * h * D);
     cm_add_unit(ly, "expert_fc1_output", fc1, T * fc1_cols * D);

@@ -20,17 +20,11 @@
  * balanced (every expert n_l·k/E from each source).  Capacity and padding
  * come from the workload (moe_route_layer, planner/model/moe_trace.h).
  *
- * A forward op of a chunk with MoE layers runs, per MoE layer in order:
- * its share of the op's other work, the dispatch all-to-all, the experts at
- * this NPU's rows, the combine all-to-all.  The other work is the op's
- * compute + TP time less, per MoE layer, the closed-form all-to-alls
- * (2·a2a_s) and the balanced experts; the experts at the trace's load are
- * the balanced time scaled by rows / balanced rows (linear in rows: the
- * grouped GEMMs' per-expert launch and weight reads are not separated).  A
- * backward op runs the layers in reverse: combine's gradient, experts'
- * backward (and weight gradient when the op holds W), dispatch's gradient.
- * Recompute and split W ops keep the balanced cost model's time (a full
- * recompute's all-to-alls stay in closed form).
+ * The ops with MoE layers (forwards, backwards, recomputes, split W) run
+ * their layers' all-to-alls and experts one by one (engine_moe_layer.c);
+ * this file prepares the replay (routing, policies, groups, the flow
+ * bound), runs the all-to-alls and the expert syncs, and collects the
+ * figures.
  */
 #include <stdlib.h>
 #include <xbt/asserts.h>
@@ -58,10 +52,11 @@ static void balanced_route(moe_route *r, const cm_moe_cost *c, int ep, int tp, i
 
 /* All-to-all flows of a replay: per simulated worker (--fold-dp K leaves
  * dp − K replicas' pipelines out), per MoE layer of its stage and
- * micro-batch replayed pair by pair, 2 all-to-alls in the forward and 2 in
- * the backward of ep − 1 messages of tp flows each.  With --moe-sample-mb N
- * a worker replays N micro-batches, but the witness EP group (the first of
- * the first stage with MoE layers) all of them (engine_moe_sample.c). */
+ * micro-batch replayed pair by pair, its all-to-alls (2 in the forward, 2
+ * in the backward, those its recompute re-runs) of ep − 1 messages of tp
+ * flows each.  With --moe-sample-mb N a worker replays N micro-batches, but
+ * the witness EP group (the first of the first stage with MoE layers) all
+ * of them (engine_moe_sample.c). */
 static double replay_flows(const engine *e, const cm_model *cm, int ep)
 {
     int m = e->pl->num_micro_batches, n = e->opt->moe_sample_mb;
@@ -70,13 +65,15 @@ static double replay_flows(const engine *e, const cm_model *cm, int ep)
     for (int l = 0; l < cm->num_layers; l++) {
         if (!cm->layers[l].moe.is_moe)
             continue;
-        flows += (double)e->fold * (sampled ? n : m) * 4.0 * (ep - 1) * e->tp;
+        flows +=
+            (double)e->fold * (sampled ? n : m) * engine_moe_exchanges(e, cm, l) * (ep - 1) * e->tp;
     }
     if (sampled) { /* the witness group's other micro-batches */
-        int first = engine_moe_first_stage(e, cm), layers = 0;
+        int first = engine_moe_first_stage(e, cm), exchanges = 0;
         for (int l = 0; l < cm->num_layers; l++)
-            layers += cm->layers[l].moe.is_moe && plan_stage_of_layer(e->pl, l, NULL) == first;
-        flows += (double)layers * ep * (m - n) * 4.0 * (ep - 1) * e->tp;
+            if (cm->layers[l].moe.is_moe && plan_stage_of_layer(e->pl, l, NULL) == first)
+                exchanges += engine_moe_exchanges(e, cm, l);
+        flows += (double)exchanges * ep * (m - n) * (ep - 1) * e->tp;
     }
     return flows;
 }
@@ -322,18 +319,6 @@ void engine_moe_free(engine *e)
 
 /* ---- the ops ---------------------------------------------------------------- */
 
-bool engine_moe_replays(const worker *w, const sched_op *op)
-{
-    const engine *e = w->eng;
-    if (!e->moe || (op->kind != OP_FORWARD && op->kind != OP_BACKWARD))
-        return false;
-    int k = op->chunk * e->p + w->stage;
-    for (int l = e->pl->chunk_start[k]; l < e->pl->chunk_start[k + 1]; l++)
-        if (e->moe->moe_of_layer[l] >= 0)
-            return true;
-    return false;
-}
-
 /* The EP group of w: the ep consecutive replicas of its stage holding it. */
 static void ep_group(engine *e, worker *w, int stride, int size, int first, int id, coll_group *g)
 {
@@ -381,42 +366,6 @@ double engine_moe_alltoall(engine *e, worker *w, const coll_group *g, int k, boo
     return took;
 }
 
-/* An all-to-all nothing overlaps: all of it is exposed. */
-static void alltoall(engine *e, worker *w, const coll_group *g, int k, bool out, int slot,
-                     int micro_batch)
-{
-    e->moe->a2a_exposed_s[w - e->workers] +=
-        engine_moe_alltoall(e, w, g, k, out, slot, micro_batch);
-}
-
-int engine_moe_parts(const worker *w, const sched_op *op, engine_moe_part *parts)
-{
-    const engine *e = w->eng;
-    const engine_moe *m = e->moe;
-    const cm_model *cm = m->cm;
-    int chunk = op->chunk * e->p + w->stage;
-    int first = e->pl->chunk_start[chunk], last = e->pl->chunk_start[chunk + 1];
-    bool forward = op->kind == OP_FORWARD;
-    bool with_w = !forward && e->pl->schedule != SCHED_ZB_H1 && e->pl->schedule != SCHED_ZB_H2;
-    int rank = w->replica % m->ep, nm = 0;
-    double other = op->compute_s + op->comm_s;
-    for (int i = 0; i < last - first; i++) {
-        int l = forward ? first + i : last - 1 - i;
-        const cm_moe_cost *c = &cm->layers[l].moe;
-        if (!c->is_moe)
-            continue;
-        double balanced = forward ? c->expert_forward_s
-                                  : c->expert_backward_s + (with_w ? c->expert_weight_grad_s : 0.0);
-        other -= 2.0 * c->a2a_s + balanced;
-        int k = m->moe_of_layer[l];
-        parts[nm++] = (engine_moe_part){k, balanced * m->ratio[(size_t)k * m->ep + rank], 0.0};
-    }
-    other = other > 0 && nm > 0 ? other / nm : 0.0;
-    for (int i = 0; i < nm; i++)
-        parts[i].other_s = other;
-    return nm;
-}
-
 void engine_moe_forward_begin(engine *e, worker *w, const coll_group *g, int k, int micro_batch)
 {
     engine_moe *m = e->moe;
@@ -429,58 +378,6 @@ void engine_moe_forward_begin(engine *e, worker *w, const coll_group *g, int k, 
     m->dropped += r->dropped[rank] * e->tp;
     m->padding += r->padding[rank] * e->tp;
     m->assignments += (r->rows[rank] - r->padding[rank] + r->dropped[rank]) * e->tp;
-}
-
-double engine_moe_exposed_s(const worker *w)
-{
-    return w->eng->moe->a2a_exposed_s[w - w->eng->workers];
-}
-
-double engine_moe_closed_a2a_s(const worker *w, const sched_op *op)
-{
-    const engine *e = w->eng;
-    int chunk = op->chunk * e->p + w->stage;
-    double closed = 0.0;
-    for (int l = e->pl->chunk_start[chunk]; l < e->pl->chunk_start[chunk + 1]; l++)
-        if (e->moe->moe_of_layer[l] >= 0)
-            closed += 2.0 * e->moe->cm->layers[l].moe.a2a_s;
-    return closed;
-}
-
-int engine_moe_op_layers(const worker *w, const sched_op *op)
-{
-    const engine *e = w->eng;
-    int chunk = op->chunk * e->p + w->stage, n = 0;
-    for (int l = e->pl->chunk_start[chunk]; l < e->pl->chunk_start[chunk + 1]; l++)
-        n += e->moe->moe_of_layer[l] >= 0;
-    return n;
-}
-
-void engine_moe_run_layer(worker *w, const coll_group *g, const engine_moe_part *part, bool forward,
-                          int micro_batch)
-{
-    engine *e = w->eng;
-    engine_moe *m = e->moe;
-    int k = part->k, slot = forward ? 0 : 2;
-    worker_execute(w, part->other_s);
-    if (forward)
-        engine_moe_forward_begin(e, w, g, k, micro_batch);
-    if (!m->plans[k].pipelined) {
-        alltoall(e, w, g, k, true, slot, micro_batch); /* dispatch, or combine's gradient */
-        worker_execute(w, part->expert_s);
-        alltoall(e, w, g, k, false, slot + 1, micro_batch); /* combine, or dispatch's gradient */
-        return;
-    }
-    double start = engine_now(e);
-    if (engine_moe_sample_begin(e, w, k, slot, micro_batch)) {
-        engine_moe_pipelined(e, w, g, k, part->expert_s);
-        engine_moe_sample_end(e, w, k, slot);
-    } else { /* the measured time holds this rank's experts */
-        double a2a = engine_now(e) - start - part->expert_s;
-        m->a2a_s[w - e->workers] += a2a > 0 ? a2a : 0.0;
-    }
-    double exposed = engine_now(e) - start - part->expert_s;
-    m->a2a_exposed_s[w - e->workers] += exposed > 0 ? exposed : 0.0;
 }
 
 double engine_moe_copy_bytes(const engine *e, const worker *w)

@@ -12,19 +12,19 @@
  * else leaves it NULL.  0 or an np_exit_code. */
 int engine_moe_prepare(engine *e, const wl_workload *w, const cm_model *cm, np_error *err);
 void engine_moe_free(engine *e);
-/* True for a forward or backward op of a chunk with MoE layers, replayed. */
+/* True for an op that does MoE work in its chunk (a forward, a backward,
+ * a split W, a recompute that re-runs part of an MoE layer), replayed
+ * (engine_moe_layer.c). */
 bool engine_moe_replays(const worker *w, const sched_op *op);
 /* Runs such an op: its other work, all-to-alls and experts per MoE layer
  * (engine_moe_dp.c).  With --dp-overlap, the op's `gathers` parameter
  * buckets are waited for and its `buckets` gradient buckets handed over
- * spread over its MoE layers, as the dense op's equal pieces do. */
-void engine_moe_run_op(worker *w, const sched_op *op, int gathers, int buckets);
-/* A replayed op's all-to-alls in its exposed communication: what w's
- * replayed all-to-alls have left exposed so far, and the closed form of
- * them that op->comm_s holds (two per MoE layer of its chunk), which the
- * replay replaces. */
+ * spread over its MoE layers, as the dense op's equal pieces do.  Returns
+ * the closed form of the all-to-alls the op's time holds, which the replay
+ * replaced. */
+double engine_moe_run_op(worker *w, const sched_op *op, int gathers, int buckets);
+/* What w's replayed all-to-alls have left exposed so far. */
 double engine_moe_exposed_s(const worker *w);
-double engine_moe_closed_a2a_s(const worker *w, const sched_op *op);
 /* One bucket of the overlap's expert gradients or parameters over w's
  * expert-data-parallel group (kind: OP_DP_ALLREDUCE, OP_GRAD_REDUCE_SCATTER
  * or OP_PARAM_GATHER). */

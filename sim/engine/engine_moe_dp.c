@@ -34,19 +34,21 @@ int engine_moe_dp_overlap_init(engine *e, const cm_model *cm, np_error *err)
     return 0;
 }
 
-void engine_moe_run_op(worker *w, const sched_op *op, int gathers, int buckets)
+double engine_moe_run_op(worker *w, const sched_op *op, int gathers, int buckets)
 {
     engine *e = w->eng;
     engine_moe_part parts[engine_moe_op_layers(w, op) + 1];
     int nm = engine_moe_parts(w, op, parts), waited = 0, released = 0;
     coll_group g;
     engine_moe_ep_group(e, w, &g);
+    double closed_s = 0.0;
     for (int i = 0; i < nm; i++) {
         /* the buckets of the layers up to this one's end (as the dense op's
          * piece k waits for bucket k) */
         for (int need = (gathers * (i + 1) + nm - 1) / nm; waited < need; waited++)
             overlap_wait_params(w);
-        engine_moe_run_layer(w, &g, &parts[i], op->kind == OP_FORWARD, op->micro_batch);
+        engine_moe_run_layer(w, &g, &parts[i], op->kind, op->micro_batch);
+        closed_s += parts[i].closed_s;
         for (int ready = buckets * (i + 1) / nm; released < ready; released++)
             sg_sem_release(w->bucket_ready);
     }
@@ -55,6 +57,7 @@ void engine_moe_run_op(worker *w, const sched_op *op, int gathers, int buckets)
     for (; released < buckets; released++)
         sg_sem_release(w->bucket_ready);
     free((void *)g.members);
+    return closed_s;
 }
 
 void engine_moe_edp_collective(engine *e, worker *w, op_kind kind, double bytes)

@@ -13,8 +13,14 @@ enum { COLL_GROUP_EP_V = 3, COLL_GROUP_EDP = 4 };
 
 /* The exchanges of one MoE layer in one micro-batch (engine_moe_sample.c):
  * forward dispatch and combine, backward combine's and dispatch's
- * gradients (FasterMoE's pipelined exchange uses the first of its pass). */
-enum { ENGINE_MOE_SLOTS = 4 };
+ * gradients, the recompute's dispatch and combine (FasterMoE's pipelined
+ * exchange uses the first of its pass). */
+enum {
+    ENGINE_MOE_SLOT_FORWARD = 0,
+    ENGINE_MOE_SLOT_BACKWARD = 2,
+    ENGINE_MOE_SLOT_RECOMPUTE = 4,
+    ENGINE_MOE_SLOTS = 6
+};
 typedef struct engine_moe_sample engine_moe_sample;
 
 typedef struct engine_moe {
@@ -73,21 +79,30 @@ void engine_moe_copies_on_fabric(engine *e, worker *w, const coll_group *g, int 
  * combine of MoE layer k. */
 void engine_moe_pipelined(engine *e, worker *w, const coll_group *g, int k, double expert_s);
 
-/* One MoE layer of an F or B op, in the order the op runs them (forward:
- * ascending, backward: descending): its MoE index k, this rank's experts
- * (balanced time × rows / balanced rows) and its share of the op's other
- * work (attention, dense and shared MLPs, TP collectives: the op's time
- * less the closed-form all-to-alls and balanced experts, split evenly over
- * the op's MoE layers). */
+/* ---- engine_moe_layer.c ---- */
+
+/* One MoE layer of a replayed op (forward, backward, recompute or split W),
+ * in the order the op runs them (backward and W: descending): its MoE index
+ * k, the all-to-alls it runs (out: the dispatch direction, first; back: the
+ * other, after the experts), this rank's experts (balanced time × rows /
+ * balanced rows), its share of the op's other work (attention, dense and
+ * shared MLPs, TP collectives: the op's time less the closed-form
+ * all-to-alls and balanced experts, split evenly over the op's MoE
+ * layers), and the closed form of its all-to-alls the op's time holds. */
 typedef struct engine_moe_part {
     int k;
-    double expert_s, other_s;
+    bool out, back;
+    double expert_s, other_s, closed_s;
 } engine_moe_part;
 
 /* MoE layers of op's chunk on w's stage; parts[] holds as many. */
 int engine_moe_op_layers(const worker *w, const sched_op *op);
-/* Fills parts[] for op; returns their number. */
+/* Fills parts[] for op (the MoE layers it does work in); returns their
+ * number. */
 int engine_moe_parts(const worker *w, const sched_op *op, engine_moe_part *parts);
+/* The all-to-alls of MoE layer l (0 if not one) per micro-batch under the
+ * plan: forward, backward and what its recompute re-runs. */
+int engine_moe_exchanges(const engine *e, const cm_model *cm, int l);
 /* w's EP group (members: the workers' endpoints; free g->members). */
 void engine_moe_ep_group(engine *e, worker *w, coll_group *g);
 /* w's expert-data-parallel group: the edp replicas of its stage with its
@@ -108,10 +123,11 @@ double engine_moe_alltoall(engine *e, worker *w, const coll_group *g, int k, boo
  * tallies (dropped, padding, assignments). */
 void engine_moe_forward_begin(engine *e, worker *w, const coll_group *g, int k, int micro_batch);
 
-/* Runs one MoE layer of a forward (or backward) op on its own: its other
- * work, then dispatch, experts, combine (or their gradients in that order),
- * or FasterMoE's pipelined exchange; the all-to-alls are all exposed. */
-void engine_moe_run_layer(worker *w, const coll_group *g, const engine_moe_part *part, bool forward,
+/* Runs one MoE layer of an op of `kind` on its own: its other work, then
+ * dispatch, experts, combine (or their gradients in that order; or what a
+ * recompute re-runs of them), or FasterMoE's pipelined exchange; the
+ * all-to-alls are all exposed. */
+void engine_moe_run_layer(worker *w, const coll_group *g, const engine_moe_part *part, int kind,
                           int micro_batch);
 
 /* 0, or NP_EXIT_USAGE naming model.overlap_moe_expert_parallel_comm when

@@ -24,8 +24,9 @@
  * the part of the all-to-all beyond the compute is its exposed time.  The
  * compute is an execution on the worker's NPU started before the all-to-all
  * and waited after it (nothing else computes on that NPU).  An op with more
- * MoE layers than its partner runs the rest on their own; a full recompute
- * runs before the merged op, its all-to-alls in closed form.  Not modelled:
+ * MoE layers than its partner runs the rest on their own; a recompute runs
+ * on its own before the merged op (its all-to-alls replayed, exposed).  Not
+ * modelled:
  * the NPU cores an all-to-all takes from the compute beside it (DeepSeek
  * dedicates 20 of the H800's 132 SMs to communication), and Megatron's
  * --delay-wgrad-compute.
@@ -161,7 +162,8 @@ static void phase(worker *w, const coll_group *g, double compute_s, int k, bool 
     e->moe->a2a_exposed_s[w - e->workers] += exposed > 0 ? exposed : 0.0;
 }
 
-static void run_merged(worker *w, const sched_op *f, const sched_op *b)
+/* Returns the closed form of the all-to-alls f and b hold. */
+static double run_merged(worker *w, const sched_op *f, const sched_op *b)
 {
     engine *e = w->eng;
     engine_moe_part pf[engine_moe_op_layers(w, f) + 1], pb[engine_moe_op_layers(w, b) + 1];
@@ -169,13 +171,15 @@ static void run_merged(worker *w, const sched_op *f, const sched_op *b)
     coll_group g;
     engine_moe_ep_group(e, w, &g);
     int mf = f->micro_batch, mb = b->micro_batch;
+    double closed_s = 0.0;
     for (int i = 0; i < nf || i < nb; i++) {
+        closed_s += (i < nf ? pf[i].closed_s : 0.0) + (i < nb ? pb[i].closed_s : 0.0);
         if (i >= nb) {
-            engine_moe_run_layer(w, &g, &pf[i], true, mf);
+            engine_moe_run_layer(w, &g, &pf[i], OP_FORWARD, mf);
             continue;
         }
         if (i >= nf) {
-            engine_moe_run_layer(w, &g, &pb[i], false, mb);
+            engine_moe_run_layer(w, &g, &pb[i], OP_BACKWARD, mb);
             continue;
         }
         int kf = pf[i].k, kb = pb[i].k;
@@ -186,6 +190,7 @@ static void run_merged(worker *w, const sched_op *f, const sched_op *b)
         phase(w, &g, pb[i].other_s, kf, false, 1, mf);  /* F: combine */
     }
     free((void *)g.members);
+    return closed_s;
 }
 
 int engine_moe_overlap_step(worker *w, const sched_stage *st, int i)
@@ -203,11 +208,10 @@ int engine_moe_overlap_step(worker *w, const sched_stage *st, int i)
             worker_run_compute(w, &ops[n], n, 1);
     const sched_op *f = forward_first ? &ops[i] : &ops[j], *b = forward_first ? &ops[j] : &ops[i];
     double start_s = engine_now(w->eng), exposed_s = engine_moe_exposed_s(w);
-    run_merged(w, f, b);
+    double closed_s = run_merged(w, f, b);
     worker_account_merged(w, &ops[i], &ops[j], start_s, engine_now(w->eng));
     /* their communication: the replayed all-to-alls, not their closed form */
-    w->tp_comm_s += engine_moe_exposed_s(w) - exposed_s - engine_moe_closed_a2a_s(w, f) -
-                    engine_moe_closed_a2a_s(w, b);
+    w->tp_comm_s += engine_moe_exposed_s(w) - exposed_s - closed_s;
     for (int n = i + 1; n < j; n++) /* the first op's output, a later op's input */
         if (ops[n].kind != needed && ops[n].kind != OP_RECOMPUTE)
             worker_run_op(w, &ops[n]);

@@ -236,14 +236,17 @@ int worker_run_compute(worker *w, const sched_op *ops, int first, int count)
     if (count > 0 && engine_moe_replays(w, &ops[0])) { /* MoE hook: engine_moe_dp.c */
         double start_s = engine_now(w->eng), waits_s = w->dp_comm_s;
         double exposed_s = engine_moe_exposed_s(w);
-        engine_moe_run_op(w, &ops[0], gathers, ov ? ov->buckets_at_op[first] : 0);
+        double closed_s = engine_moe_run_op(w, &ops[0], gathers, ov ? ov->buckets_at_op[first] : 0);
         double end_s = engine_now(w->eng);
         compute_account(w, &ops[0], start_s, end_s);
-        /* its communication: the replayed all-to-alls, not their closed form */
-        w->tp_comm_s += engine_moe_exposed_s(w) - exposed_s - engine_moe_closed_a2a_s(w, &ops[0]);
         /* the all-to-alls are the op's; the parameter waits are DP time */
-        w->busy_s +=
+        double beyond_s =
             (end_s - start_s) - (w->dp_comm_s - waits_s) - (ops[0].compute_s + ops[0].comm_s);
+        w->busy_s += beyond_s;
+        if (ops[0].kind == OP_RECOMPUTE) /* recompute time, as the closed form counts them */
+            w->recompute_s += beyond_s;
+        else /* its communication: the replayed all-to-alls, not their closed form */
+            w->tp_comm_s += engine_moe_exposed_s(w) - exposed_s - closed_s;
         return 1;
     }
     if (count > 0 && has_cp(w, &ops[0])) {
