@@ -11,9 +11,10 @@
 # pair in every simulated EP group, and all 15 micro-batches' in the witness
 # group (stage 1's), the rest wait their group's measured time.  The skewed
 # trace is generated here (build/moetrace, seeded) and not kept; its case
-# runs the concurrent default and takes about 4.5 minutes per run (264 s on
-# 6 December 2026, against 26 s under --ep-alltoall-algorithm pairwise:
-# docs/moe.md, "Shipped workloads").
+# runs the concurrent default and takes about 6.5 minutes per run (398 s on
+# 6 December 2026 with the full recompute's all-to-alls replayed, 264 s
+# before; about 29 s under --ep-alltoall-algorithm pairwise: docs/moe.md,
+# "Shipped workloads").
 # The machine is shared: the load average is printed before and after.
 set -eu
 . "$(dirname "$0")/bench_common.sh"

@@ -25,11 +25,10 @@
  * compute is an execution on the worker's NPU started before the all-to-all
  * and waited after it (nothing else computes on that NPU).  An op with more
  * MoE layers than its partner runs the rest on their own; a recompute runs
- * on its own before the merged op (its all-to-alls replayed, exposed).  Not
- * modelled:
- * the NPU cores an all-to-all takes from the compute beside it (DeepSeek
- * dedicates 20 of the H800's 132 SMs to communication), and Megatron's
- * --delay-wgrad-compute.
+ * on its own before the merged op (its all-to-alls replayed, exposed).
+ * Not modelled: the NPU cores an all-to-all takes from the compute beside
+ * it (DeepSeek dedicates 20 of the H800's 132 SMs to communication), and
+ * Megatron's --delay-wgrad-compute.
  *
  * The last stage of plain 1F1B with stages runs F(k) and B(k), one
  * micro-batch, one after the other (find_pair says why it cannot pair B(k)
