@@ -13,7 +13,7 @@
 # trace is generated here (build/moetrace, seeded) and not kept; its case
 # runs the concurrent default and takes about 6.5 minutes per run (398 s on
 # 6 December 2026 with the full recompute's all-to-alls replayed, 264 s
-# before; about 29 s under --ep-alltoall-algorithm pairwise: docs/moe.md,
+# before; 28 s under --ep-alltoall-algorithm pairwise: docs/moe.md,
 # "Shipped workloads").
 # The machine is shared: the load average is printed before and after.
 set -eu

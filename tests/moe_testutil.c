@@ -81,6 +81,8 @@ static void run_case(void *ctx, int fd)
     if (out->rc)
         np_error_format(&err, out->error, sizeof out->error);
     out->replayed = r.moe_replayed;
+    for (int l = 0; !out->rc && l < j.cm.num_layers; l++)
+        out->expert_weight_grad_s += j.cm.layers[l].moe.expert_weight_grad_s;
     for (int i = 0; !out->rc && j.sc.num_stages > 0 && i < j.sc.stages[0].num_ops; i++)
         if (j.sc.stages[0].ops[i].kind == OP_RECOMPUTE)
             out->closed_recompute_s += j.sc.stages[0].ops[i].compute_s;

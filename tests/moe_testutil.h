@@ -31,6 +31,9 @@ typedef struct moe_run_head {
     /* The schedule's recompute time of stage 0 (one replica): the sum of
      * its recompute ops' closed-form times. */
     double closed_recompute_s;
+    /* The cost model's balanced expert weight-gradient time, summed over
+     * the MoE layers (one micro-batch). */
+    double expert_weight_grad_s;
 } moe_run_head;
 
 /* One engine run. */

@@ -145,6 +145,42 @@ static void test_unit_recompute_replays_what_it_drops(void)
     CU_ASSERT(dc.recompute_s > c.recompute_s && c.recompute_s > d.recompute_s);
 }
 
+typedef struct w_outcome {
+    moe_run_head head;
+    double w_s[3]; /* the W ops' spans of replicas 0 and 2 (stage 0), summed */
+} w_outcome;
+
+static void collect_w(const engine_result *r, void *ctx)
+{
+    w_outcome *out = ctx;
+    for (int d = 0; d < 3 && r->spans; d += 2)
+        for (int i = 0; i < r->num_spans[d]; i++)
+            if (r->spans[d][i].kind == OP_WEIGHT_GRAD)
+                out->w_s[d] += r->spans[d][i].end_s - r->spans[d][i].start_s;
+}
+
+/* ZB-H1 splits each backward into B and W; W holds the experts' weight
+ * gradient, at this NPU's rows.  On the hot trace NPU 0 holds expert 0,
+ * which every source sends its 2048 tokens: 32·2048 = 65,536 rows, 16 times
+ * the balanced 32·4096/32 = 4096; NPU 2's expert gets none.  The rest of a
+ * W op is the same on every NPU, so over 2 micro-batches NPU 0's W ops
+ * last 2·16·Σ (balanced expert weight gradient) longer than NPU 2's. */
+static void test_split_w_runs_the_experts_at_their_rows(void)
+{
+    moe_run_case zb = {.sets = {"training.global_batch_size=64", "schedule=zb-h1"},
+                       .num_sets = 2,
+                       .hot_trace = true,
+                       .record = true,
+                       .collect = collect_w,
+                       .out_size = sizeof(w_outcome)};
+    w_outcome o;
+    moe_test_simulate(&zb, &o);
+    CU_ASSERT(o.head.expert_weight_grad_s > 0);
+    CU_ASSERT(o.w_s[2] > 0);
+    CU_ASSERT_DOUBLE_EQUAL(o.w_s[0] - o.w_s[2], 2 * 16 * o.head.expert_weight_grad_s,
+                           1e-9 * o.w_s[0]);
+}
+
 void register_moe_engine_tests(void)
 {
     TEST_SUITE(
@@ -154,5 +190,6 @@ void register_moe_engine_tests(void)
         {"dropless hot trace is slower than balanced",
          test_dropless_hot_trace_is_slower_than_balanced},
         {"full recompute replays the all-to-alls", test_full_recompute_replays_the_all_to_alls},
-        {"unit recompute replays what it drops", test_unit_recompute_replays_what_it_drops});
+        {"unit recompute replays what it drops", test_unit_recompute_replays_what_it_drops},
+        {"split W runs the experts at their rows", test_split_w_runs_the_experts_at_their_rows});
 }

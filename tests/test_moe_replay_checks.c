@@ -182,6 +182,14 @@ static void test_trace_without_the_replay_is_refused(void)
     check_case bound = {.hot_trace = true, .max_flows = 1000};
     o = run(&bound);
     expect_refused(&o, NP_EXIT_USAGE, "<command line>", "--moe-trace", "9.5e+04 flows");
+    /* full recompute re-runs the forward's 2 all-to-alls: 6 per layer and
+     * micro-batch, 142,848 flows */
+    check_case full = {.sets = {"training.recompute_granularity=full"},
+                       .num_sets = 1,
+                       .hot_trace = true,
+                       .max_flows = 1000};
+    o = run(&full);
+    expect_refused(&o, NP_EXIT_USAGE, "<command line>", "--moe-trace", "1.4e+05 flows");
     /* without a trace the closed form is allowed, and says nothing */
     check_case zero = overlap;
     zero.hot_trace = false;

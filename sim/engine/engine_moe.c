@@ -61,21 +61,15 @@ static double replay_flows(const engine *e, const cm_model *cm, int ep)
 {
     int m = e->pl->num_micro_batches, n = e->opt->moe_sample_mb;
     bool sampled = n > 0 && n < m;
-    double flows = 0.0;
+    int first = engine_moe_first_stage(e, cm);
+    double exchanges = 0.0;
     for (int l = 0; l < cm->num_layers; l++) {
-        if (!cm->layers[l].moe.is_moe)
-            continue;
-        flows +=
-            (double)e->fold * (sampled ? n : m) * engine_moe_exchanges(e, cm, l) * (ep - 1) * e->tp;
+        exchanges += e->fold * engine_moe_exchanges(e, cm, l, sampled ? n : m);
+        if (sampled && cm->layers[l].moe.is_moe && plan_stage_of_layer(e->pl, l, NULL) == first)
+            exchanges += /* the witness group's other micro-batches */
+                ep * (engine_moe_exchanges(e, cm, l, m) - engine_moe_exchanges(e, cm, l, n));
     }
-    if (sampled) { /* the witness group's other micro-batches */
-        int first = engine_moe_first_stage(e, cm), exchanges = 0;
-        for (int l = 0; l < cm->num_layers; l++)
-            if (cm->layers[l].moe.is_moe && plan_stage_of_layer(e->pl, l, NULL) == first)
-                exchanges += engine_moe_exchanges(e, cm, l);
-        flows += (double)exchanges * ep * (m - n) * (ep - 1) * e->tp;
-    }
-    return flows;
+    return exchanges * (ep - 1) * e->tp;
 }
 
 /* A policy replayed without --moe-trace: balanced routing as a one-step

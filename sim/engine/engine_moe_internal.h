@@ -1,6 +1,6 @@
 /*
- * engine_moe_internal.h -- what engine_moe.c and engine_moe_copies.c share:
- * the MoE replay's state.  Not a public interface.
+ * engine_moe_internal.h -- what the MoE replay's files (engine_moe*.c)
+ * share: its state and its steps.  Not a public interface.
  */
 #ifndef SIM_ENGINE_MOE_INTERNAL_H
 #define SIM_ENGINE_MOE_INTERNAL_H
@@ -100,9 +100,10 @@ int engine_moe_op_layers(const worker *w, const sched_op *op);
 /* Fills parts[] for op (the MoE layers it does work in); returns their
  * number. */
 int engine_moe_parts(const worker *w, const sched_op *op, engine_moe_part *parts);
-/* The all-to-alls of MoE layer l (0 if not one) per micro-batch under the
- * plan: forward, backward and what its recompute re-runs. */
-int engine_moe_exchanges(const engine *e, const cm_model *cm, int l);
+/* The all-to-alls of MoE layer l (0 if not one) in the plan's first
+ * `micro_batches` micro-batches: forward, backward and what its recompute
+ * re-runs where it is not skipped. */
+double engine_moe_exchanges(const engine *e, const cm_model *cm, int l, int micro_batches);
 /* w's EP group (members: the workers' endpoints; free g->members). */
 void engine_moe_ep_group(engine *e, worker *w, coll_group *g);
 /* w's expert-data-parallel group: the edp replicas of its stage with its

@@ -24,6 +24,7 @@
  */
 #include "engine_moe.h"
 #include "engine_moe_internal.h"
+#include "step_order.h"
 
 /* What op does in MoE layer l: the all-to-alls it runs (dispatch
  * direction, and back) and its balanced expert time.  False when it does
@@ -70,13 +71,18 @@ static bool layer_work(const engine *e, const cm_model *cm, const sched_op *op, 
     return *out || *back || *expert_s > 0;
 }
 
-int engine_moe_exchanges(const engine *e, const cm_model *cm, int l)
+double engine_moe_exchanges(const engine *e, const cm_model *cm, int l, int micro_batches)
 {
+    if (!cm->layers[l].moe.is_moe)
+        return 0.0;
     sched_op recompute = {.kind = OP_RECOMPUTE};
     bool out, back;
     double expert_s;
     layer_work(e, cm, &recompute, l, &out, &back, &expert_s);
-    return cm->layers[l].moe.is_moe ? 4 + out + back : 0;
+    int s = plan_stage_of_layer(e->pl, l, NULL), recomputing = 0;
+    for (int i = 0; i < micro_batches; i++) /* Merak's shifted recompute skips some */
+        recomputing += !sched_skips_recompute(e->pl, s, i);
+    return 4.0 * micro_batches + (double)(out + back) * recomputing;
 }
 
 bool engine_moe_replays(const worker *w, const sched_op *op)

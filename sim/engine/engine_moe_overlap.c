@@ -183,10 +183,11 @@ static double run_merged(worker *w, const sched_op *f, const sched_op *b)
         }
         int kf = pf[i].k, kb = pb[i].k;
         engine_moe_forward_begin(e, w, &g, kf, mf);
-        phase(w, &g, pf[i].other_s, kb, true, 2, mb);   /* B: combine's gradient */
-        phase(w, &g, pb[i].expert_s, kf, true, 0, mf);  /* F: dispatch */
-        phase(w, &g, pf[i].expert_s, kb, false, 3, mb); /* B: dispatch's gradient */
-        phase(w, &g, pb[i].other_s, kf, false, 1, mf);  /* F: combine */
+        int fs = ENGINE_MOE_SLOT_FORWARD, bs = ENGINE_MOE_SLOT_BACKWARD;
+        phase(w, &g, pf[i].other_s, kb, true, bs, mb);       /* B: combine's gradient */
+        phase(w, &g, pb[i].expert_s, kf, true, fs, mf);      /* F: dispatch */
+        phase(w, &g, pf[i].expert_s, kb, false, bs + 1, mb); /* B: dispatch's gradient */
+        phase(w, &g, pb[i].other_s, kf, false, fs + 1, mf);  /* F: combine */
     }
     free((void *)g.members);
     return closed_s;
