@@ -76,6 +76,7 @@ typedef struct check_case {
     int policy;                       /* engine_options.moe_policy */
     int plan_mbs;                     /* > 0: the plan's micro-batch size (the workload keeps 1) */
     double max_flows;                 /* engine_options.moe_max_flows (0: the default) */
+    bool merak;                       /* the plan with Merak's shifted recompute */
     const char *named_in, *named_key; /* where the trace was given */
 } check_case;
 
@@ -111,6 +112,11 @@ static void run_check(void *ctx, int fd)
         out.rc = planner_cost_model_for(&j.w, &pf.cluster, &j.cm, &j.pl, &own, &cm, &out.err);
         if (!out.rc)
             out.rc = sched_build(&j.pl, cm, &j.sc, &out.err);
+    }
+    if (!out.rc && c->merak) {
+        j.pl.merak_shifted_recompute = true;
+        sched_free(&j.sc);
+        out.rc = sched_build(&j.pl, cm, &j.sc, &out.err);
     }
     moe_trace t = {0};
     engine_options o;
@@ -190,6 +196,12 @@ static void test_trace_without_the_replay_is_refused(void)
                        .max_flows = 1000};
     o = run(&full);
     expect_refused(&o, NP_EXIT_USAGE, "<command line>", "--moe-trace", "1.4e+05 flows");
+    /* Merak's shifted recompute: the one stage's last micro-batch keeps its
+     * activations, so only micro-batch 0 recomputes: 12 · 31 · 32 · (2 · 4
+     * + 1 · 2) = 119,040 flows */
+    full.merak = true;
+    o = run(&full);
+    expect_refused(&o, NP_EXIT_USAGE, "<command line>", "--moe-trace", "1.2e+05 flows");
     /* without a trace the closed form is allowed, and says nothing */
     check_case zero = overlap;
     zero.hot_trace = false;
