@@ -26,6 +26,24 @@
 #include "engine_moe_internal.h"
 #include "step_order.h"
 
+/* What the plan's recompute re-runs of MoE layer l (whose costs are c):
+ * as layer_work. */
+static void recompute_work(const plan *pl, const cm_moe_cost *c, int l, bool *out, bool *back,
+                           double *expert_s)
+{
+    if (pl->recompute_units) {
+        unsigned bits = pl->recompute_units[l] >> c->first_unit;
+        *out = bits & (1u << CM_MOE_UNIT_EXPERT_INPUT);
+        *back = bits & (1u << CM_MOE_UNIT_COMBINE_INPUT);
+        *expert_s = (bits & (1u << CM_MOE_UNIT_FC1_OUTPUT) ? c->expert_fc1_s : 0.0) +
+                    (bits & (1u << CM_MOE_UNIT_ACT_OUTPUT) ? c->expert_act_s : 0.0) +
+                    (*back ? c->expert_fc2_s : 0.0);
+    } else if (pl->recompute[l] == RECOMPUTE_FULL) {
+        *out = *back = true;
+        *expert_s = c->expert_forward_s;
+    }
+}
+
 /* What op does in MoE layer l: the all-to-alls it runs (dispatch
  * direction, and back) and its balanced expert time.  False when it does
  * nothing there. */
@@ -53,17 +71,7 @@ static bool layer_work(const engine *e, const cm_model *cm, const sched_op *op, 
         *expert_s = c->expert_weight_grad_s;
         break;
     case OP_RECOMPUTE:
-        if (pl->recompute_units) {
-            unsigned bits = pl->recompute_units[l] >> c->first_unit;
-            *out = bits & (1u << CM_MOE_UNIT_EXPERT_INPUT);
-            *back = bits & (1u << CM_MOE_UNIT_COMBINE_INPUT);
-            *expert_s = (bits & (1u << CM_MOE_UNIT_FC1_OUTPUT) ? c->expert_fc1_s : 0.0) +
-                        (bits & (1u << CM_MOE_UNIT_ACT_OUTPUT) ? c->expert_act_s : 0.0) +
-                        (*back ? c->expert_fc2_s : 0.0);
-        } else if (pl->recompute[l] == RECOMPUTE_FULL) {
-            *out = *back = true;
-            *expert_s = c->expert_forward_s;
-        }
+        recompute_work(pl, c, l, out, back, expert_s);
         break;
     default:
         break;
@@ -73,12 +81,12 @@ static bool layer_work(const engine *e, const cm_model *cm, const sched_op *op, 
 
 double engine_moe_exchanges(const engine *e, const cm_model *cm, int l, int micro_batches)
 {
-    if (!cm->layers[l].moe.is_moe)
+    const cm_moe_cost *c = &cm->layers[l].moe;
+    if (!c->is_moe)
         return 0.0;
-    sched_op recompute = {.kind = OP_RECOMPUTE};
-    bool out, back;
-    double expert_s;
-    layer_work(e, cm, &recompute, l, &out, &back, &expert_s);
+    bool out = false, back = false;
+    double expert_s = 0.0;
+    recompute_work(e->pl, c, l, &out, &back, &expert_s);
     int s = plan_stage_of_layer(e->pl, l, NULL), recomputing = 0;
     for (int i = 0; i < micro_batches; i++) /* Merak's shifted recompute skips some */
         recomputing += !sched_skips_recompute(e->pl, s, i);
