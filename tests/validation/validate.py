@@ -102,6 +102,22 @@ def dgxc_llama_flops(e):
     return B * s * (12 * L * h * h * (1 + g / a + s / h) + 18 * L * f * h + 6 * 128256.0 * h)
 
 
+def dgxc_grok_flops(e):
+    """DGX Cloud recipes README (Grok 1): the model FLOPs it states, 4.27e15
+    per sequence on the 64-layer model at 8,192 tokens, reproduced by
+    s(12Lh^2(1 + g/a + s/2h) + 18L f h k + 6Vh): the Llama formula with
+    causal attention (s/2h), the gated expert MLP counted for the k = 2
+    experts a token runs, V = 128256 (the recipe's Llama 3 tokenizer).
+    It also gives every proxy's README MFU (45.4% at 8 GPUs: 2 layers,
+    4,096 tokens, 24.03 s); L is the entry's."""
+    L, h, s = _dims(e)
+    m = e["model"]
+    g, a = float(m["num_query_groups"]), float(m["num_attention_heads"])
+    f, k = float(m["moe_ffn_hidden_size"]), float(m["moe_router_topk"])
+    B = float(e["training"]["global_batch_size"])
+    return B * s * (12 * L * h * h * (1 + g / a + s / (2 * h)) + 18 * L * f * h * k + 6 * 128256.0 * h)
+
+
 def palm_params(e):
     """All parameters of a Llama-style model from its dimensions: per layer
     the attention projections h^2 (2 + 2g/a) (Q and output h x h, K and V
@@ -152,6 +168,9 @@ METHODS = {
                       "README: B s (72Lh^2 + 12Lhs + 6Vh), V = 51200, / (T x GPUs x 989 TFLOP/s)"),
     "mfu_dgxc_llama": (lambda r, e: dgxc_llama_flops(e) / (_T(r) * e["npus"] * 989e12), "",
                        "README: B s (12Lh^2(1 + g/a + s/h) + 18Lfh + 6Vh), V = 128256, / (T x GPUs x 989 TFLOP/s)"),
+    "mfu_dgxc_grok": (lambda r, e: dgxc_grok_flops(e) / (_T(r) * e["npus"] * 989e12), "",
+                      "README: B s (12Lh^2(1 + g/a + s/2h) + 18Lfhk + 6Vh), k = 2, V = 128256, "
+                      "/ (T x GPUs x 989 TFLOP/s)"),
     "tflops_palm": (lambda r, e: palm_flops(e) / (_T(r) * e["npus"]) / 1e12, "TFLOP/s",
                     "PaLM App. B: B s (6N + 12 L h s), N all parameters, / (T x GPUs)"),
     "mfu_palm": (lambda r, e: palm_flops(e) / (_T(r) * e["npus"] * 989e12), "",
@@ -170,7 +189,8 @@ KIND_OF = {  # bound class of each method
     "iteration_s": "time", "tokens_per_s": "throughput", "mfu_korthikanti": "throughput",
     "hfu_korthikanti": "throughput", "tflops_narayanan": "throughput",
     "fraction_of_peak_narayanan": "throughput", "pflops_narayanan": "throughput",
-    "tflops_bloom": "throughput", "mfu_dgxc_gpt3": "throughput", "mfu_dgxc_llama": "throughput", "peak_memory_gb": "memory",
+    "tflops_bloom": "throughput", "mfu_dgxc_gpt3": "throughput", "mfu_dgxc_llama": "throughput", "mfu_dgxc_grok": "throughput",
+    "peak_memory_gb": "memory",
     "tflops_palm": "throughput", "mfu_palm": "throughput",
     "layer_forward_ms": "time", "layer_backward_ms": "time", "layer_combined_ms": "time",
     "overhead_vs_baseline": "derived",
@@ -212,6 +232,15 @@ def build_workload(e, case, group):
             w["model"][k] = m[k]
     if isinstance(m.get("swiglu"), bool):
         w["model"]["swiglu"] = m["swiglu"]
+    for k in ("num_experts", "moe_router_topk", "moe_ffn_hidden_size"):  # mixture of experts
+        if isinstance(m.get(k), int):
+            w["model"][k] = m[k]
+    if isinstance(m.get("moe_expert_capacity_factor"), (int, float)):
+        w["model"]["moe_expert_capacity_factor"] = m["moe_expert_capacity_factor"]
+    if isinstance(m.get("moe_pad_expert_input_to_capacity"), bool):
+        w["model"]["moe_pad_expert_input_to_capacity"] = m["moe_pad_expert_input_to_capacity"]
+    if m.get("moe_token_dispatcher_type") in ("alltoall", "allgather"):
+        w["model"]["moe_token_dispatcher_type"] = m["moe_token_dispatcher_type"]
     for k in ("global_batch_size", "micro_batch_size"):
         if isinstance(t.get(k), int):
             w["training"][k] = t[k]
@@ -226,6 +255,8 @@ def build_workload(e, case, group):
                      ("dp", "data_parallel_size")):
         if isinstance(p.get(src), int):
             w["parallel"][dst] = p[src]
+    if isinstance(p.get("ep"), int) and p["ep"] > 1:
+        w["parallel"]["expert_model_parallel_size"] = p["ep"]
     if isinstance(p.get("cp"), int) and p["cp"] > 1:
         w["parallel"]["context_parallel_size"] = p["cp"]
     if isinstance(p.get("vpp"), int) and p["vpp"] > 1:
