@@ -86,6 +86,9 @@ static void run_case(void *ctx, int fd)
     for (int i = 0; !out->rc && j.sc.num_stages > 0 && i < j.sc.stages[0].num_ops; i++)
         if (j.sc.stages[0].ops[i].kind == OP_RECOMPUTE)
             out->closed_recompute_s += j.sc.stages[0].ops[i].compute_s;
+        else if (j.sc.stages[0].ops[i].kind == OP_BACKWARD)
+            out->closed_backward_s +=
+                j.sc.stages[0].ops[i].compute_s + j.sc.stages[0].ops[i].comm_s;
     c->collect(&r, buf);
     engine_result_free(&r);
     moe_trace_free(&t);

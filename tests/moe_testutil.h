@@ -34,6 +34,9 @@ typedef struct moe_run_head {
     /* The cost model's balanced expert weight-gradient time, summed over
      * the MoE layers (one micro-batch). */
     double expert_weight_grad_s;
+    /* The schedule's backward (B) ops of stage 0 (one replica): the sum of
+     * their closed-form compute and TP times. */
+    double closed_backward_s;
 } moe_run_head;
 
 /* One engine run. */

@@ -148,15 +148,36 @@ static void test_unit_recompute_replays_what_it_drops(void)
 typedef struct w_outcome {
     moe_run_head head;
     double w_s[3]; /* the W ops' spans of replicas 0 and 2 (stage 0), summed */
+    double b_s;    /* replica 0's B ops' spans, summed */
 } w_outcome;
 
 static void collect_w(const engine_result *r, void *ctx)
 {
     w_outcome *out = ctx;
     for (int d = 0; d < 3 && r->spans; d += 2)
-        for (int i = 0; i < r->num_spans[d]; i++)
+        for (int i = 0; i < r->num_spans[d]; i++) {
+            double span = r->spans[d][i].end_s - r->spans[d][i].start_s;
             if (r->spans[d][i].kind == OP_WEIGHT_GRAD)
-                out->w_s[d] += r->spans[d][i].end_s - r->spans[d][i].start_s;
+                out->w_s[d] += span;
+            else if (r->spans[d][i].kind == OP_BACKWARD && d == 0)
+                out->b_s += span;
+        }
+}
+
+/* ZB-H1's B ops at balanced routing: replayed (all-to-alls as flows, the
+ * experts' input gradient at their rows) they take exactly the schedule's
+ * closed-form B time. */
+static void test_split_b_replays_its_closed_form(void)
+{
+    moe_run_case zb = {.sets = {"training.global_batch_size=64", "schedule=zb-h1"},
+                       .num_sets = 2,
+                       .record = true,
+                       .collect = collect_w,
+                       .out_size = sizeof(w_outcome)};
+    w_outcome o;
+    moe_test_simulate(&zb, &o);
+    CU_ASSERT(o.head.closed_backward_s > 0);
+    CU_ASSERT_DOUBLE_EQUAL(o.b_s / o.head.closed_backward_s, 1.0, 1e-5);
 }
 
 /* ZB-H1 splits each backward into B and W; W holds the experts' weight
@@ -181,6 +202,22 @@ static void test_split_w_runs_the_experts_at_their_rows(void)
                            1e-9 * o.w_s[0]);
 }
 
+/* With one stage, ZB-H1 runs the same work as 1F1B on every NPU, its W
+ * after the B's combine instead of before it: on the hot trace it is never
+ * slower (a B that kept the experts' W as well would add 15 balanced
+ * expert weight gradients per MoE layer and micro-batch to NPU 0). */
+static void test_split_w_is_not_counted_twice(void)
+{
+    moe_run_case one = {
+        .sets = {"training.global_batch_size=64"}, .num_sets = 1, .hot_trace = true};
+    moe_outcome a = simulate(&one);
+    moe_run_case zb = {.sets = {"training.global_batch_size=64", "schedule=zb-h1"},
+                       .num_sets = 2,
+                       .hot_trace = true};
+    moe_outcome z = simulate(&zb);
+    CU_ASSERT(z.iteration_s <= a.iteration_s * (1 + 1e-9));
+}
+
 void register_moe_engine_tests(void)
 {
     TEST_SUITE(
@@ -191,5 +228,7 @@ void register_moe_engine_tests(void)
          test_dropless_hot_trace_is_slower_than_balanced},
         {"full recompute replays the all-to-alls", test_full_recompute_replays_the_all_to_alls},
         {"unit recompute replays what it drops", test_unit_recompute_replays_what_it_drops},
-        {"split W runs the experts at their rows", test_split_w_runs_the_experts_at_their_rows});
+        {"split W runs the experts at their rows", test_split_w_runs_the_experts_at_their_rows},
+        {"split B replays its closed form", test_split_b_replays_its_closed_form},
+        {"split W is not counted twice", test_split_w_is_not_counted_twice});
 }

@@ -218,6 +218,7 @@ static void test_zb_splits_every_backward_into_b_and_w(void)
                 const sched_op *op = &st->ops[i];
                 if (op->kind == OP_BACKWARD) {
                     CU_ASSERT_DOUBLE_EQUAL(op->compute_s, 2 * 2.0, 1e-12); /* B only */
+                    CU_ASSERT_EQUAL(op->weight_grad_split, 1);             /* and says so */
                     seen_b[op->micro_batch]++;
                 }
                 if (op->kind == OP_WEIGHT_GRAD) {
@@ -230,6 +231,27 @@ static void test_zb_splits_every_backward_into_b_and_w(void)
                 CU_ASSERT_EQUAL(seen_w[i], 1);
             CU_ASSERT_EQUAL(test_count_ops(st, OP_FORWARD), m);
         }
+        test_built_schedule_free(&b);
+    }
+}
+
+/* Every other schedule keeps W inside B: no backward is marked split, and
+ * it carries the weight gradient's time (2·(2 + 1) per micro-batch). */
+static void test_unsplit_backwards_hold_their_weight_grad(void)
+{
+    const schedule_kind kinds[] = {SCHED_GPIPE, SCHED_1F1B};
+    for (int k = 0; k < 2; k++) {
+        test_built_schedule b;
+        build(&b, 4, 9, 1, 2, kinds[k]);
+        CU_ASSERT_EQUAL_FATAL(b.rc, 0);
+        for (int s = 0; s < 4; s++)
+            for (int i = 0; i < b.sc.stages[s].num_ops; i++) {
+                const sched_op *op = &b.sc.stages[s].ops[i];
+                if (op->kind == OP_BACKWARD) {
+                    CU_ASSERT_EQUAL(op->weight_grad_split, 0);
+                    CU_ASSERT_DOUBLE_EQUAL(op->compute_s, 2 * (2.0 + 1.0), 1e-12);
+                }
+            }
         test_built_schedule_free(&b);
     }
 }
@@ -434,6 +456,7 @@ void register_schedules_tests(void)
         {"interleaved_first_stage_peak_is_published_fraction",
          test_interleaved_first_stage_peak_is_published_fraction},
         {"zb_splits_every_backward_into_b_and_w", test_zb_splits_every_backward_into_b_and_w},
+        {"unsplit_backwards_hold_their_weight_grad", test_unsplit_backwards_hold_their_weight_grad},
         {"zb_h1_keeps_1f1b_in_flight_and_p_held_everywhere",
          test_zb_h1_keeps_1f1b_in_flight_and_p_held_everywhere},
         {"zb_h2_first_stage_holds_2p_minus_1", test_zb_h2_first_stage_holds_2p_minus_1},

@@ -169,6 +169,7 @@ int sched_emit_backward(sched_stage *st, const plan *pl, const cm_model *cm, int
     if (!op)
         return -1;
     op->compute_s = c.backward_s + (split_weight_grad ? 0.0 : c.weight_grad_s);
+    op->weight_grad_split = split_weight_grad;
     op->comm_s = c.backward_comm_s + c.grad_gather_s;
     op->mem_transient_bytes = c.transient_bytes;
     /* A split backward leaves the activations to W, which needs the inputs

@@ -52,6 +52,9 @@ typedef struct sched_op {
     /* A send the stage does not wait for (overlap_p2p_comm: the interleaved
      * schedule's steady-state sends, schedule_1f1b.c); the receiver waits. */
     uint8_t async_send;
+    /* A backward whose weight gradient is its own W op (the zero-bubble
+     * schedules, sched_emit_backward's split_weight_grad). */
+    uint8_t weight_grad_split;
     int32_t micro_batch; /* -1 for per-iteration ops */
     int32_t peer;        /* peer stage of a send / receive, else -1 */
     double compute_s;    /* compute time on the NPU */

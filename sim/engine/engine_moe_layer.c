@@ -61,12 +61,10 @@ static bool layer_work(const engine *e, const cm_model *cm, const sched_op *op, 
         *out = *back = true;
         *expert_s = c->expert_forward_s;
         break;
-    case OP_BACKWARD: {
-        bool with_w = pl->schedule != SCHED_ZB_H1 && pl->schedule != SCHED_ZB_H2;
+    case OP_BACKWARD: /* with the experts' W unless the schedule split it off */
         *out = *back = true;
-        *expert_s = c->expert_backward_s + (with_w ? c->expert_weight_grad_s : 0.0);
+        *expert_s = c->expert_backward_s + (op->weight_grad_split ? 0.0 : c->expert_weight_grad_s);
         break;
-    }
     case OP_WEIGHT_GRAD:
         *expert_s = c->expert_weight_grad_s;
         break;
