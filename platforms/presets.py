@@ -181,7 +181,7 @@ PRESETS = {
         "link_latency_s": 0.5e-6,
         "link_lat_src": "assumption: 0.5 us per link (HCA + IB switch); "
         "same-leaf route 1 us, cross-spine route 2 us",
-        "matmul_efficiency": 0.5902,
+        "matmul_efficiency": 0.5812,
         "eff_src": "calibrated on ONE measurement (tests/validation/validate.py --calibrate h100, "
         "docs/validation.md): the value for which npusim reproduces NVIDIA's DGX Cloud recipe "
         "(github.com/NVIDIA/dgxc-benchmarking nemo_megatron/README_175b.md) GPT-3 175B BF16, "

@@ -84,7 +84,8 @@ static void test_flash_keeps_korthikanti_without_the_score_term(void)
     cm_free(&cm);
 }
 
-/* The kernel: forward 4bs²h/t = 25,769,803,776 FLOPs at the attention
+/* The kernel: forward half of 4bs²h/t (the causal mask: the kernel skips
+ * the blocks above the diagonal), 12,884,901,888 FLOPs, at the attention
  * efficiency against Q, K, V in and O out (4 · 2048·1536·2 bytes) plus the
  * statistics; backward 2.5 times the FLOPs against Q, K, V, O, dO in and dQ,
  * dK, dV out (8 tensors) plus the statistics.  It replaces the unfused core:
@@ -95,7 +96,8 @@ static void test_flash_kernel_times_replace_the_unfused_core(void)
 {
     cl_cluster c = test_npu_cluster(128, 8);
     c.attention_efficiency = 0.6;
-    double flops = 4.0 * S * S * H / T, q = S * H / T * D, stats = STATS;
+    /* causal: half the s×s work (FlashAttention-2, section 4.1) */
+    double flops = 0.5 * 4.0 * S * S * H / T, q = S * H / T * D, stats = STATS;
     double fwd = roofline(flops, 4.0 * q + stats, 0.6);
     double bwd = roofline(2.5 * flops, 8.0 * q + stats, 0.6);
     double gemm_flops = 2.0 * S * 128 * S * 12;

@@ -26,9 +26,14 @@
  * (section 4.1): forward 4·s²·d·heads per sample, i.e. 4bs²h/t per rank
  * (the two matmuls), backward 2.5 times that, 10bs²h/t (five matmuls: the
  * scores are recomputed from Q, K and the statistics, then dV, dP, dQ, dK).
- * The causal mask lets the kernel skip half the blocks; like Megatron's FLOP
- * count, this model counts the full s² (an overestimate of the kernel's
- * work by up to 2x for causal training).  Both passes run at the platform's
+ * Every model here is a causal decoder, and the causal mask lets the kernel
+ * skip the blocks above the diagonal: it does half the s² work, and
+ * FlashAttention-2's benchmarks count it so ("with causal mask, we divide
+ * this number by 2", section 4.1), which is how the published efficiencies
+ * (attention_efficiency) are measured.  So the kernel's time counts half
+ * (CAUSAL_WORK); the model FLOPs of the MFU keep Megatron's full s²
+ * (costmodel_transformer.c).  Until 6 December 2026 the time counted the
+ * full s², twice the kernel's work.  Both passes run at the platform's
  * attention_efficiency (costmodel_efficiency.c) against their HBM traffic:
  * forward Q, K, V in and O out plus the statistics; backward Q, K, V, O, dO
  * and the statistics in, dQ, dK, dV out.  Attention dropout happens inside
@@ -77,6 +82,9 @@ static void unfused_core(const shape *x, cm_attention *o)
     o->selective = true;
 }
 
+/* The share of the s×s attention work a causal kernel does (above). */
+#define CAUSAL_WORK 0.5
+
 static void flash_core(const shape *x, cm_attention *o)
 {
     double eff = cm_attention_efficiency(x->c);
@@ -89,6 +97,7 @@ static void flash_core(const shape *x, cm_attention *o)
         kv = x->n * heads * (x->dqk + x->dv) * x->D;
         out = x->n * heads * x->dv * x->D;
     }
+    core_flops *= CAUSAL_WORK;
     double stats = cm_flash_statistics_bytes(x);
     double forward_bytes = q + kv + out + stats;                   /* Q, K, V in; O out */
     double backward_bytes = (q + kv + 2.0 * out) + stats + q + kv; /* Q K V O dO in; dQ dK dV */
