@@ -164,18 +164,26 @@ static void collect_w(const engine_result *r, void *ctx)
         }
 }
 
-/* ZB-H1's B ops at balanced routing: replayed (all-to-alls as flows, the
- * experts' input gradient at their rows) they take exactly the schedule's
- * closed-form B time. */
-static void test_split_b_replays_its_closed_form(void)
+/* ZB-H1 on the 21B MoE, its B and W spans recorded. */
+static w_outcome simulate_zb_h1(bool hot_trace)
 {
     moe_run_case zb = {.sets = {"training.global_batch_size=64", "schedule=zb-h1"},
                        .num_sets = 2,
+                       .hot_trace = hot_trace,
                        .record = true,
                        .collect = collect_w,
                        .out_size = sizeof(w_outcome)};
     w_outcome o;
     moe_test_simulate(&zb, &o);
+    return o;
+}
+
+/* ZB-H1's B ops at balanced routing: replayed (all-to-alls as flows, the
+ * experts' input gradient at their rows) they take exactly the schedule's
+ * closed-form B time. */
+static void test_split_b_replays_its_closed_form(void)
+{
+    w_outcome o = simulate_zb_h1(false);
     CU_ASSERT(o.head.closed_backward_s > 0);
     CU_ASSERT_DOUBLE_EQUAL(o.b_s / o.head.closed_backward_s, 1.0, 1e-5);
 }
@@ -188,14 +196,7 @@ static void test_split_b_replays_its_closed_form(void)
  * last 2·16·Σ (balanced expert weight gradient) longer than NPU 2's. */
 static void test_split_w_runs_the_experts_at_their_rows(void)
 {
-    moe_run_case zb = {.sets = {"training.global_batch_size=64", "schedule=zb-h1"},
-                       .num_sets = 2,
-                       .hot_trace = true,
-                       .record = true,
-                       .collect = collect_w,
-                       .out_size = sizeof(w_outcome)};
-    w_outcome o;
-    moe_test_simulate(&zb, &o);
+    w_outcome o = simulate_zb_h1(true);
     CU_ASSERT(o.head.expert_weight_grad_s > 0);
     CU_ASSERT(o.w_s[2] > 0);
     CU_ASSERT_DOUBLE_EQUAL(o.w_s[0] - o.w_s[2], 2 * 16 * o.head.expert_weight_grad_s,
