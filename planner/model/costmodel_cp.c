@@ -14,8 +14,10 @@
  * chunk travels.  This file adds those c − 1 remote blocks and the exchange:
  *
  *   block forward   QKᵀ, softmax, dropout, AV on (s/c)² per head (the same
- *                   operators and roofline as the transformer's core;
- *                   counted in full, as Megatron's FLOP count does)
+ *                   operators and roofline as the transformer's core:
+ *                   unfused in full; a FlashAttention block's time counts
+ *                   the causal half, as the local one's does, while the
+ *                   model FLOPs count it in full, as Megatron's count does)
  *   block backward  both GEMMs twice, softmax and dropout backward
  *   message         K and V of one chunk: 2·b·(s/c)·(g·d/t)·D bytes per TP rank
  *   forward         c − 1 steps, each a message to the ring successor
@@ -29,8 +31,8 @@
  *                   dropout mask and output as the local one does, so the
  *                   core's bytes, like everything else, are 1/c of the
  *                   unsplit layer's
- *   recompute       selective (the core) and full recompute re-run the
- *                   remote blocks and the forward exchange
+ *   recompute       full recompute re-runs the remote blocks and the forward
+ *                   exchange; so does selective (the core), unfused
  * α and B are the scale-up fabric's when the CP group's tp·c NPUs fit in a
  * server (Megatron's rank order puts CP ranks tp apart), else the
  * scale-out's (cl_p2p_time).  The engine replays the exchange as flows
