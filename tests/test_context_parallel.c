@@ -104,6 +104,16 @@ static void test_cp_exchange_is_its_alpha_beta_formula(void)
             check_exchange(&ly->cp_backward, cp - 1, 2 * message, c.scaleout_latency_s,
                            c.scaleout_bandwidth_Bps);
             CU_ASSERT(slow ? ly->cp_forward.exposed_s > 0 : ly->cp_forward.exposed_s == 0);
+            /* One remote block is one FlashAttention kernel on (s/c)² per
+             * head: 4·b·(s/c)²·h/t FLOPs, of which the causal kernel does
+             * half (FlashAttention-2, section 4.1), at the matmul
+             * efficiency (no attention_efficiency here), compute-bound
+             * (its Q, K, V, O and statistics, under 40 MB, take < 25 µs at
+             * 1.6e12 B/s), plus one launch. */
+            double q = 8192.0 / cp, block_flops = 0.5 * 4.0 * q * q * 16384 / 8;
+            ASSERT_REL(ly->cp_forward.overlap_s / (cp - 1),
+                       block_flops / (c.peak_flops * c.matmul_efficiency) + c.kernel_launch_s,
+                       1e-12);
             ASSERT_REL(cm_forward_total_s(ly),
                        ly->forward_s + ly->tp_forward_s + ly->cp_forward.exposed_s, 1e-12);
             ASSERT_REL(cm_backward_total_s(ly, RECOMPUTE_NONE),
