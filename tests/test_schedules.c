@@ -236,22 +236,27 @@ static void test_zb_splits_every_backward_into_b_and_w(void)
 }
 
 /* Every other schedule keeps W inside B: no backward is marked split, and
- * it carries the weight gradient's time (2·(2 + 1) per micro-batch). */
+ * it carries the weight gradient's time, (2 + 1) per layer of its chunk
+ * (2 layers per chunk; interleaved runs v = 2 chunks of 2 on each stage). */
 static void test_unsplit_backwards_hold_their_weight_grad(void)
 {
-    const schedule_kind kinds[] = {SCHED_GPIPE, SCHED_1F1B};
-    for (int k = 0; k < 2; k++) {
+    const schedule_kind kinds[] = {SCHED_GPIPE, SCHED_1F1B, SCHED_INTERLEAVED, SCHED_PIPEDREAM,
+                                   SCHED_PIPEDREAM_2BW};
+    for (int k = 0; k < 5; k++) {
         test_built_schedule b;
-        build(&b, 4, 9, 1, 2, kinds[k]);
+        int v = kinds[k] == SCHED_INTERLEAVED ? 2 : 1;
+        build(&b, 4, 8, v, 2, kinds[k]);
         CU_ASSERT_EQUAL_FATAL(b.rc, 0);
-        for (int s = 0; s < 4; s++)
-            for (int i = 0; i < b.sc.stages[s].num_ops; i++) {
-                const sched_op *op = &b.sc.stages[s].ops[i];
-                if (op->kind == OP_BACKWARD) {
-                    CU_ASSERT_EQUAL(op->weight_grad_split, 0);
-                    CU_ASSERT_DOUBLE_EQUAL(op->compute_s, 2 * (2.0 + 1.0), 1e-12);
+        for (int s = 0; s < 4; s++) {
+            const sched_stage *st = &b.sc.stages[s];
+            CU_ASSERT_EQUAL(test_count_ops(st, OP_BACKWARD), 8 * v); /* one per chunk and mb */
+            CU_ASSERT_EQUAL(test_count_ops(st, OP_WEIGHT_GRAD), 0);
+            for (int i = 0; i < st->num_ops; i++)
+                if (st->ops[i].kind == OP_BACKWARD) {
+                    CU_ASSERT_EQUAL(st->ops[i].weight_grad_split, 0);
+                    CU_ASSERT_DOUBLE_EQUAL(st->ops[i].compute_s, 2 * (2.0 + 1.0), 1e-12);
                 }
-            }
+        }
         test_built_schedule_free(&b);
     }
 }
