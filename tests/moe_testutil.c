@@ -34,13 +34,12 @@ void moe_test_generate(const moe_trace_params *p, moe_trace *t)
  * rebuilds its schedule. */
 static int use_moe_units(test_job *j, unsigned units, np_error *err)
 {
-    sched_free(&j->sc);
     if (plan_use_recompute_units(&j->pl))
         _exit(3);
     for (int l = 0; l < j->cm.num_layers; l++)
         if (j->cm.layers[l].moe.is_moe)
             j->pl.recompute_units[l] = (uint16_t)(units << j->cm.layers[l].moe.first_unit);
-    return sched_build(&j->pl, &j->cm, &j->sc, err);
+    return test_job_reschedule(j, &j->cm, err);
 }
 
 static void run_case(void *ctx, int fd)

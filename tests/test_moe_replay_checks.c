@@ -108,16 +108,12 @@ static void run_check(void *ctx, int fd)
     if (!out.rc && c->plan_mbs > 0) { /* the same samples in micro-batches of plan_mbs */
         j.pl.micro_batch_size = c->plan_mbs;
         j.pl.num_micro_batches = 64 / (32 * c->plan_mbs);
-        sched_free(&j.sc);
         out.rc = planner_cost_model_for(&j.w, &pf.cluster, &j.cm, &j.pl, &own, &cm, &out.err);
-        if (!out.rc)
-            out.rc = sched_build(&j.pl, cm, &j.sc, &out.err);
     }
-    if (!out.rc && c->merak) {
+    if (c->merak)
         j.pl.merak_shifted_recompute = true;
-        sched_free(&j.sc);
-        out.rc = sched_build(&j.pl, cm, &j.sc, &out.err);
-    }
+    if (!out.rc && (c->plan_mbs > 0 || c->merak))
+        out.rc = test_job_reschedule(&j, cm, &out.err);
     moe_trace t = {0};
     engine_options o;
     engine_init_options(&o);

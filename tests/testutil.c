@@ -380,6 +380,12 @@ int test_job_build(test_job *j, const cl_cluster *cluster, const char *workload,
     return rc;
 }
 
+int test_job_reschedule(test_job *j, const cm_model *cm, np_error *err)
+{
+    sched_free(&j->sc);
+    return sched_build(&j->pl, cm, &j->sc, err);
+}
+
 void test_job_free(test_job *j)
 {
     sched_free(&j->sc);

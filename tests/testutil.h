@@ -200,6 +200,9 @@ int test_job_build(test_job *j, const cl_cluster *cluster, const char *workload,
                    const char *const *overrides, int num_overrides, const char *planner,
                    np_error *err);
 void test_job_free(test_job *j);
+/* Rebuilds j's op lists after a change to its plan, priced by cm (j's own
+ * cost model or one of the plan's micro-batch size). */
+int test_job_reschedule(test_job *j, const cm_model *cm, np_error *err);
 
 /* SimGrid runs one platform per process: a test that simulates runs
  * fn(ctx, fd) in a forked child, which writes `size` bytes of result to fd.

@@ -91,31 +91,36 @@ def dgxc_gpt3_flops(e, V=51200.0):
     return B * s * (72 * L * h * h + 12 * L * h * s + 6 * V * h)
 
 
-def dgxc_llama_flops(e):
-    """DGX Cloud recipes README (Llama 3.1): per sequence
-    s(12Lh^2(1 + g/a + s/h) + 18L f h + 6Vh), V = 128256, no recompute
-    counted; L is the entry's (the proxy configurations' fewer layers)."""
+def _dgxc_gated_flops(e, attention, f, k):
+    """The DGX Cloud READMEs' per-sequence count for gated-MLP decoders,
+    s(12Lh^2(1 + g/a + attention) + 18L f h k + 6Vh), V = 128256, no
+    recompute counted; L is the entry's (the proxy configurations' fewer
+    layers)."""
     L, h, s = _dims(e)
     m = e["model"]
-    g, a, f = float(m["num_query_groups"]), float(m["num_attention_heads"]), float(m["ffn_hidden_size"])
+    g, a = float(m["num_query_groups"]), float(m["num_attention_heads"])
     B = float(e["training"]["global_batch_size"])
-    return B * s * (12 * L * h * h * (1 + g / a + s / h) + 18 * L * f * h + 6 * 128256.0 * h)
+    return B * s * (12 * L * h * h * (1 + g / a + attention) + 18 * L * f * h * k + 6 * 128256.0 * h)
+
+
+def dgxc_llama_flops(e):
+    """DGX Cloud recipes README (Llama 3.1): the full attention term s/h,
+    one dense MLP."""
+    L, h, s = _dims(e)
+    return _dgxc_gated_flops(e, s / h, float(e["model"]["ffn_hidden_size"]), 1.0)
 
 
 def dgxc_grok_flops(e):
     """DGX Cloud recipes README (Grok 1): the model FLOPs it states, 4.27e15
-    per sequence on the 64-layer model at 8,192 tokens, reproduced by
-    s(12Lh^2(1 + g/a + s/2h) + 18L f h k + 6Vh): the Llama formula with
-    causal attention (s/2h), the gated expert MLP counted for the k = 2
-    experts a token runs, V = 128256 (the recipe's Llama 3 tokenizer).
-    It also gives every proxy's README MFU (45.4% at 8 GPUs: 2 layers,
-    4,096 tokens, 24.03 s); L is the entry's."""
+    per sequence on the 64-layer model at 8,192 tokens, reproduced by the
+    Llama count with causal attention (s/2h) and the gated expert MLP
+    counted for the k = 2 experts a token runs, V = 128256 (the recipe's
+    Llama 3 tokenizer).  It also gives every proxy's README MFU (45.4% at
+    8 GPUs: 2 layers, 4,096 tokens, 24.03 s)."""
     L, h, s = _dims(e)
     m = e["model"]
-    g, a = float(m["num_query_groups"]), float(m["num_attention_heads"])
-    f, k = float(m["moe_ffn_hidden_size"]), float(m["moe_router_topk"])
-    B = float(e["training"]["global_batch_size"])
-    return B * s * (12 * L * h * h * (1 + g / a + s / (2 * h)) + 18 * L * f * h * k + 6 * 128256.0 * h)
+    return _dgxc_gated_flops(e, s / (2 * h), float(m["moe_ffn_hidden_size"]),
+                             float(m["moe_router_topk"]))
 
 
 def palm_params(e):
@@ -227,18 +232,15 @@ def build_workload(e, case, group):
     w = {"name": e["id"][:127], "description": e["source"][:2000], "model": {}, "training": {},
          "parallel": {}, "planner": "megatron"}
     for k in ("num_layers", "hidden_size", "num_attention_heads", "num_query_groups",
-              "ffn_hidden_size", "seq_length", "vocab_size"):
+              "ffn_hidden_size", "seq_length", "vocab_size",
+              "num_experts", "moe_router_topk", "moe_ffn_hidden_size"):
         if isinstance(m.get(k), int):
             w["model"][k] = m[k]
-    if isinstance(m.get("swiglu"), bool):
-        w["model"]["swiglu"] = m["swiglu"]
-    for k in ("num_experts", "moe_router_topk", "moe_ffn_hidden_size"):  # mixture of experts
-        if isinstance(m.get(k), int):
+    for k in ("swiglu", "moe_pad_expert_input_to_capacity"):
+        if isinstance(m.get(k), bool):
             w["model"][k] = m[k]
     if isinstance(m.get("moe_expert_capacity_factor"), (int, float)):
         w["model"]["moe_expert_capacity_factor"] = m["moe_expert_capacity_factor"]
-    if isinstance(m.get("moe_pad_expert_input_to_capacity"), bool):
-        w["model"]["moe_pad_expert_input_to_capacity"] = m["moe_pad_expert_input_to_capacity"]
     if m.get("moe_token_dispatcher_type") in ("alltoall", "allgather"):
         w["model"]["moe_token_dispatcher_type"] = m["moe_token_dispatcher_type"]
     for k in ("global_batch_size", "micro_batch_size"):
