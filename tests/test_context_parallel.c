@@ -114,6 +114,16 @@ static void test_cp_exchange_is_its_alpha_beta_formula(void)
             ASSERT_REL(ly->cp_forward.overlap_s / (cp - 1),
                        block_flops / (c.peak_flops * c.matmul_efficiency) + c.kernel_launch_s,
                        1e-12);
+            /* Selective recompute re-runs the whole ring's forward, c blocks
+             * and the exposed exchange, and frees one set of statistics,
+             * 8·b·(a/t)·(s/c) bytes: the remote blocks keep none of their
+             * own (Megatron-Core's checkpointed core attention). */
+            double block = block_flops / (c.peak_flops * c.matmul_efficiency) + c.kernel_launch_s;
+            ASSERT_REL(ly->recompute_s[RECOMPUTE_SELECTIVE], cp * block + ly->cp_forward.exposed_s,
+                       1e-9);
+            ASSERT_REL(ly->activation_bytes[RECOMPUTE_NONE] -
+                           ly->activation_bytes[RECOMPUTE_SELECTIVE],
+                       8.0 * (128.0 / 8) * q, 1e-9);
             ASSERT_REL(cm_forward_total_s(ly),
                        ly->forward_s + ly->tp_forward_s + ly->cp_forward.exposed_s, 1e-12);
             ASSERT_REL(cm_backward_total_s(ly, RECOMPUTE_NONE),

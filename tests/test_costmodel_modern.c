@@ -57,8 +57,10 @@ static void build(const char *const *set, int n, const cl_cluster *c, cm_model *
  * dropout output 2as²b) that FlashAttention never writes.  What it keeps
  * instead is the softmax statistics.  So: 34·sbh/t + STATS =
  * 34·3,145,728 + 196,608 = 107,151,360 bytes; Korthikanti's TP row without
- * the term, sbh(10 + 24/t) + STATS, without SP.  Selective recompute equals
- * none (Megatron only checkpoints the unfused core); full keeps the input. */
+ * the term, sbh(10 + 24/t) + STATS, without SP.  Selective recompute
+ * (Megatron-Core checkpoints the core attention whatever its kernel) frees
+ * the statistics, leaving Korthikanti's selective row 34·sbh/t exactly; full
+ * keeps the input. */
 static void test_flash_keeps_korthikanti_without_the_score_term(void)
 {
     cl_cluster c = test_npu_cluster(128, 8);
@@ -70,9 +72,9 @@ static void test_flash_keeps_korthikanti_without_the_score_term(void)
     ASSERT_REL(ly->activation_bytes[RECOMPUTE_NONE], 107151360.0, 1e-12);
     ASSERT_REL(ly->activation_bytes[RECOMPUTE_NONE] - STATS,
                cm_korthikanti_activation_bytes(S, 1, H, 96, 8, true, RECOMPUTE_SELECTIVE), 1e-12);
-    CU_ASSERT_EQUAL(ly->activation_bytes[RECOMPUTE_SELECTIVE],
-                    ly->activation_bytes[RECOMPUTE_NONE]);
-    CU_ASSERT_EQUAL(ly->recompute_s[RECOMPUTE_SELECTIVE], 0.0);
+    ASSERT_REL(ly->activation_bytes[RECOMPUTE_SELECTIVE],
+               cm_korthikanti_activation_bytes(S, 1, H, 96, 8, true, RECOMPUTE_SELECTIVE), 1e-12);
+    ASSERT_REL(ly->activation_bytes[RECOMPUTE_SELECTIVE], 34.0 * SBH / T, 1e-12);
     ASSERT_REL(ly->activation_bytes[RECOMPUTE_FULL], 2.0 * SBH / T, 1e-12);
     ASSERT_REL(test_unit(ly, "core_attention")->activation_bytes, STATS, 1e-12);
     cm_free(&cm);
@@ -113,6 +115,10 @@ static void test_flash_kernel_times_replace_the_unfused_core(void)
     build(NULL, 0, &c, &u);
     ASSERT_REL(test_unit(&f.layers[1], "core_attention")->forward_s, fwd, 1e-12);
     ASSERT_REL(test_unit(&u.layers[1], "core_attention")->forward_s, unfused_fwd, 1e-12);
+    /* Selective recompute re-runs the core's forward, the kernel or the
+     * unfused passes (Megatron-Core's checkpointed core attention). */
+    ASSERT_REL(f.layers[1].recompute_s[RECOMPUTE_SELECTIVE], fwd, 1e-12);
+    ASSERT_REL(u.layers[1].recompute_s[RECOMPUTE_SELECTIVE], unfused_fwd, 1e-12);
     ASSERT_REL(f.layers[1].forward_s - u.layers[1].forward_s, fwd - unfused_fwd, 1e-9);
     ASSERT_REL(f.layers[1].backward_s - u.layers[1].backward_s, bwd - unfused_bwd, 1e-9);
     /* The model FLOPs (MFU) do not count the kernel's recomputation. */

@@ -51,12 +51,22 @@
  * s×s by s×d_v, FlashAttention's FLOPs are 2bs²(a/t)(d_qk + d_v) and its
  * Q, K, V and O tensors are n·(a/t) times d_qk, d_qk, d_v and d_v elements.
  *
- * Selective recompute with FlashAttention buys nothing: Megatron-LM only
- * checkpoints the core attention on its unfused path (legacy
- * ParallelAttention.forward: checkpoint_core_attention applies when
- * use_flash_attn is off; with flash the kernel already keeps no scores), so
- * selective keeps the same bytes as none and recomputes nothing
- * (cm_attention.selective false, used by costmodel_transformer.c).
+ * Selective recompute with FlashAttention re-runs the kernel's forward in
+ * the backward and saves only the statistics.  Megatron-Core checkpoints the
+ * core attention whatever kernel runs it (megatron/core/transformer/
+ * attention.py: checkpoint_core_attention is recompute_granularity ==
+ * 'selective', with "core_attn" in recompute_modules since those were
+ * introduced, and Attention.forward then calls
+ * _checkpointed_attention_forward on Transformer Engine's fused or flash
+ * kernel alike).  The checkpoint keeps its inputs Q, K and V, which the qkv
+ * unit holds anyway, and the output O stays the projection's input, so what
+ * it frees is the kernel's own statistics (kept_bytes).  Until 6 December
+ * 2026 the model followed the legacy ParallelAttention, which skips the
+ * checkpoint under use_flash_attn, and priced selective as none.  With
+ * context parallelism every rank keeps one set of statistics per row (the
+ * ring merges the blocks' into it), so a remote block keeps nothing of its
+ * own (block_kept_bytes 0; costmodel_cp.c), and the recompute re-runs the
+ * whole ring, exchanges included.
  */
 #include "costmodel_internal.h"
 
@@ -79,7 +89,7 @@ static void unfused_core(const shape *x, cm_attention *o)
     o->grad_dropout_s = x->attention_dropout ? cm_memop_s(x, dropout_bytes) : 0.0;
     o->output_s = o->av_s;
     o->kept_bytes = E * x->D + (x->attention_dropout ? E * (x->D + 1.0) : 0.0);
-    o->selective = true;
+    o->block_kept_bytes = o->kept_bytes;
 }
 
 /* The share of the s×s attention work a causal kernel does (above). */
@@ -105,7 +115,7 @@ static void flash_core(const shape *x, cm_attention *o)
     o->grad_scores_s = cm_roofline_s(x->c, 2.5 * core_flops, backward_bytes, eff);
     o->output_s = o->scores_s;
     o->kept_bytes = stats;
-    o->selective = false;
+    o->block_kept_bytes = 0.0; /* one set of statistics per row, local or remote */
 }
 
 void cm_attention_core(const shape *x, cm_attention *out)

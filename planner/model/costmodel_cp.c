@@ -32,7 +32,8 @@
  *                   core's bytes, like everything else, are 1/c of the
  *                   unsplit layer's
  *   recompute       full recompute re-runs the remote blocks and the forward
- *                   exchange; so does selective (the core), unfused
+ *                   exchange; so does selective (the core), with either
+ *                   kernel
  * α and B are the scale-up fabric's when the CP group's tp·c NPUs fit in a
  * server (Megatron's rank order puts CP ranks tp apart), else the
  * scale-out's (cl_p2p_time).  The engine replays the exchange as flows
@@ -43,8 +44,9 @@
  * (cm_attention_core(), costmodel_attention.c, on this rank's s/c tokens):
  * unfused, it keeps its softmax output (and dropout mask and output) like
  * the local block; with FlashAttention the blocks are merged by the online
- * softmax, so only the local block's statistics are kept and selective
- * recompute re-runs nothing (as for the local core).
+ * softmax, so only the local block's statistics are kept (block_kept_bytes
+ * 0), and selective recompute frees them and re-runs the whole ring, as
+ * Megatron-Core's checkpointed core attention does.
  */
 #include <math.h>
 #include <string.h>
@@ -71,7 +73,7 @@ void cm_cp_decoder(cm_layer *ly, const shape *x)
     cm_attention_core(x, &core);
     double fwd = core.forward_s;
     double bwd = core.grad_scores_s + core.grad_av_s + core.grad_softmax_s + core.grad_dropout_s;
-    double kept = core.selective ? core.kept_bytes : 0.0;
+    double kept = core.block_kept_bytes;
     double message = 2.0 * x->b * x->s * (x->g * x->d / x->t) * x->D;
     bool same_node = x->c->npus_per_node <= 0 || (long)x->t * x->cp <= x->c->npus_per_node;
     ly->cp_forward = exchange(remote, message, fwd, same_node, x->c);
@@ -81,10 +83,9 @@ void cm_cp_decoder(cm_layer *ly, const shape *x)
     ly->backward_s += remote * bwd;
     ly->forward_flops += remote * 2.0 * 2.0 * x->b * x->s * x->s * x->h / x->t;
     ly->activation_bytes[RECOMPUTE_NONE] += remote * kept;
-    if (core.selective)
-        ly->recompute_s[RECOMPUTE_SELECTIVE] += rerun;
+    ly->recompute_s[RECOMPUTE_SELECTIVE] += rerun;
     ly->recompute_s[RECOMPUTE_FULL] += rerun;
-    for (int u = 0; core.selective && u < ly->num_units; u++) {
+    for (int u = 0; u < ly->num_units; u++) {
         if (strcmp(ly->units[u].name, "core_attention") == 0) {
             ly->units[u].forward_s += rerun;
             ly->units[u].activation_bytes += remote * kept;

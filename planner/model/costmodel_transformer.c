@@ -58,8 +58,9 @@
  * Recompute time: selective = the attention core forward (QKᵀ, softmax,
  * dropout, AV: what Megatron's checkpointed core attention re-runs); full =
  * the whole forward including its TP collectives.  With FlashAttention,
- * selective is none in bytes and time: Megatron does not checkpoint the
- * flash core (costmodel_attention.c).
+ * selective re-runs the kernel's forward and frees its softmax statistics:
+ * Megatron-Core checkpoints the core attention whatever its kernel
+ * (costmodel_attention.c).
  *
  * Elementwise operators run at HBM bandwidth, one pass each: the norms and
  * the activation as one kernel (Megatron's fused LayerNorm / RMSNorm and
@@ -385,13 +386,11 @@ void cm_decoder_layer(cm_layer *ly, const shape *x0, const wl_model *md, int ind
         kept += ly->units[u].activation_bytes;
     double layer_input = x->nl * x->h * x->D;
     ly->activation_bytes[RECOMPUTE_NONE] = layer_input + kept;
-    /* With FlashAttention selective is none (costmodel_attention.c). */
     ly->activation_bytes[RECOMPUTE_SELECTIVE] =
-        o.core.selective ? layer_input + kept - ly->units[UNIT_CORE_ATTENTION].activation_bytes
-                         : layer_input + kept;
+        layer_input + kept - ly->units[UNIT_CORE_ATTENTION].activation_bytes;
     ly->activation_bytes[RECOMPUTE_FULL] = layer_input;
     ly->recompute_s[RECOMPUTE_NONE] = 0.0;
-    ly->recompute_s[RECOMPUTE_SELECTIVE] = o.core.selective ? attention_core_s(&o) : 0.0;
+    ly->recompute_s[RECOMPUTE_SELECTIVE] = attention_core_s(&o);
     ly->recompute_s[RECOMPUTE_FULL] = ly->forward_s + ly->tp_forward_s;
     double dense, expert;
     decoder_params(x, &dense, &expert);
