@@ -101,9 +101,9 @@ typedef struct cm_attention {
     double scores_s, softmax_s, dropout_s, av_s, forward_s;
     /* Input-gradient parts (no weights); FlashAttention: grad_scores_s. */
     double grad_scores_s, grad_av_s, grad_softmax_s, grad_dropout_s;
-    double output_s;   /* re-creating the core's output alone (the proj_input unit) */
-    double kept_bytes; /* what the core keeps for its backward (the core_attention unit),
-                        * which selective recompute drops (costmodel_attention.c) */
+    double output_s;         /* re-creating the core's output alone (the proj_input unit) */
+    double kept_bytes;       /* what the core keeps for its backward (the core_attention unit),
+                              * which selective recompute drops (costmodel_attention.c) */
     double block_kept_bytes; /* what one more (s/c)² context-parallel block adds to it */
 } cm_attention;
 void cm_attention_core(const shape *x, cm_attention *out);
