@@ -91,6 +91,13 @@ def dgxc_gpt3_flops(e, V=51200.0):
     return B * s * (72 * L * h * h + 12 * L * h * s + 6 * V * h)
 
 
+def dgxc_nemotron_flops(e):
+    """DGX Cloud recipes README (Nemotron-4 340B): the GPT-3 count with the
+    recipe's vocabulary, V = 256000: 1.01e16 per sequence (the README's
+    figure, its attention projections counted as multi-head)."""
+    return dgxc_gpt3_flops(e, V=256000.0)
+
+
 def _dgxc_gated_flops(e, attention, f, k):
     """The DGX Cloud READMEs' per-sequence count for gated-MLP decoders,
     s(12Lh^2(1 + g/a + attention) + 18L f h k + 6Vh), V = 128256, no
@@ -171,6 +178,8 @@ METHODS = {
                      "Megatron-DeepSpeed's 24 x 4 B s l h^2 (1 + s/6h + V/16lh), V = 250880, / (T x GPUs)"),
     "mfu_dgxc_gpt3": (lambda r, e: dgxc_gpt3_flops(e) / (_T(r) * e["npus"] * 989e12), "",
                       "README: B s (72Lh^2 + 12Lhs + 6Vh), V = 51200, / (T x GPUs x 989 TFLOP/s)"),
+    "mfu_dgxc_nemotron": (lambda r, e: dgxc_nemotron_flops(e) / (_T(r) * e["npus"] * 989e12), "",
+                          "README: B s (72Lh^2 + 12Lhs + 6Vh), V = 256000, / (T x GPUs x 989 TFLOP/s)"),
     "mfu_dgxc_llama": (lambda r, e: dgxc_llama_flops(e) / (_T(r) * e["npus"] * 989e12), "",
                        "README: B s (12Lh^2(1 + g/a + s/h) + 18Lfh + 6Vh), V = 128256, / (T x GPUs x 989 TFLOP/s)"),
     "mfu_dgxc_grok": (lambda r, e: dgxc_grok_flops(e) / (_T(r) * e["npus"] * 989e12), "",
@@ -195,6 +204,7 @@ KIND_OF = {  # bound class of each method
     "hfu_korthikanti": "throughput", "tflops_narayanan": "throughput",
     "fraction_of_peak_narayanan": "throughput", "pflops_narayanan": "throughput",
     "tflops_bloom": "throughput", "mfu_dgxc_gpt3": "throughput", "mfu_dgxc_llama": "throughput", "mfu_dgxc_grok": "throughput",
+    "mfu_dgxc_nemotron": "throughput",
     "peak_memory_gb": "memory",
     "tflops_palm": "throughput", "mfu_palm": "throughput",
     "layer_forward_ms": "time", "layer_backward_ms": "time", "layer_combined_ms": "time",
