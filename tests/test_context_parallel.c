@@ -124,6 +124,10 @@ static void test_cp_exchange_is_its_alpha_beta_formula(void)
             ASSERT_REL(ly->activation_bytes[RECOMPUTE_NONE] -
                            ly->activation_bytes[RECOMPUTE_SELECTIVE],
                        8.0 * (128.0 / 8) * q, 1e-9);
+            /* The core's output O alone (AdaPipe's proj_input unit) sums
+             * every block's: its re-creation re-runs the ring as well. */
+            ASSERT_REL(test_unit(ly, "proj_input")->forward_s,
+                       cp * block + ly->cp_forward.exposed_s, 1e-9);
             ASSERT_REL(cm_forward_total_s(ly),
                        ly->forward_s + ly->tp_forward_s + ly->cp_forward.exposed_s, 1e-12);
             ASSERT_REL(cm_backward_total_s(ly, RECOMPUTE_NONE),
@@ -264,6 +268,38 @@ static void test_op_lists_carry_the_exchange_and_the_cp_gradient_sync(void)
         for (int i = 0; i < st->num_ops; i++)
             if (st->ops[i].kind == OP_DP_ALLREDUCE)
                 ASSERT_REL(st->ops[i].bytes, grads, 1e-12);
+    }
+    /* Per unit (AdaPipe): a recompute carries the ring once for the core
+     * or for its output O (proj_input), twice for both, never for an
+     * unrelated unit (fc1_output). */
+    static const char *const picks[][2] = {{"core_attention", NULL},
+                                           {"proj_input", NULL},
+                                           {"core_attention", "proj_input"},
+                                           {"fc1_output", NULL}};
+    static const int reruns[] = {1, 1, 2, 0};
+    for (int k = 0; k < 4; k++) {
+        CU_ASSERT_EQUAL_FATAL(plan_use_recompute_units(&j.pl), 0);
+        for (int l = 0; l < j.pl.num_layers; l++) {
+            const cm_layer *ly = &j.cm.layers[l];
+            for (int u = 0; u < ly->num_units; u++)
+                for (int q = 0; q < 2; q++)
+                    if (picks[k][q] && strcmp(ly->units[u].name, picks[k][q]) == 0)
+                        j.pl.recompute_units[l] |= (uint16_t)(1u << u);
+        }
+        CU_ASSERT_EQUAL_FATAL(test_job_reschedule(&j, &j.cm, &err), 0);
+        for (int s = 0; s < j.pl.num_stages; s++) {
+            const sched_stage *st = &j.sc.stages[s];
+            double fwd = 0;
+            for (int l = j.pl.chunk_start[s]; l < j.pl.chunk_start[s + 1]; l++)
+                fwd += j.cm.layers[l].cp_forward.bytes;
+            int recomputes = 0;
+            for (int i = 0; i < st->num_ops; i++)
+                if (st->ops[i].kind == OP_RECOMPUTE) {
+                    recomputes++;
+                    ASSERT_REL(st->ops[i].cp_bytes, reruns[k] * fwd, 1e-12);
+                }
+            CU_ASSERT(recomputes > 0);
+        }
     }
     test_job_free(&j);
     /* TensorOpt re-chooses the layout and refuses CP. */

@@ -27,13 +27,17 @@
  *                   message (the same size) overlapped with one block's
  *                   backward: 2(c − 1) messages, exposed per step
  *                   max(0, α + 2·message/B − block backward)
- *   activations     the c − 1 remote blocks keep their softmax output,
- *                   dropout mask and output as the local one does, so the
- *                   core's bytes, like everything else, are 1/c of the
- *                   unsplit layer's
+ *   activations     unfused, the c − 1 remote blocks keep their softmax
+ *                   output, dropout mask and output as the local one does;
+ *                   with FlashAttention they keep nothing of their own (one
+ *                   set of statistics per row, below); either way the core's
+ *                   bytes, like everything else, are 1/c of the unsplit
+ *                   layer's
  *   recompute       full recompute re-runs the remote blocks and the forward
  *                   exchange; so does selective (the core), with either
- *                   kernel
+ *                   kernel, and so does AdaPipe's proj_input unit alone
+ *                   (the core's output O, which sums every block's: the
+ *                   remote blocks' output part, output_s, and the exchange)
  * α and B are the scale-up fabric's when the CP group's tp·c NPUs fit in a
  * server (Megatron's rank order puts CP ranks tp apart), else the
  * scale-out's (cl_p2p_time).  The engine replays the exchange as flows
@@ -89,6 +93,10 @@ void cm_cp_decoder(cm_layer *ly, const shape *x)
         if (strcmp(ly->units[u].name, "core_attention") == 0) {
             ly->units[u].forward_s += rerun;
             ly->units[u].activation_bytes += remote * kept;
+        } else if (strcmp(ly->units[u].name, "proj_input") == 0) {
+            /* The core's output O sums every block's: re-creating it alone
+             * re-runs the remote blocks' output part and the exchange. */
+            ly->units[u].forward_s += remote * core.output_s + ly->cp_forward.exposed_s;
         }
     }
 }

@@ -49,8 +49,8 @@
  *
  * FlashAttention, dropout probabilities and scatter/gather p2p reach this
  * model through the cost model's per-layer bytes alone: FlashAttention's
- * layer keeps the softmax statistics instead of the s×s core, and its
- * selective recompute keeps what none keeps, so it has no transient; a
+ * layer keeps the softmax statistics instead of the s×s core, which its
+ * selective recompute frees and re-creates (a transient of those bytes); a
  * dropout of 0 keeps no mask; a scattered boundary tensor is all-gathered
  * into the full layer input the receiving stage keeps anyway.
  */

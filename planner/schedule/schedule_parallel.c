@@ -64,25 +64,34 @@ static double mb_scale(const finish_ctx *x, int i)
     return (double)pl->micro_batch_sizes[i] / x->cm->micro_batch_size;
 }
 
-static int core_attention_unit(const cm_layer *ly)
+static int unit_named(const cm_layer *ly, const char *name)
 {
     for (int u = 0; u < ly->num_units; u++)
-        if (strcmp(ly->units[u].name, "core_attention") == 0)
+        if (strcmp(ly->units[u].name, name) == 0)
             return u;
     return -1;
 }
 
-/* Whether the recompute the plan gives layer l re-runs its attention core,
- * and with it the forward's ring exchange. */
-static bool recomputes_attention(const plan *pl, const cm_model *cm, int l)
+static bool unit_recomputed(const plan *pl, const cm_layer *ly, int l, const char *name)
+{
+    int u = unit_named(ly, name);
+    return u >= 0 && (pl->recompute_units[l] >> u) & 1u;
+}
+
+/* How many times the recompute the plan gives layer l re-runs its attention
+ * ring, and with it the forward's exchange: once for a layer's selective or
+ * full recompute; per unit (AdaPipe), once for the core_attention unit and
+ * once for the proj_input unit, the core's output, which with context
+ * parallelism only the whole ring re-creates (costmodel_cp.c prices each
+ * unit so). */
+static int attention_reruns(const plan *pl, const cm_model *cm, int l)
 {
     const cm_layer *ly = &cm->layers[l];
     if (ly->cp_forward.steps <= 0)
-        return false;
-    if (pl->recompute_units) {
-        int u = core_attention_unit(ly);
-        return u >= 0 && (pl->recompute_units[l] >> u) & 1u;
-    }
+        return 0;
+    if (pl->recompute_units)
+        return unit_recomputed(pl, ly, l, "core_attention") +
+               unit_recomputed(pl, ly, l, "proj_input");
     return pl->recompute[l] != RECOMPUTE_NONE;
 }
 
@@ -107,13 +116,14 @@ static void annotate_cp(const finish_ctx *x, sched_op *op)
             e = &ly->cp_forward;
         else if (op->kind == OP_BACKWARD)
             e = &ly->cp_backward;
-        else if (op->kind == OP_RECOMPUTE && recomputes_attention(x->pl, x->cm, l))
-            e = &ly->cp_forward, rerun_exposed_s += ly->cp_forward.exposed_s;
+        int times = 1;
+        if (op->kind == OP_RECOMPUTE && (times = attention_reruns(x->pl, x->cm, l)) > 0)
+            e = &ly->cp_forward, rerun_exposed_s += times * ly->cp_forward.exposed_s;
         if (!e)
             continue;
-        bytes += e->bytes;
-        overlap_s += e->overlap_s;
-        steps += e->steps;
+        bytes += times * e->bytes;
+        overlap_s += times * e->overlap_s;
+        steps += times * e->steps;
     }
     double scale = mb_scale(x, op->micro_batch);
     op->cp_bytes = bytes * scale;

@@ -93,8 +93,9 @@ def dgxc_gpt3_flops(e, V=51200.0):
 
 def dgxc_nemotron_flops(e):
     """DGX Cloud recipes README (Nemotron-4 340B): the GPT-3 count with the
-    recipe's vocabulary, V = 256000: 1.01e16 per sequence (the README's
-    figure, its attention projections counted as multi-head)."""
+    recipe's vocabulary, V = 256000: 1.009e16 per sequence, which the
+    README rounds to 1.01e16 (its attention projections counted as
+    multi-head)."""
     return dgxc_gpt3_flops(e, V=256000.0)
 
 
