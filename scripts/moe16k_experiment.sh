@@ -52,7 +52,7 @@ done
 # 1F1B with Megatron-Core's layout of the 61 layers over PP 16 x VPP 2 (the
 # workload's uneven first and last stages replaced), balanced routing, with and
 # without the overlap, at 16 and 32 micro-batches (global batch 16384, 32768:
-# interleaving needs a multiple of PP); about 45 s.  results/moe/deepseek16k_overlap.csv
+# interleaving needs a multiple of PP); about 82 s of simulation (6 December 2026).  results/moe/deepseek16k_overlap.csv
 OV=$OUT/deepseek16k_overlap.csv
 rm -f "$OV"
 for gbs in 16384 32768; do
