@@ -311,6 +311,51 @@ static void test_op_lists_carry_the_exchange_and_the_cp_gradient_sync(void)
     test_job_free(&j);
 }
 
+/* Selective recompute re-runs the attention core, with context parallelism
+ * the whole ring: c blocks of the pass's per-step block time plus the
+ * exposed forward exchange, unfused or FlashAttention alike (Megatron-Core's
+ * checkpointed core attention), and every recompute op carries the ring. */
+static void test_selective_recompute_carries_the_ring_with_either_kernel(void)
+{
+    cl_cluster c = test_npu_cluster(8, 8);
+    c.scaleup_bandwidth_Bps = 1e8; /* slow enough to expose the exchange */
+    for (int flash = 0; flash <= 1; flash++) {
+        const char *const set[] = {"context_parallel_size=2", "data_parallel_size=1",
+                                   "global_batch_size=8", "recompute_granularity=selective",
+                                   flash ? "use_flash_attn=true" : "use_flash_attn=false"};
+        test_job j;
+        np_error err;
+        CU_ASSERT_EQUAL_FATAL(
+            test_job_build(&j, &c, "workloads/small_gpt.json", set, 5, "megatron", &err), 0);
+        int decoders = 0;
+        for (int l = 0; l < j.cm.num_layers; l++) {
+            const cm_layer *ly = &j.cm.layers[l];
+            if (ly->cp_forward.steps <= 0)
+                continue;
+            decoders++;
+            double block = ly->cp_forward.overlap_s / ly->cp_forward.steps;
+            CU_ASSERT(ly->cp_forward.exposed_s > 0);
+            ASSERT_REL(ly->recompute_s[RECOMPUTE_SELECTIVE], 2 * block + ly->cp_forward.exposed_s,
+                       1e-9);
+        }
+        CU_ASSERT_EQUAL(decoders, 8);
+        for (int s = 0; s < j.pl.num_stages; s++) {
+            const sched_stage *st = &j.sc.stages[s];
+            double fwd = 0;
+            for (int l = j.pl.chunk_start[s]; l < j.pl.chunk_start[s + 1]; l++)
+                fwd += j.cm.layers[l].cp_forward.bytes;
+            int recomputes = 0;
+            for (int i = 0; i < st->num_ops; i++)
+                if (st->ops[i].kind == OP_RECOMPUTE) {
+                    recomputes++;
+                    ASSERT_REL(st->ops[i].cp_bytes, fwd, 1e-12);
+                }
+            CU_ASSERT(recomputes > 0);
+        }
+        test_job_free(&j);
+    }
+}
+
 void register_context_parallel_tests(void)
 {
     TEST_SUITE(
@@ -323,5 +368,7 @@ void register_context_parallel_tests(void)
          test_cp_peers_in_a_server_use_the_scale_up_fabric},
         {"the cluster counts tp x cp x dp x pp", test_the_cluster_counts_tp_cp_dp_pp},
         {"op lists carry the exchange and the CP gradient sync",
-         test_op_lists_carry_the_exchange_and_the_cp_gradient_sync});
+         test_op_lists_carry_the_exchange_and_the_cp_gradient_sync},
+        {"selective recompute carries the ring with either kernel",
+         test_selective_recompute_carries_the_ring_with_either_kernel});
 }
