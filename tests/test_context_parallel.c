@@ -236,6 +236,25 @@ static void test_the_cluster_counts_tp_cp_dp_pp(void)
                                "parallel.context_parallel_size", "no sequence to split");
 }
 
+/* Every recompute op of j carries `times` forward rings of its stage's
+ * layers (a one-chunk plan: stage s holds chunk s). */
+static void check_recompute_rings(const test_job *j, int times)
+{
+    for (int s = 0; s < j->pl.num_stages; s++) {
+        const sched_stage *st = &j->sc.stages[s];
+        double fwd = 0;
+        for (int l = j->pl.chunk_start[s]; l < j->pl.chunk_start[s + 1]; l++)
+            fwd += j->cm.layers[l].cp_forward.bytes;
+        int recomputes = 0;
+        for (int i = 0; i < st->num_ops; i++)
+            if (st->ops[i].kind == OP_RECOMPUTE) {
+                recomputes++;
+                ASSERT_REL(st->ops[i].cp_bytes, times * fwd, 1e-12);
+            }
+        CU_ASSERT(recomputes > 0);
+    }
+}
+
 static void test_op_lists_carry_the_exchange_and_the_cp_gradient_sync(void)
 {
     /* small_gpt: PP 4, 8 layers, now CP 2 x DP 1 on 8 NPUs. */
@@ -287,19 +306,7 @@ static void test_op_lists_carry_the_exchange_and_the_cp_gradient_sync(void)
                         j.pl.recompute_units[l] |= (uint16_t)(1u << u);
         }
         CU_ASSERT_EQUAL_FATAL(test_job_reschedule(&j, &j.cm, &err), 0);
-        for (int s = 0; s < j.pl.num_stages; s++) {
-            const sched_stage *st = &j.sc.stages[s];
-            double fwd = 0;
-            for (int l = j.pl.chunk_start[s]; l < j.pl.chunk_start[s + 1]; l++)
-                fwd += j.cm.layers[l].cp_forward.bytes;
-            int recomputes = 0;
-            for (int i = 0; i < st->num_ops; i++)
-                if (st->ops[i].kind == OP_RECOMPUTE) {
-                    recomputes++;
-                    ASSERT_REL(st->ops[i].cp_bytes, reruns[k] * fwd, 1e-12);
-                }
-            CU_ASSERT(recomputes > 0);
-        }
+        check_recompute_rings(&j, reruns[k]);
     }
     test_job_free(&j);
     /* TensorOpt re-chooses the layout and refuses CP. */
@@ -339,19 +346,7 @@ static void test_selective_recompute_carries_the_ring_with_either_kernel(void)
                        1e-9);
         }
         CU_ASSERT_EQUAL(decoders, 8);
-        for (int s = 0; s < j.pl.num_stages; s++) {
-            const sched_stage *st = &j.sc.stages[s];
-            double fwd = 0;
-            for (int l = j.pl.chunk_start[s]; l < j.pl.chunk_start[s + 1]; l++)
-                fwd += j.cm.layers[l].cp_forward.bytes;
-            int recomputes = 0;
-            for (int i = 0; i < st->num_ops; i++)
-                if (st->ops[i].kind == OP_RECOMPUTE) {
-                    recomputes++;
-                    ASSERT_REL(st->ops[i].cp_bytes, fwd, 1e-12);
-                }
-            CU_ASSERT(recomputes > 0);
-        }
+        check_recompute_rings(&j, 1);
         test_job_free(&j);
     }
 }
