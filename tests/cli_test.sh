@@ -534,6 +534,14 @@ print(" ".join(r["recompute"] + ":" + r["ignore_memory"] + ":" + str(float(r["pe
     ok || ko "--ignore-memory --planner all: the baseline still takes the fastest recompute that fits (selective), Merak still does not fit, no warning"
 expect_error "--ignore-memory leaves a planner's own choice to the device (Merak)" 3 "does not fit" \
     --ignore-memory --planner merak $BIG "$P8" "$W8"
+# The error names the workload; where the workload's recompute was used, also
+# its key and the way to simulate the plan anyway; a planner's own choice, neither.
+expect_error "does not fit names the workload, the recompute key and --ignore-memory" 3 \
+    "^simrun: $W8: training.recompute_granularity: megatron's plan: stage 0 needs 93.84 GB .*does not fit.* (--ignore-memory simulates it anyway)$" \
+    $BIG "$P8" "$W8"
+expect_error "Merak's does not fit names the workload and no key" 3 \
+    "^simrun: $W8: merak: its last stage never recomputes: stage 3 needs" --planner merak $BIG "$P8" "$W8"
+! grep -q "ignore-memory simulates" "$TMP/err" && ok || ko "Merak's does not fit offers no --ignore-memory"
 "$SIMRUN" --ignore-memory --shifted-recompute $BIG "$P8" "$W8" >"$TMP/out" 2>"$TMP/err" &&
     [ "$(wc -l <"$TMP/err")" -eq 1 ] && grep -q "^simrun: warning: .*stage 0 needs .*simulated anyway" "$TMP/err" &&
     ok || ko "--ignore-memory --shifted-recompute: one warning, for the shifted plan"

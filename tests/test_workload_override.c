@@ -99,6 +99,20 @@ static void test_override_of_unknown_dotted_key_is_rejected(void)
                                "parallel.data_parallel_sise", "unknown key");
 }
 
+/* A key near no name lists every key of its section, the model's 29 whole:
+ * from num_layers to layers, its last (the list was once cut at 512 bytes,
+ * before attention_dropout). */
+static void test_override_far_from_every_key_lists_them_all(void)
+{
+    test_expect_override_error("workloads/small_gpt.json", "model.zzz_qqq=1", "model.zzz_qqq",
+                               "the keys of model are: num_layers, hidden_size");
+    test_expect_override_error("workloads/small_gpt.json", "model.zzz_qqq=1", "model.zzz_qqq",
+                               "attention_dropout, hidden_dropout, layers");
+    test_expect_override_error("workloads/small_gpt.json", "parallel.data_parallel_sise=2",
+                               "parallel.data_parallel_sise",
+                               "did you mean \"data_parallel_size\"?");
+}
+
 static void test_override_of_unknown_section_is_rejected(void)
 {
     test_expect_override_error("workloads/small_gpt.json", "optimizer.lr=0.1", "optimizer.lr",
@@ -210,6 +224,8 @@ void register_workload_override_tests(void)
         {"override into a layer changes the value", test_override_into_a_layer_changes_the_value},
         {"override of unknown dotted key is rejected",
          test_override_of_unknown_dotted_key_is_rejected},
+        {"override far from every key lists them all",
+         test_override_far_from_every_key_lists_them_all},
         {"override of unknown section is rejected", test_override_of_unknown_section_is_rejected},
         {"override of unknown bare key is rejected", test_override_of_unknown_bare_key_is_rejected},
         {"ambiguous bare override is rejected", test_ambiguous_bare_override_is_rejected},

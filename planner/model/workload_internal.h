@@ -80,8 +80,10 @@ extern const char *const wl_moe_balancing_names[];
 /* Index of name in names[count], -1 when absent or NULL. */
 int wl_name_index(const char *const *names, int count, const char *name);
 const key_spec *wl_spec_find(const key_spec *table, const char *name);
-/* "name, model, training, ..." for error messages. */
+/* "name, model, training, ..." for error messages ("..." when cut). */
 void wl_spec_list_names(const key_spec *table, char *buf, size_t size);
+/* The key of table an unknown name most likely misspells, or NULL. */
+const char *wl_spec_nearest(const key_spec *table, const char *name);
 /* What a value of this key must look like, for "expected ..." messages. */
 void wl_spec_expected(const key_spec *k, char *buf, size_t size);
 /* The defaults that do not depend on other keys. */

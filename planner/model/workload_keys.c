@@ -268,13 +268,62 @@ const key_spec *wl_spec_find(const key_spec *table, const char *name)
     return NULL;
 }
 
-/* "name, model, training, ..." for error messages. */
+/* "name, model, training, ..." for error messages; a list longer than buf
+ * ends in "..." rather than in the middle of a name. */
 void wl_spec_list_names(const key_spec *table, char *buf, size_t size)
 {
     size_t n = 0;
     buf[0] = '\0';
-    for (const key_spec *k = table; k->name && n < size; k++)
-        n += snprintf(buf + n, size - n, "%s%s", n ? ", " : "", k->name);
+    for (const key_spec *k = table; k->name; k++) {
+        size_t need = strlen(k->name) + (n ? 2 : 0);
+        if (n + need + 5 >= size) { /* room for ", ..." and the terminator */
+            snprintf(buf + n, size - n, "%s...", n ? ", " : "");
+            return;
+        }
+        n += (size_t)snprintf(buf + n, size - n, "%s%s", n ? ", " : "", k->name);
+    }
+}
+
+/* Levenshtein distance of a and b (key names are short: at most 63 bytes
+ * are compared). */
+static int edit_distance(const char *a, const char *b)
+{
+    enum { MAX = 64 };
+    int la = (int)strnlen(a, MAX - 1), lb = (int)strnlen(b, MAX - 1);
+    int row[MAX];
+    for (int j = 0; j <= lb; j++)
+        row[j] = j;
+    for (int i = 1; i <= la; i++) {
+        int diagonal = row[0];
+        row[0] = i;
+        for (int j = 1; j <= lb; j++) {
+            int above = row[j];
+            int best = diagonal + (a[i - 1] != b[j - 1]);
+            if (above + 1 < best)
+                best = above + 1;
+            if (row[j - 1] + 1 < best)
+                best = row[j - 1] + 1;
+            row[j] = best;
+            diagonal = above;
+        }
+    }
+    return row[lb];
+}
+
+/* The key of table nearest to an unknown name when it is a likely misspelling
+ * (at most 2 edits, or a third of the name's length), else NULL. */
+const char *wl_spec_nearest(const key_spec *table, const char *name)
+{
+    const char *best = NULL;
+    int best_d = 0, limit = (int)strlen(name) / 3;
+    if (limit < 2)
+        limit = 2;
+    for (const key_spec *k = table; k && k->name; k++) {
+        int d = edit_distance(name, k->name);
+        if (d <= limit && (!best || d < best_d))
+            best = k->name, best_d = d;
+    }
+    return best;
 }
 
 /* What a value of this key must look like, for "expected ..." messages. */

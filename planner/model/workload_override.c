@@ -153,8 +153,12 @@ static int path_check_schema(const load_ctx *c, const override_path *p, const ch
             return wl_fail_cmdline(c, key, "unknown key: %s has no keys", where);
         spec = wl_spec_find(table, s->name);
         if (!spec) {
-            char known[512];
+            char known[640];
             wl_spec_list_names(table, known, sizeof known);
+            const char *near = wl_spec_nearest(table, s->name);
+            if (near)
+                return wl_fail_cmdline(c, key, "unknown key \"%s\"; did you mean \"%s\"?", s->name,
+                                       near);
             return wl_fail_cmdline(c, key, "unknown key \"%s\"; the keys of %s are: %s", s->name,
                                    i ? where : "the top level", known);
         }

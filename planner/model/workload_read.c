@@ -226,9 +226,12 @@ int wl_read_object(load_ctx *c, const json_t *obj, const key_spec *table, void *
     json_object_foreach((json_t *)obj, name, v)
     {
         if (!wl_spec_find(table, name)) {
-            char known[512];
+            char known[640];
             wl_spec_list_names(table, known, sizeof known);
             key_join(key, prefix, name);
+            const char *near = wl_spec_nearest(table, name);
+            if (near)
+                return wl_fail(c, key, "unknown key; did you mean \"%s\"?", near);
             return wl_fail(c, key, "unknown key; the keys of %s are: %s",
                            prefix[0] ? prefix : "the top level", known);
         }

@@ -451,7 +451,9 @@ int mem_describe_stage(char *buf, int size, int s, const mem_stage *st)
 int mem_check_fits(const cm_model *cm, const plan *pl, np_error *err)
 {
     char text[sizeof err->text], line[320];
-    const int reserve = 48; /* room for "; and N more stages do not fit" */
+    /* room for "; and N more stages do not fit" and for simrun's words
+     * around the text (the planner's name, how to simulate it anyway) */
+    const int reserve = 128;
     int used = 0, failing = 0, listed = 0;
     text[0] = '\0';
     for (int s = 0; s < pl->num_stages; s++) {

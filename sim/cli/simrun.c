@@ -162,10 +162,13 @@ static int simulate_and_report(const cli *c, job *j, plan *pl, np_error *err)
 }
 
 /* A finished plan against the device's memory (mem_check_fits() on the
- * plan's own cost model).  When `waive` (--ignore-memory on a plan whose
- * recompute the user fixed) its "does not fit" is a warning: the plan is
- * simulated, and its CSV row's ignore_memory and peak_fraction say so. */
-static int check_memory(const cli *c, const job *j, const plan *pl, bool waive, np_error *err)
+ * plan's own cost model).  A plan whose recompute the user fixed
+ * (`waivable`: Megatron's with the workload's recompute, or a shifted plan)
+ * may be waived: with --ignore-memory its "does not fit" is a warning, the
+ * plan is simulated, and its CSV row's ignore_memory and peak_fraction say
+ * so; without, the error names the workload and its recompute key and says
+ * how to simulate it anyway. */
+static int check_memory(const cli *c, const job *j, const plan *pl, bool waivable, np_error *err)
 {
     cm_model own;
     const cm_model *cm;
@@ -174,7 +177,17 @@ static int check_memory(const cli *c, const job *j, const plan *pl, bool waive, 
         rc = mem_check_fits(cm, pl, err);
     if (cm == &own)
         cm_free(&own);
-    if (rc != NP_EXIT_NOFIT || !waive)
+    bool waive = waivable && c->ignore_memory;
+    if (rc == NP_EXIT_NOFIT && !waive) {
+        char text[sizeof err->text];
+        snprintf(text, sizeof text, "%s", err->text);
+        np_error_set(err, NP_EXIT_NOFIT, c->workload_path,
+                     waivable ? "training.recompute_granularity" : "", 0, "%s%s%s%s", pl->planner,
+                     pl->planner[0] ? "'s plan: " : "", text,
+                     waivable ? " (--ignore-memory simulates it anyway)" : "");
+        return rc;
+    }
+    if (rc != NP_EXIT_NOFIT)
         return rc;
     char buf[1400];
     if (!c->quiet)
@@ -187,11 +200,12 @@ static int check_memory(const cli *c, const job *j, const plan *pl, bool waive, 
 /* The memory check of a plan before --shifted-recompute's shift: none when
  * the check is waived and a shift follows (the shift checks the plan that
  * runs, so one warning, not two); else check_memory(). */
-static int check_before_shift(const cli *c, const job *j, const plan *pl, bool waive, np_error *err)
+static int check_before_shift(const cli *c, const job *j, const plan *pl, bool waivable,
+                              np_error *err)
 {
-    if (waive && c->shifted_recompute)
+    if (waivable && c->ignore_memory && c->shifted_recompute)
         return 0;
-    return check_memory(c, j, pl, waive, err);
+    return check_memory(c, j, pl, waivable, err);
 }
 
 /* --shifted-recompute (Merak, TPDS'23): the schedules skip recompute for the
@@ -210,7 +224,7 @@ static int shift_recompute(const cli *c, const job *j, plan *pl, np_error *err)
         for (int l = 0; l < pl->num_layers; l++)
             if (plan_stage_of_layer(pl, l, NULL) == p - 1)
                 pl->recompute_units[l] = 0;
-    return check_memory(c, j, pl, c->ignore_memory, err);
+    return check_memory(c, j, pl, true, err);
 }
 
 static int run_planner(const cli *c, job *j, const planner_desc *pd, np_error *err)
@@ -226,11 +240,21 @@ static int run_planner(const cli *c, job *j, const planner_desc *pd, np_error *e
      * fixed: Megatron's with the workload's recompute.  Planners that choose
      * it (and the baseline of a comparison) keep to the device: their final
      * check is a safety net for their own search. */
-    bool waive = c->ignore_memory && pd->run == planner_megatron && po.recompute >= 0;
+    bool waivable = pd->run == planner_megatron && po.recompute >= 0;
     po.skip_memory_check = true; /* check_before_shift() below */
     int rc = planner_run(pd, &j->cm, &j->pf.cluster, &j->w, &po, &pl, err);
+    if (rc == NP_EXIT_NOFIT && strcmp(err->source, c->workload_path) != 0) {
+        /* a planner that found nothing that fits names itself: say which
+         * workload, too */
+        char text[sizeof err->text], who[sizeof err->source], why[sizeof err->key];
+        snprintf(text, sizeof text, "%s", err->text);
+        snprintf(who, sizeof who, "%s", err->source);
+        snprintf(why, sizeof why, "%s", err->key); /* e.g. Merak's rule */
+        np_error_set(err, rc, c->workload_path, "", 0, "%s: %s%s%s", who, why, why[0] ? ": " : "",
+                     text);
+    }
     if (!rc)
-        rc = check_before_shift(c, j, &pl, waive, err);
+        rc = check_before_shift(c, j, &pl, waivable, err);
     if (!rc)
         rc = check_plan_size(c, j, &pl, err);
     if (!rc && c->shifted_recompute)
