@@ -82,8 +82,11 @@ int wl_name_index(const char *const *names, int count, const char *name);
 const key_spec *wl_spec_find(const key_spec *table, const char *name);
 /* "name, model, training, ..." for error messages ("..." when cut). */
 void wl_spec_list_names(const key_spec *table, char *buf, size_t size);
-/* The key of table an unknown name most likely misspells, or NULL. */
-const char *wl_spec_nearest(const key_spec *table, const char *name);
+/* What to tell the writer of an unknown key `name` of table (section
+ * `where`): the key it most likely misspells ("did you mean ...?"), else
+ * every key of the section. */
+void wl_spec_unknown_hint(const key_spec *table, const char *name, const char *where, char *buf,
+                          size_t size);
 /* What a value of this key must look like, for "expected ..." messages. */
 void wl_spec_expected(const key_spec *k, char *buf, size_t size);
 /* The defaults that do not depend on other keys. */

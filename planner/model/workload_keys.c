@@ -312,7 +312,7 @@ static int edit_distance(const char *a, const char *b)
 
 /* The key of table nearest to an unknown name when it is a likely misspelling
  * (at most 2 edits, or a third of the name's length), else NULL. */
-const char *wl_spec_nearest(const key_spec *table, const char *name)
+static const char *spec_nearest(const key_spec *table, const char *name)
 {
     const char *best = NULL;
     int best_d = 0, limit = (int)strlen(name) / 3;
@@ -324,6 +324,19 @@ const char *wl_spec_nearest(const key_spec *table, const char *name)
             best = k->name, best_d = d;
     }
     return best;
+}
+
+void wl_spec_unknown_hint(const key_spec *table, const char *name, const char *where, char *buf,
+                          size_t size)
+{
+    const char *near = spec_nearest(table, name);
+    if (near) {
+        snprintf(buf, size, "did you mean \"%s\"?", near);
+        return;
+    }
+    char known[640];
+    wl_spec_list_names(table, known, sizeof known);
+    snprintf(buf, size, "the keys of %s are: %s", where, known);
 }
 
 /* What a value of this key must look like, for "expected ..." messages. */

@@ -153,14 +153,9 @@ static int path_check_schema(const load_ctx *c, const override_path *p, const ch
             return wl_fail_cmdline(c, key, "unknown key: %s has no keys", where);
         spec = wl_spec_find(table, s->name);
         if (!spec) {
-            char known[640];
-            wl_spec_list_names(table, known, sizeof known);
-            const char *near = wl_spec_nearest(table, s->name);
-            if (near)
-                return wl_fail_cmdline(c, key, "unknown key \"%s\"; did you mean \"%s\"?", s->name,
-                                       near);
-            return wl_fail_cmdline(c, key, "unknown key \"%s\"; the keys of %s are: %s", s->name,
-                                   i ? where : "the top level", known);
+            char hint[700];
+            wl_spec_unknown_hint(table, s->name, i ? where : "the top level", hint, sizeof hint);
+            return wl_fail_cmdline(c, key, "unknown key \"%s\"; %s", s->name, hint);
         }
         bool has_children = spec->type == KEY_SECTION || spec->type == KEY_TIME_TABLE;
         table = has_children ? spec->children : NULL;

@@ -226,14 +226,11 @@ int wl_read_object(load_ctx *c, const json_t *obj, const key_spec *table, void *
     json_object_foreach((json_t *)obj, name, v)
     {
         if (!wl_spec_find(table, name)) {
-            char known[640];
-            wl_spec_list_names(table, known, sizeof known);
+            char hint[700];
+            wl_spec_unknown_hint(table, name, prefix[0] ? prefix : "the top level", hint,
+                                 sizeof hint);
             key_join(key, prefix, name);
-            const char *near = wl_spec_nearest(table, name);
-            if (near)
-                return wl_fail(c, key, "unknown key; did you mean \"%s\"?", near);
-            return wl_fail(c, key, "unknown key; the keys of %s are: %s",
-                           prefix[0] ? prefix : "the top level", known);
+            return wl_fail(c, key, "unknown key; %s", hint);
         }
     }
     for (const key_spec *k = table; k->name; k++) {

@@ -161,13 +161,21 @@ static int simulate_and_report(const cli *c, job *j, plan *pl, np_error *err)
     return rc;
 }
 
+/* A "does not fit" error re-worded to name the workload: prefix text suffix. */
+static void name_workload(const cli *c, np_error *err, const char *key, const char *prefix,
+                          const char *suffix)
+{
+    char text[sizeof err->text];
+    snprintf(text, sizeof text, "%s", err->text);
+    np_error_set(err, NP_EXIT_NOFIT, c->workload_path, key, 0, "%s%s%s", prefix, text, suffix);
+}
+
 /* A finished plan against the device's memory (mem_check_fits() on the
  * plan's own cost model).  A plan whose recompute the user fixed
  * (`waivable`: Megatron's with the workload's recompute, or a shifted plan)
  * may be waived: with --ignore-memory its "does not fit" is a warning, the
  * plan is simulated, and its CSV row's ignore_memory and peak_fraction say
- * so; without, the error names the workload and its recompute key and says
- * how to simulate it anyway. */
+ * so; without, the error says how to simulate it anyway. */
 static int check_memory(const cli *c, const job *j, const plan *pl, bool waivable, np_error *err)
 {
     cm_model own;
@@ -179,12 +187,10 @@ static int check_memory(const cli *c, const job *j, const plan *pl, bool waivabl
         cm_free(&own);
     bool waive = waivable && c->ignore_memory;
     if (rc == NP_EXIT_NOFIT && !waive) {
-        char text[sizeof err->text];
-        snprintf(text, sizeof text, "%s", err->text);
-        np_error_set(err, NP_EXIT_NOFIT, c->workload_path,
-                     waivable ? "training.recompute_granularity" : "", 0, "%s%s%s%s", pl->planner,
-                     pl->planner[0] ? "'s plan: " : "", text,
-                     waivable ? " (--ignore-memory simulates it anyway)" : "");
+        char prefix[sizeof pl->planner + 16];
+        snprintf(prefix, sizeof prefix, "%s%s", pl->planner, pl->planner[0] ? "'s plan: " : "");
+        name_workload(c, err, waivable ? "training.recompute_granularity" : "", prefix,
+                      waivable ? " (--ignore-memory simulates it anyway)" : "");
         return rc;
     }
     if (rc != NP_EXIT_NOFIT)
@@ -244,14 +250,10 @@ static int run_planner(const cli *c, job *j, const planner_desc *pd, np_error *e
     po.skip_memory_check = true; /* check_before_shift() below */
     int rc = planner_run(pd, &j->cm, &j->pf.cluster, &j->w, &po, &pl, err);
     if (rc == NP_EXIT_NOFIT && strcmp(err->source, c->workload_path) != 0) {
-        /* a planner that found nothing that fits names itself: say which
-         * workload, too */
-        char text[sizeof err->text], who[sizeof err->source], why[sizeof err->key];
-        snprintf(text, sizeof text, "%s", err->text);
-        snprintf(who, sizeof who, "%s", err->source);
-        snprintf(why, sizeof why, "%s", err->key); /* e.g. Merak's rule */
-        np_error_set(err, rc, c->workload_path, "", 0, "%s: %s%s%s", who, why, why[0] ? ": " : "",
-                     text);
+        /* a planner that found nothing that fits names itself, not the workload */
+        char prefix[sizeof err->source + sizeof err->key + 4]; /* key: Merak's rule */
+        snprintf(prefix, sizeof prefix, "%s: %s%s", err->source, err->key, err->key[0] ? ": " : "");
+        name_workload(c, err, "", prefix, "");
     }
     if (!rc)
         rc = check_before_shift(c, j, &pl, waivable, err);
