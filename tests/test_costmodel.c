@@ -299,12 +299,14 @@ static void test_llama3_405b_has_405b_parameters(void)
 /* Megatron-LM docs, "Distributed Optimizer": bytes per parameter. */
 static void test_state_bytes_follow_megatron_table(void)
 {
-    ASSERT_REL(cm_state_bytes_per_param(WL_BF16, false, 128), 18.0, 1e-12);
-    ASSERT_REL(cm_state_bytes_per_param(WL_BF16, true, 128), 6.0 + 12.0 / 128, 1e-12);
-    ASSERT_REL(cm_state_bytes_per_param(WL_FP16, false, 8), 20.0, 1e-12);
-    ASSERT_REL(cm_state_bytes_per_param(WL_FP16, true, 8), 6.0, 1e-12);
-    ASSERT_REL(cm_state_bytes_per_param(WL_FP32, false, 4), 16.0, 1e-12);
-    ASSERT_REL(cm_state_bytes_per_param(WL_FP32, true, 4), 10.0, 1e-12);
+    cm_precision p_bf16 = cm_dtype_precision(WL_BF16), p_fp16 = cm_dtype_precision(WL_FP16),
+                 p_fp32 = cm_dtype_precision(WL_FP32);
+    ASSERT_REL(cm_state_bytes_per_param(&p_bf16, false, 128), 18.0, 1e-12);
+    ASSERT_REL(cm_state_bytes_per_param(&p_bf16, true, 128), 6.0 + 12.0 / 128, 1e-12);
+    ASSERT_REL(cm_state_bytes_per_param(&p_fp16, false, 8), 20.0, 1e-12);
+    ASSERT_REL(cm_state_bytes_per_param(&p_fp16, true, 8), 6.0, 1e-12);
+    ASSERT_REL(cm_state_bytes_per_param(&p_fp32, false, 4), 16.0, 1e-12);
+    ASSERT_REL(cm_state_bytes_per_param(&p_fp32, true, 4), 10.0, 1e-12);
     wl_workload w = llama3_405b();
     cm_model cm;
     build_ok(&w, 1, &cm);

@@ -12,7 +12,7 @@
  *   dense parameters   V·h + 24·4h² + 12·2·h·F + 12·h·E (router)
  *                                                  ≈ 1,387,859,200
  * (biases, LayerNorms, position embeddings: under 1% of the dense count,
- * under 0.1% of the expert one).  Gradients take cm_grad_bytes_per_param
+ * under 0.1% of the expert one).  Gradients take cm_dtype_precision().grad
  * of the parameters' dtype each; the distributed optimizer gathers the
  * parameters at wl_dtype_bytes(bf16) per parameter.
  *
@@ -80,7 +80,7 @@ static void split_in_child(void *ctx, int fd)
     engine_options o;
     engine_init_options(&o);
     o.dp_overlap = true;
-    out.grad_per_param = cm_grad_bytes_per_param(WL_BF16);
+    out.grad_per_param = cm_dtype_precision(WL_BF16).grad;
     out.param_bytes = wl_dtype_bytes(WL_BF16);
     o.dp_param_gather_ratio = out.param_bytes / out.grad_per_param;
     engine e = {.pl = &j.pl, .sc = &j.sc, .opt = &o, .tp = 1, .dp = 32, .p = 1, .cp = 1};
@@ -91,7 +91,7 @@ static void split_in_child(void *ctx, int fd)
         out.rc = overlap_split_experts(&e, &j.cm, out.edp);
     if (!out.rc) {
         const overlap_plan *ov = &e.overlap[0];
-        out.bucket_bytes = cm_dp_bucket_bytes(o.dp_bucket_bytes, e.dp);
+        out.bucket_bytes = cm_dp_bucket_bytes(o.dp_bucket_bytes, e.dp, out.grad_per_param);
         for (int b = 0; b < ov->num_buckets; b++) {
             bool ex = ov->bucket_expert && ov->bucket_expert[b];
             *(ex ? &out.expert : &out.dense) += ov->bucket_bytes[b];
@@ -173,7 +173,7 @@ static void run_in_child(void *ctx, int fd)
     engine_options o;
     engine_init_options(&o);
     o.dp_overlap = c->overlap;
-    o.dp_param_gather_ratio = wl_dtype_bytes(WL_BF16) / cm_grad_bytes_per_param(WL_BF16);
+    o.dp_param_gather_ratio = wl_dtype_bytes(WL_BF16) / cm_dtype_precision(WL_BF16).grad;
     o.moe_policy = c->policy;
     moe_trace t = {0};
     if (!out.rc && c->trace) {

@@ -25,33 +25,36 @@
 static void test_bytes_per_param_of_every_level(void)
 {
     const int ns[] = {1, 2, 8, 128};
+    cm_precision p_bf16 = cm_dtype_precision(WL_BF16), p_fp16 = cm_dtype_precision(WL_FP16),
+                 p_fp32 = cm_dtype_precision(WL_FP32);
     for (int i = 0; i < 4; i++) {
         double n = ns[i];
         /* bf16 (fp32 main gradients): R = 6, S = 12, D = 2 */
-        ASSERT_REL(cm_sharded_state_bytes_per_param(WL_BF16, WL_SHARD_NO_SHARD, ns[i]), 18.0,
+        ASSERT_REL(cm_sharded_state_bytes_per_param(&p_bf16, WL_SHARD_NO_SHARD, ns[i]), 18.0,
                    1e-15);
-        ASSERT_REL(cm_sharded_state_bytes_per_param(WL_BF16, WL_SHARD_OPTIM, ns[i]), 6 + 12 / n,
+        ASSERT_REL(cm_sharded_state_bytes_per_param(&p_bf16, WL_SHARD_OPTIM, ns[i]), 6 + 12 / n,
                    1e-15);
-        ASSERT_REL(cm_sharded_state_bytes_per_param(WL_BF16, WL_SHARD_OPTIM_GRADS, ns[i]),
+        ASSERT_REL(cm_sharded_state_bytes_per_param(&p_bf16, WL_SHARD_OPTIM_GRADS, ns[i]),
                    2 + 16 / n, 1e-15);
-        ASSERT_REL(cm_sharded_state_bytes_per_param(WL_BF16, WL_SHARD_OPTIM_GRADS_PARAMS, ns[i]),
+        ASSERT_REL(cm_sharded_state_bytes_per_param(&p_bf16, WL_SHARD_OPTIM_GRADS_PARAMS, ns[i]),
                    18 / n, 1e-15);
         /* fp16: R = 4, S = 16, D = 2 */
-        ASSERT_REL(cm_sharded_state_bytes_per_param(WL_FP16, WL_SHARD_OPTIM_GRADS, ns[i]),
+        ASSERT_REL(cm_sharded_state_bytes_per_param(&p_fp16, WL_SHARD_OPTIM_GRADS, ns[i]),
                    2 + 18 / n, 1e-15);
-        ASSERT_REL(cm_sharded_state_bytes_per_param(WL_FP16, WL_SHARD_OPTIM_GRADS_PARAMS, ns[i]),
+        ASSERT_REL(cm_sharded_state_bytes_per_param(&p_fp16, WL_SHARD_OPTIM_GRADS_PARAMS, ns[i]),
                    20 / n, 1e-15);
         /* fp32: R = 8, S = 8, D = 4 */
-        ASSERT_REL(cm_sharded_state_bytes_per_param(WL_FP32, WL_SHARD_OPTIM_GRADS, ns[i]),
+        ASSERT_REL(cm_sharded_state_bytes_per_param(&p_fp32, WL_SHARD_OPTIM_GRADS, ns[i]),
                    4 + 12 / n, 1e-15);
-        ASSERT_REL(cm_sharded_state_bytes_per_param(WL_FP32, WL_SHARD_OPTIM_GRADS_PARAMS, ns[i]),
+        ASSERT_REL(cm_sharded_state_bytes_per_param(&p_fp32, WL_SHARD_OPTIM_GRADS_PARAMS, ns[i]),
                    16 / n, 1e-15);
         /* no_shard and optim are Megatron's table, as before */
         for (int d = WL_BF16; d <= WL_FP32; d++) {
-            ASSERT_REL(cm_sharded_state_bytes_per_param((wl_dtype)d, WL_SHARD_NO_SHARD, ns[i]),
-                       cm_state_bytes_per_param((wl_dtype)d, false, ns[i]), 1e-15);
-            ASSERT_REL(cm_sharded_state_bytes_per_param((wl_dtype)d, WL_SHARD_OPTIM, ns[i]),
-                       cm_state_bytes_per_param((wl_dtype)d, true, ns[i]), 1e-15);
+            cm_precision pd = cm_dtype_precision((wl_dtype)d);
+            ASSERT_REL(cm_sharded_state_bytes_per_param(&pd, WL_SHARD_NO_SHARD, ns[i]),
+                       cm_state_bytes_per_param(&pd, false, ns[i]), 1e-15);
+            ASSERT_REL(cm_sharded_state_bytes_per_param(&pd, WL_SHARD_OPTIM, ns[i]),
+                       cm_state_bytes_per_param(&pd, true, ns[i]), 1e-15);
         }
     }
 }

@@ -24,7 +24,9 @@
  *   4 fp32 master + 8 Adam m, v), 6 + 12/dp distributed; fp16 params, fp16
  *   grads: 20, 4 + 16/dp; fp32: 16, 8 + 8/dp.  Gradients reduced over DP
  *   (grad_bytes): fp32 main grads, 4 bytes per parameter, for bf16 and fp32;
- *   2 for fp16 (Megatron's default fp16 grad buffer).
+ *   2 for fp16 (Megatron's default fp16 grad buffer) and for bf16 with
+ *   grad_reduce_in_bf16.  The precision-aware optimizer's dtypes:
+ *   cm_precision_of() (costmodel.h, cm_precision).
  *
  * Workspace: 1 GiB for the runtime (device context, kernels, allocator
  * reserve) plus the collective buffers of the three communicators a rank
@@ -91,26 +93,66 @@ double cm_boundary_s(const cl_cluster *c, const cm_layer *ly, int same_node)
 
 static double dtype_bytes(wl_dtype d) { return d == WL_FP32 ? 4.0 : 2.0; }
 
-double cm_state_bytes_per_param(wl_dtype d, bool distributed_optimizer, int dp)
+void cm_precision_of(const wl_training *t, cm_precision *out)
 {
-    double replicated, sharded; /* Megatron docs' table: replicated + sharded/dp */
-    switch (d) {
-    case WL_FP16:
-        replicated = 4, sharded = 16;
-        break;
-    case WL_FP32:
-        replicated = 8, sharded = 8;
-        break;
+    memset(out, 0, sizeof *out);
+    out->weight = dtype_bytes(t->params_dtype);
+    out->exp_avg = out->exp_avg_sq = FP32_BYTES;
+    switch (t->params_dtype) {
+    case WL_FP32: /* the weight is its own master, its gradient fp32 */
+        out->grad = FP32_BYTES;
+        return;
+    case WL_FP16: /* fp16 gradients, copied to fp32 for the optimizer */
+        out->grad = 2.0;
+        out->main_grad = out->main_param = FP32_BYTES;
+        return;
     default:
-        replicated = 6, sharded = 12;
         break;
     }
-    if (!distributed_optimizer)
-        return replicated + sharded;
-    return replicated + sharded / (dp > 0 ? dp : 1);
+    bool aware = t->use_precision_aware_optimizer;
+    out->grad = t->grad_reduce_in_bf16 || (aware && t->main_grads_dtype == WL_STATE_BF16)
+                    ? 2.0
+                    : FP32_BYTES;
+    out->main_param = FP32_BYTES;
+    if (!aware)
+        return;
+    out->exp_avg = wl_state_dtype_bytes(t->exp_avg_dtype);
+    out->exp_avg_sq = wl_state_dtype_bytes(t->exp_avg_sq_dtype);
+    if (t->main_params_dtype != WL_STATE_FP32)
+        out->main_param = wl_state_dtype_bytes(t->main_params_dtype);
+    else if (t->store_param_remainders) {
+        out->main_param = 2.0; /* the low half; the bf16 weight is the high one */
+        out->remainders = true;
+    }
 }
 
-double cm_grad_bytes_per_param(wl_dtype d) { return d == WL_FP16 ? 2.0 : 4.0; }
+cm_precision cm_dtype_precision(wl_dtype d)
+{
+    wl_training t = {.params_dtype = d};
+    cm_precision p;
+    cm_precision_of(&t, &p);
+    return p;
+}
+
+cm_precision cm_model_precision(const cm_model *m)
+{
+    return m && m->precision.weight > 0 ? m->precision : cm_dtype_precision(WL_BF16);
+}
+
+double cm_replicated_bytes(const cm_precision *p) { return p->weight + p->grad; }
+
+double cm_sharded_bytes(const cm_precision *p)
+{
+    return p->main_param + p->main_grad + p->exp_avg + p->exp_avg_sq;
+}
+
+double cm_state_bytes_per_param(const cm_precision *p, bool distributed_optimizer, int dp)
+{
+    double sharded = cm_sharded_bytes(p);
+    if (distributed_optimizer)
+        sharded /= dp > 0 ? dp : 1;
+    return cm_replicated_bytes(p) + sharded;
+}
 
 /* ---- shape of one job --------------------------------------------------- */
 
@@ -161,9 +203,10 @@ void cm_shape_init(shape *x, const wl_workload *w, const cl_cluster *c, int b)
     x->scatter_gather = w->training.scatter_gather_tensors_in_pipeline && !x->sp && x->t > 1;
     x->tp_overlap = w->training.tp_comm_overlap && x->sp;
     bool dist = w->training.use_distributed_optimizer;
-    x->state_bpp = cm_state_bytes_per_param(w->training.params_dtype, dist, x->dp);
+    cm_precision_of(&w->training, &x->precision);
+    x->state_bpp = cm_state_bytes_per_param(&x->precision, dist, x->dp);
     x->expert_state_bpp = x->state_bpp; /* over the expert-DP group: costmodel_parallel.c */
-    x->grad_bpp = cm_grad_bytes_per_param(w->training.params_dtype);
+    x->grad_bpp = x->precision.grad;
     cm_shape_parallel(x, w); /* context parallelism, sharding: costmodel_parallel.c */
 }
 
@@ -230,7 +273,8 @@ int cm_build(const wl_workload *w, const cl_cluster *c, int micro_batch_size, cm
     out->hbm_bandwidth_Bps = cm_hbm_bandwidth_Bps(c);
     out->kernel_launch_s = c->kernel_launch_s;
     out->weight_bytes_per_param = x.D;
-    out->optimizer_bytes_per_param = cm_optimizer_bytes_per_param(w->training.params_dtype);
+    out->precision = x.precision;
+    out->optimizer_bytes_per_param = cm_optimizer_bytes_per_param(&x.precision);
     out->has_source = true;
     out->source = *w;
     out->cluster = *c;
@@ -313,14 +357,16 @@ double cm_backward_total_s(const cm_layer *l, recompute_kind r)
 }
 
 /* HBM traffic of one Adam step per parameter (Kingma & Ba; Megatron's fused
- * Adam over the fp32 main params): read the main gradient, read and write the
- * fp32 master weight and both moments, write the half-precision weight copy. */
-double cm_optimizer_bytes_per_param(wl_dtype d)
+ * Adam over the main params): read the gradient, read and write the master
+ * weight and both moments, write the half-precision weight; where the weight
+ * is the master (fp32) or holds the master's high half (remainders) it is
+ * read as well.  bf16 4 + 24 + 2 = 30, fp16 28, fp32 28.  Not counted: the
+ * gradient's cast to fp32 and the gradient-norm pass. */
+double cm_optimizer_bytes_per_param(const cm_precision *p)
 {
-    double rw_fp32_state = 3.0 * 2.0 * FP32_BYTES; /* master, m, v: read + write */
-    if (d == WL_FP32)
-        return FP32_BYTES + rw_fp32_state;
-    return cm_grad_bytes_per_param(d) + rw_fp32_state + dtype_bytes(d);
+    double state = p->main_param + p->exp_avg + p->exp_avg_sq;
+    bool weight_read = p->main_param == 0 || p->remainders;
+    return p->grad + 2.0 * state + p->weight * (weight_read ? 2.0 : 1.0);
 }
 
 /* Adam is memory-bound: bytes/param over the parameters this NPU updates,

@@ -85,6 +85,37 @@ typedef struct cm_moe_cost {
     double expert_grad_bytes; /* reduced over the expert-data-parallel group */
 } cm_moe_cost;
 
+/* Bytes per parameter of the training state, from the workload's dtypes
+ * (cm_precision_of): what every replica keeps, R = weight + grad, and what
+ * the distributed optimizer shards, S = main_param + main_grad + exp_avg +
+ * exp_avg_sq.  Megatron-LM's defaults: bf16 2 + 4 | 4 + 0 + 4 + 4 (R 6,
+ * S 12); fp16 2 + 2 | 4 + 4 + 4 + 4 (the optimizer's fp32 copy of the fp16
+ * gradient; R 4, S 16); fp32 4 + 4 | 0 + 0 + 4 + 4 (the weight is its own
+ * master; R 8, S 8).  grad_reduce_in_bf16 or main_grads_dtype bf16 make the
+ * gradient 2; the precision-aware optimizer's dtypes set the moments (fp8:
+ * 1) and the master (fp16 2; an fp32 master of a bf16 weight kept as its
+ * 16-bit remainder, store_param_remainders: 2, `remainders`).  Not counted:
+ * the fp32 copy of a bf16 gradient shard that the optimizer step makes
+ * without the precision-aware optimizer (it lives between the step and the
+ * next iteration's zero_grad, outside the activations' peak). */
+typedef struct cm_model cm_model;
+
+typedef struct cm_precision {
+    double weight, grad;
+    double main_param, main_grad, exp_avg, exp_avg_sq;
+    bool remainders;
+} cm_precision;
+
+void cm_precision_of(const wl_training *t, cm_precision *out);
+/* Megatron's defaults for a parameter dtype (no other key set). */
+cm_precision cm_dtype_precision(wl_dtype d);
+/* The model's precision; a model built by hand (weight 0) reads as
+ * Megatron's bf16 default. */
+cm_precision cm_model_precision(const cm_model *m);
+/* R and S above. */
+double cm_replicated_bytes(const cm_precision *p);
+double cm_sharded_bytes(const cm_precision *p);
+
 typedef struct cm_layer {
     char name[48];
     cm_layer_kind kind;
@@ -165,6 +196,7 @@ typedef struct cm_model {
                                     * cm_optimizer_step_s() */
     double kernel_launch_s;        /* copied from the cluster, for cm_optimizer_step_s() */
     double weight_bytes_per_param; /* one weight copy (PipeDream's stashed versions) */
+    cm_precision precision;        /* every byte per parameter of the state */
     double optimizer_bytes_per_param; /* HBM traffic of one Adam update per parameter */
     /* What cm_layer_at_batch() re-prices a layer from: shallow copies of the
      * workload (its layer_specs stay the caller's and must outlive the model)
@@ -246,30 +278,31 @@ double cm_gemm_table_efficiency(const cl_cluster *c, double min_dim);
 double cm_attention_efficiency(const cl_cluster *c);
 double cm_bus_efficiency(const cl_cluster *c);
 double cm_hbm_bandwidth_Bps(const cl_cluster *c);
-/* Weights + gradients + optimizer state per parameter (Megatron-LM's
+/* Weights + gradients + optimizer state per parameter, R + S or with the
+ * distributed optimizer R + S/dp (cm_precision; Megatron-LM's
  * distributed-optimizer table: bf16 18 or 6 + 12/dp, fp16 20 or 4 + 16/dp,
  * fp32 16 or 8 + 8/dp). */
-double cm_state_bytes_per_param(wl_dtype d, bool distributed_optimizer, int dp);
+double cm_state_bytes_per_param(const cm_precision *p, bool distributed_optimizer, int dp);
 /* The same for every data-parallel sharding strategy over `shards` replicas
  * (costmodel_sharding.c): with R the replicated and S the sharded bytes of
  * the table above and D the weight's, no_shard R + S, optim R + S/n,
  * optim_grads D + (R − D + S)/n, optim_grads_params (R + S)/n; bf16: 18,
  * 6 + 12/n, 2 + 16/n, 18/n. */
-double cm_sharded_state_bytes_per_param(wl_dtype d, wl_dp_sharding s, int shards);
+double cm_sharded_state_bytes_per_param(const cm_precision *p, wl_dp_sharding s, int shards);
 /* What cm_forward_total_s() and cm_backward_total_s() add to a layer's
  * compute and TP time: the exposed context-parallel exchange and the
  * sharded data-parallel collectives of the pass. */
 double cm_forward_extra_s(const cm_layer *l);
 double cm_backward_extra_s(const cm_layer *l);
-/* Megatron's DDP bucket in bytes of 4-byte fp32 gradients: `given` when
- * positive (--dp-bucket-bytes), else max(40M, 1M·dp) parameters
- * (distributed_data_parallel_config.py); and the buckets of `params`
- * parameters (ZeRO-2's gather of the update is cut the same way). */
-double cm_dp_bucket_bytes(double given, int dp);
+/* Megatron's DDP bucket in bytes of gradients of grad_bpp bytes each:
+ * `given` when positive (--dp-bucket-bytes), else max(40M, 1M·dp)
+ * parameters (distributed_data_parallel_config.py); and the buckets of
+ * `params` parameters (ZeRO-2's gather of the update is cut the same way). */
+double cm_dp_bucket_bytes(double given, int dp, double grad_bpp);
 /* Whether ZeRO-2/3's collectives run overlapped (zero_overlap: simrun
  * --dp-overlap) and move anything (sharded over at least 2 replicas). */
 bool cm_zero_overlapped(const cm_model *cm);
-double cm_dp_param_buckets(double params, double bucket_bytes);
+double cm_dp_param_buckets(double params, double grad_bpp, double bucket_bytes);
 
 /* The engine's ring-flow among `ranks` replicas of one TP rank, tp NPUs
  * apart, `halves` = 1 (all-gather, reduce-scatter) or 2 (all-reduce): on the
@@ -283,10 +316,10 @@ double cm_dp_param_buckets(double params, double bucket_bytes);
  * planners' view of data-parallel collectives (predict.h). */
 double cm_dp_ring_s(const cl_cluster *c, int tp, int ranks, double bytes, int halves);
 double cm_dp_ring_allgather_s(const cl_cluster *c, int tp, int ranks, double bytes);
-/* Bytes per parameter of the gradient reduced over DP (fp32 main grads, fp16: 2). */
-double cm_grad_bytes_per_param(wl_dtype d);
-/* HBM bytes moved per parameter by one Adam step. */
-double cm_optimizer_bytes_per_param(wl_dtype d);
+/* HBM bytes moved per parameter by one Adam step: read the gradient, read
+ * and write the master weight and both moments, write the weight (and read
+ * it too where it is the master or carries the master's high half). */
+double cm_optimizer_bytes_per_param(const cm_precision *p);
 /* Piecewise-linear interpolation of a table (xs increasing) at q,
  * extrapolated from the end segments, clamped at 0. */
 double cm_interpolate(const double *xs, const double *ys, int count, double q);

@@ -38,14 +38,13 @@ void cm_shape_parallel(shape *x, const wl_workload *w)
         x->n = x->b * x->s;
         x->nl = x->sp ? x->n / x->t : x->n;
     }
-    wl_dtype d = w->training.params_dtype;
     if (x->cp > 1 || s > WL_SHARD_OPTIM)
-        x->state_bpp = cm_sharded_state_bytes_per_param(d, s, x->shards);
+        x->state_bpp = cm_sharded_state_bytes_per_param(&x->precision, s, x->shards);
     /* Expert state is sharded over the expert-data-parallel group,
      * tp·cp·dp/(ep·etp) ranks (moe.h). */
     moe_layout ml;
     moe_layout_of(w, &ml);
-    x->expert_state_bpp = cm_sharded_state_bytes_per_param(d, s, ml.edp);
+    x->expert_state_bpp = cm_sharded_state_bytes_per_param(&x->precision, s, ml.edp);
 }
 
 void cm_parallel_layer(cm_layer *ly, const shape *x)

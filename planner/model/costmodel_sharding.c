@@ -6,7 +6,8 @@
  * parameter's state into R bytes every replica keeps (the D-byte weight and
  * the gradient) and S bytes the distributed optimizer shards (fp32 master
  * weight and Adam moments): bf16 R = 6 (2 weight + 4 fp32 main gradient),
- * S = 12; fp16 R = 4, S = 16; fp32 R = 8, S = 8.  Over n replicas (dp·cp):
+ * S = 12; fp16 R = 4, S = 16; fp32 R = 8, S = 8 (other gradient and
+ * optimizer dtypes: cm_precision, costmodel.h).  Over n replicas (dp·cp):
  *   no_shard             R + S                   bf16 18
  *   optim (ZeRO-1)       R + S/n                 bf16 6 + 12/n  (Megatron's)
  *   optim_grads (ZeRO-2) D + (R − D + S)/n       bf16 2 + 16/n
@@ -38,25 +39,10 @@
 
 #include "costmodel_internal.h"
 
-static void state_split(wl_dtype d, double *replicated, double *sharded, double *weight)
+double cm_sharded_state_bytes_per_param(const cm_precision *p, wl_dp_sharding s, int shards)
 {
-    switch (d) {
-    case WL_FP16:
-        *replicated = 4, *sharded = 16, *weight = 2;
-        break;
-    case WL_FP32:
-        *replicated = 8, *sharded = 8, *weight = 4;
-        break;
-    default:
-        *replicated = 6, *sharded = 12, *weight = 2;
-        break;
-    }
-}
-
-double cm_sharded_state_bytes_per_param(wl_dtype d, wl_dp_sharding s, int shards)
-{
-    double r, sh, w, n = shards > 0 ? shards : 1;
-    state_split(d, &r, &sh, &w);
+    double r = cm_replicated_bytes(p), sh = cm_sharded_bytes(p), w = p->weight;
+    double n = shards > 0 ? shards : 1;
     switch (s) {
     case WL_SHARD_OPTIM:
         return r + sh / n;
@@ -103,9 +89,9 @@ double cm_dp_ring_allgather_s(const cl_cluster *c, int tp, int ranks, double byt
     return cm_dp_ring_s(c, tp, ranks, bytes, 1);
 }
 
-double cm_dp_bucket_bytes(double given, int dp)
+double cm_dp_bucket_bytes(double given, int dp, double grad_bpp)
 {
-    return given > 0 ? given : 4.0 * fmax(40e6, (double)dp * 1e6);
+    return given > 0 ? given : grad_bpp * fmax(40e6, (double)dp * 1e6);
 }
 
 bool cm_zero_overlapped(const cm_model *cm)
@@ -113,9 +99,9 @@ bool cm_zero_overlapped(const cm_model *cm)
     return cm->zero_overlap && cm->sharding >= WL_SHARD_OPTIM_GRADS && cm->data_parallel >= 2;
 }
 
-double cm_dp_param_buckets(double params, double bucket_bytes)
+double cm_dp_param_buckets(double params, double grad_bpp, double bucket_bytes)
 {
-    return params > 0 ? ceil(4.0 * params / bucket_bytes) : 0.0;
+    return params > 0 ? ceil(grad_bpp * params / bucket_bytes) : 0.0;
 }
 
 void cm_sharding_layer(cm_layer *ly, const shape *x)

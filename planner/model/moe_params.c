@@ -93,7 +93,8 @@ void moe_expert_memory_of(const wl_workload *w, moe_expert_memory *out)
     moe_layout x;
     moe_layout_of(w, &x);
     double mats = m->swiglu ? 3.0 : 2.0;
-    wl_dtype dt = w->training.params_dtype;
+    cm_precision prec;
+    cm_precision_of(&w->training, &prec);
     wl_dp_sharding s = w->training.data_parallel_sharding_strategy;
     if (s < WL_SHARD_NO_SHARD || s >= WL_SHARD_COUNT)
         s = WL_SHARD_NO_SHARD;
@@ -101,8 +102,8 @@ void moe_expert_memory_of(const wl_workload *w, moe_expert_memory *out)
         s = WL_SHARD_OPTIM;
     out->params =
         x.local_experts * mats * (double)m->hidden_size * (double)m->moe_ffn_hidden_size / x.etp;
-    out->state_bytes = out->params * cm_sharded_state_bytes_per_param(dt, s, x.edp);
-    out->grad_bytes = out->params * cm_grad_bytes_per_param(dt);
+    out->state_bytes = out->params * cm_sharded_state_bytes_per_param(&prec, s, x.edp);
+    out->grad_bytes = out->params * prec.grad;
 }
 
 double moe_capacity(double tokens, int topk, int num_experts, double capacity_factor)

@@ -20,6 +20,18 @@
 
 typedef enum wl_dtype { WL_BF16 = 0, WL_FP16, WL_FP32 } wl_dtype;
 
+/* A dtype of the optimizer's tensors under Megatron's precision-aware
+ * optimizer (--main-grads-dtype, --main-params-dtype, --exp-avg-dtype,
+ * --exp-avg-sq-dtype): fp32 (the default, 4 bytes), bf16 or fp16 (2), fp8
+ * (1 byte: Megatron maps it to uint8). */
+typedef enum wl_state_dtype {
+    WL_STATE_FP32 = 0,
+    WL_STATE_BF16,
+    WL_STATE_FP16,
+    WL_STATE_FP8,
+    WL_STATE_DTYPE_COUNT
+} wl_state_dtype;
+
 /* Recompute (activation checkpointing) option of one layer. */
 typedef enum recompute_kind {
     RECOMPUTE_NONE = 0,
@@ -161,6 +173,19 @@ typedef struct wl_training {
      * its data has arrived (sim/engine/engine_worker.c). */
     bool overlap_p2p_comm;
     wl_dp_sharding data_parallel_sharding_strategy;
+    /* Megatron's --grad-reduce-in-bf16 (bf16 training): the gradient buffer
+     * and its data-parallel reduction in bf16, 2 bytes per parameter instead
+     * of fp32's 4 (arguments.py turns accumulate_allreduce_grads_in_fp32
+     * off; DDP's grad_reduce_in_fp32). */
+    bool grad_reduce_in_bf16;
+    /* Megatron's --use-precision-aware-optimizer (Transformer Engine's
+     * FusedAdam; needs the distributed optimizer) and the dtypes it allows
+     * below fp32; store_param_remainders (default true, as Megatron's
+     * OptimizerConfig) keeps an fp32 master weight of a bf16 parameter as its
+     * 16-bit remainder.  costmodel.c (cm_precision_of) turns them into bytes. */
+    bool use_precision_aware_optimizer;
+    wl_state_dtype main_grads_dtype, main_params_dtype, exp_avg_dtype, exp_avg_sq_dtype;
+    bool store_param_remainders;
 } wl_training;
 
 typedef struct wl_parallel {
@@ -217,7 +242,9 @@ int wl_schedule_by_name(const char *name); /* -1 when unknown */
 const char *wl_recompute_name(recompute_kind r);
 int wl_recompute_by_name(const char *name); /* -1 when unknown */
 double wl_dtype_bytes(wl_dtype d);
-const char *wl_dtype_name(wl_dtype d); /* "bf16", "fp16", "fp32" */
+const char *wl_dtype_name(wl_dtype d);             /* "bf16", "fp16", "fp32" */
+const char *wl_state_dtype_name(wl_state_dtype d); /* "fp32", "bf16", "fp16", "fp8" */
+double wl_state_dtype_bytes(wl_state_dtype d);
 /* "no_shard", "optim", "optim_grads", "optim_grads_params". */
 const char *wl_sharding_name(wl_dp_sharding s);
 

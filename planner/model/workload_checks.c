@@ -28,6 +28,51 @@ int wl_num_micro_batches(const wl_workload *w)
 
 /* ------------------------------------------------- defaults and combinations */
 
+/* Megatron's rules for the gradient and optimizer dtypes (arguments.py,
+ * OptimizerConfig.__post_init__), and the one the simulator adds: the
+ * precision-aware optimizer is modelled for bf16 training. */
+static int check_precision(const load_ctx *c, const wl_training *t)
+{
+    if (t->grad_reduce_in_bf16 && t->params_dtype != WL_BF16)
+        return wl_fail(c, "training.grad_reduce_in_bf16",
+                       "needs training.params_dtype \"bf16\", got \"%s\" (fp16 gradients are "
+                       "reduced in fp16 already, fp32 ones in fp32)",
+                       wl_dtype_name(t->params_dtype));
+    if (t->main_grads_dtype != WL_STATE_FP32 && t->main_grads_dtype != WL_STATE_BF16)
+        return wl_fail(c, "training.main_grads_dtype",
+                       "expected \"fp32\" or \"bf16\" (Megatron's choices), got \"%s\"",
+                       wl_state_dtype_name(t->main_grads_dtype));
+    if (t->main_params_dtype != WL_STATE_FP32 && t->main_params_dtype != WL_STATE_FP16)
+        return wl_fail(c, "training.main_params_dtype",
+                       "expected \"fp32\" or \"fp16\" (Megatron's choices), got \"%s\"",
+                       wl_state_dtype_name(t->main_params_dtype));
+    const struct {
+        const char *key;
+        wl_state_dtype d;
+    } dtypes[] = {{"training.main_grads_dtype", t->main_grads_dtype},
+                  {"training.main_params_dtype", t->main_params_dtype},
+                  {"training.exp_avg_dtype", t->exp_avg_dtype},
+                  {"training.exp_avg_sq_dtype", t->exp_avg_sq_dtype}};
+    for (size_t i = 0; i < sizeof dtypes / sizeof dtypes[0]; i++)
+        if (dtypes[i].d != WL_STATE_FP32 && !t->use_precision_aware_optimizer)
+            return wl_fail(c, dtypes[i].key,
+                           "\"%s\" needs training.use_precision_aware_optimizer (Megatron: "
+                           "only \"fp32\" without it)",
+                           wl_state_dtype_name(dtypes[i].d));
+    if (!t->use_precision_aware_optimizer)
+        return 0;
+    if (!t->use_distributed_optimizer)
+        return wl_fail(c, "training.use_precision_aware_optimizer",
+                       "needs training.use_distributed_optimizer (or a "
+                       "data_parallel_sharding_strategy other than \"no_shard\"), as Megatron's "
+                       "OptimizerConfig asserts");
+    if (t->params_dtype != WL_BF16)
+        return wl_fail(c, "training.use_precision_aware_optimizer",
+                       "is modelled for training.params_dtype \"bf16\" only, got \"%s\"",
+                       wl_dtype_name(t->params_dtype));
+    return 0;
+}
+
 /* Defaults that depend on other keys; 0 marks a key the file did not give. */
 int wl_fill_derived_defaults(const load_ctx *c, wl_workload *w)
 {
@@ -75,7 +120,7 @@ int wl_fill_derived_defaults(const load_ctx *c, wl_workload *w)
      * distributed optimizer, which the rest of the model reads. */
     if (t->data_parallel_sharding_strategy >= WL_SHARD_OPTIM)
         t->use_distributed_optimizer = true;
-    return 0;
+    return check_precision(c, t);
 }
 
 static int check_attention(const load_ctx *c, const wl_workload *w)

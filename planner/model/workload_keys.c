@@ -22,6 +22,7 @@ static const char *const schedule_names[SCHED_COUNT] = {
 static const char *const recompute_names[RECOMPUTE_COUNT] = {"none", "selective", "full"};
 static const char *const dtype_names[] = {"bf16", "fp16", "fp32"};
 #define DTYPE_COUNT 3
+static const char *const state_dtype_names[WL_STATE_DTYPE_COUNT] = {"fp32", "bf16", "fp16", "fp8"};
 const char *const wl_moe_dispatcher_names[WL_MOE_DISPATCHER_COUNT] = {"allgather", "alltoall"};
 const char *const wl_moe_balancing_names[WL_MOE_BALANCING_COUNT] = {"aux_loss", "seq_aux_loss",
                                                                     "sinkhorn", "none"};
@@ -33,6 +34,7 @@ _Static_assert(sizeof(schedule_kind) == sizeof(int), "enum must be int-sized");
 _Static_assert(sizeof(recompute_kind) == sizeof(int), "enum must be int-sized");
 _Static_assert(sizeof(wl_dtype) == sizeof(int), "enum must be int-sized");
 _Static_assert(sizeof(wl_dp_sharding) == sizeof(int), "enum must be int-sized");
+_Static_assert(sizeof(wl_state_dtype) == sizeof(int), "enum must be int-sized");
 
 /* Names match without regard to case ("1F1B", "ZB-H1", "Full"): the
  * index of the canonical name, which is what is stored and printed. */
@@ -71,6 +73,17 @@ const char *wl_dtype_name(wl_dtype d)
     return (d >= 0 && d < DTYPE_COUNT) ? dtype_names[d] : "unknown";
 }
 
+const char *wl_state_dtype_name(wl_state_dtype d)
+{
+    return (d >= 0 && d < WL_STATE_DTYPE_COUNT) ? state_dtype_names[d] : "unknown";
+}
+
+double wl_state_dtype_bytes(wl_state_dtype d)
+{
+    static const double bytes[WL_STATE_DTYPE_COUNT] = {4.0, 2.0, 2.0, 1.0};
+    return (d >= 0 && d < WL_STATE_DTYPE_COUNT) ? bytes[d] : 0.0;
+}
+
 const char *wl_sharding_name(wl_dp_sharding s)
 {
     return (s >= 0 && s < WL_SHARD_COUNT) ? sharding_names[s] : "unknown";
@@ -98,6 +111,7 @@ void wl_set_defaults(wl_workload *w)
     w->training.recompute_granularity = RECOMPUTE_NONE;
     w->training.scatter_gather_tensors_in_pipeline = true;
     w->training.data_parallel_sharding_strategy = WL_SHARD_UNSET; /* workload_checks.c */
+    w->training.store_param_remainders = true;                    /* Megatron's OptimizerConfig */
     w->model.attention_dropout = 0.1;
     w->model.hidden_dropout = 0.1;
     w->parallel.virtual_pipeline_model_parallel_size = 1;
@@ -217,6 +231,20 @@ static const key_spec training_keys[] = {
     SCALAR("overlap_p2p_comm", KEY_BOOL, OPTIONAL, W_OFF(training.overlap_p2p_comm)),
     ENUM("data_parallel_sharding_strategy", OPTIONAL,
          W_OFF(training.data_parallel_sharding_strategy), sharding_names, WL_SHARD_COUNT),
+    SCALAR("grad_reduce_in_bf16", KEY_BOOL, OPTIONAL, W_OFF(training.grad_reduce_in_bf16)),
+    SCALAR("use_precision_aware_optimizer", KEY_BOOL, OPTIONAL,
+           W_OFF(training.use_precision_aware_optimizer)),
+    /* all four take every name; workload_checks.c narrows the first two as
+     * Megatron's argparse choices do */
+    ENUM("main_grads_dtype", OPTIONAL, W_OFF(training.main_grads_dtype), state_dtype_names,
+         WL_STATE_DTYPE_COUNT),
+    ENUM("main_params_dtype", OPTIONAL, W_OFF(training.main_params_dtype), state_dtype_names,
+         WL_STATE_DTYPE_COUNT),
+    ENUM("exp_avg_dtype", OPTIONAL, W_OFF(training.exp_avg_dtype), state_dtype_names,
+         WL_STATE_DTYPE_COUNT),
+    ENUM("exp_avg_sq_dtype", OPTIONAL, W_OFF(training.exp_avg_sq_dtype), state_dtype_names,
+         WL_STATE_DTYPE_COUNT),
+    SCALAR("store_param_remainders", KEY_BOOL, OPTIONAL, W_OFF(training.store_param_remainders)),
     END,
 };
 

@@ -106,16 +106,15 @@ double mem_inflight(schedule_kind sched, int p, int s, int m, int v, int chunk)
 /* ---- the static bytes split ------------------------------------------- */
 
 /* Bytes per parameter of the weight, its gradient and its optimizer state
- * (fp32 master weight and Adam moments) on one NPU with the model's
- * sharding level over `shards` replicas: the split costmodel_sharding.c
- * sums (D, R − D and S of its table; bf16 2, 4, 12), ZeRO-1 dividing S,
+ * (master weight and Adam moments) on one NPU with the model's sharding
+ * level over `shards` replicas: the split costmodel_sharding.c sums (D,
+ * R − D and S of cm_precision; bf16 by default 2, 4, 12), ZeRO-1 dividing S,
  * ZeRO-2 also the gradient, ZeRO-3 also the weight. */
 static void state_per_param(const cm_model *cm, int shards, double *w, double *g, double *o)
 {
-    wl_dtype d = cm->source.training.params_dtype;
     double n = shards > 0 ? shards : 1;
-    double D = cm->weight_bytes_per_param, G = cm_grad_bytes_per_param(d);
-    double S = cm_sharded_state_bytes_per_param(d, WL_SHARD_NO_SHARD, 1) - D - G;
+    cm_precision p = cm_model_precision(cm);
+    double D = cm->weight_bytes_per_param, G = p.grad, S = cm_sharded_bytes(&p);
     *w = cm->sharding >= WL_SHARD_OPTIM_GRADS_PARAMS ? D / n : D;
     *g = cm->sharding >= WL_SHARD_OPTIM_GRADS ? G / n : G;
     *o = cm->sharding >= WL_SHARD_OPTIM ? S / n : S;

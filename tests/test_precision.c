@@ -1,0 +1,195 @@
+/*
+ * test_precision.c -- the gradient and optimizer dtypes (training.
+ * grad_reduce_in_bf16 and Megatron's precision-aware optimizer): bytes per
+ * parameter in closed form from the dtypes' sizes, the cost model's layers,
+ * the memory breakdown, the data-parallel reduction's bytes and buckets, and
+ * the loader's rules.
+ *
+ * Closed forms, bf16 weights (2 bytes), per parameter: the gradient 4 (fp32,
+ * Megatron's default) or 2 (grad_reduce_in_bf16, or main_grads_dtype bf16);
+ * the sharded optimizer state S = master + exp_avg + exp_avg_sq, the master
+ * 4 (fp32), 2 (fp16, or an fp32 master kept as the 16-bit remainder of the
+ * bf16 weight: Transformer Engine's FusedAdam store_param_remainders), the
+ * moments 4, 2 or 1 (fp8).  NeMo's recipes with distributed_fused_adam,
+ * grad_sync_dtype bf16 and dtype bf16 keep 2 + 2 + (2 + 2 + 2)/n.
+ */
+#include <string.h>
+
+#include "costmodel.h"
+#include "memory.h"
+#include "testutil.h"
+
+static cm_precision precision_with(wl_training t)
+{
+    cm_precision p;
+    cm_precision_of(&t, &p);
+    return p;
+}
+
+static void test_bytes_per_param_of_each_precision(void)
+{
+    wl_training base = {.params_dtype = WL_BF16, .store_param_remainders = true};
+    /* Megatron's default: 2 + 4 replicated, 4 + 4 + 4 sharded */
+    cm_precision p = precision_with(base);
+    ASSERT_REL(cm_replicated_bytes(&p), 6.0, 1e-15);
+    ASSERT_REL(cm_sharded_bytes(&p), 12.0, 1e-15);
+    ASSERT_REL(cm_optimizer_bytes_per_param(&p), 4 + 2 * 12 + 2, 1e-15);
+    /* the store_param_remainders default means nothing without the
+     * precision-aware optimizer */
+    CU_ASSERT_FALSE(p.remainders);
+
+    wl_training t = base;
+    t.grad_reduce_in_bf16 = true;
+    p = precision_with(t);
+    ASSERT_REL(p.grad, 2.0, 1e-15);
+    ASSERT_REL(cm_state_bytes_per_param(&p, true, 8), 2 + 2 + 12 / 8.0, 1e-15);
+    ASSERT_REL(cm_optimizer_bytes_per_param(&p), 2 + 2 * 12 + 2, 1e-15);
+
+    t = base;
+    t.use_precision_aware_optimizer = true;
+    t.main_grads_dtype = WL_STATE_BF16; /* a bf16 gradient without grad_reduce_in_bf16 */
+    p = precision_with(t);
+    ASSERT_REL(p.grad, 2.0, 1e-15);
+    /* the fp32 master of a bf16 weight as its low 16 bits */
+    ASSERT_REL(p.main_param, 2.0, 1e-15);
+    CU_ASSERT_TRUE(p.remainders);
+
+    /* NeMo's bf16 optimizer state with bf16 gradients over 2 replicas */
+    t.grad_reduce_in_bf16 = true;
+    t.exp_avg_dtype = t.exp_avg_sq_dtype = WL_STATE_BF16;
+    p = precision_with(t);
+    ASSERT_REL(cm_sharded_bytes(&p), 6.0, 1e-15);
+    ASSERT_REL(cm_state_bytes_per_param(&p, true, 2), 2 + 2 + 6 / 2.0, 1e-15);
+    /* Adam reads the weight (the master's high half) and writes it */
+    ASSERT_REL(cm_optimizer_bytes_per_param(&p), 2 + 2 * 6 + 2 * 2, 1e-15);
+    ASSERT_REL(cm_sharded_state_bytes_per_param(&p, WL_SHARD_OPTIM_GRADS, 4), 2 + (2 + 6) / 4.0,
+               1e-15);
+
+    t.store_param_remainders = false; /* the whole fp32 master */
+    p = precision_with(t);
+    ASSERT_REL(p.main_param, 4.0, 1e-15);
+    ASSERT_REL(cm_optimizer_bytes_per_param(&p), 2 + 2 * 8 + 2, 1e-15);
+
+    t.main_params_dtype = WL_STATE_FP16;
+    t.exp_avg_dtype = WL_STATE_FP8;
+    t.exp_avg_sq_dtype = WL_STATE_FP8;
+    t.grad_reduce_in_bf16 = false;
+    t.main_grads_dtype = WL_STATE_FP32;
+    p = precision_with(t);
+    ASSERT_REL(cm_replicated_bytes(&p), 6.0, 1e-15);
+    ASSERT_REL(cm_sharded_bytes(&p), 2 + 1 + 1, 1e-15);
+    ASSERT_REL(cm_optimizer_bytes_per_param(&p), 4 + 2 * 4 + 2, 1e-15);
+}
+
+/* GPT-3 175B on 128 NPUs (TP 8, PP 8, DP 2, the distributed optimizer) with
+ * the overrides, planned by Megatron's rule. */
+static int gpt_job(test_job *j, const char *const *sets, int n)
+{
+    cl_cluster c = test_npu_cluster(128, 8);
+    np_error err;
+    int rc = test_job_build(j, &c, "workloads/gpt3_175b_128.json", sets, n, "megatron", &err);
+    if (rc)
+        fprintf(stderr, "\n  %s: %s\n", err.key, err.text);
+    return rc;
+}
+
+static double stage_op_bytes(const sched_stage *st, op_kind k)
+{
+    double bytes = 0;
+    for (int i = 0; i < st->num_ops; i++)
+        if (st->ops[i].kind == k)
+            bytes += st->ops[i].bytes;
+    return bytes;
+}
+
+static void test_the_model_memory_and_sync_follow_the_precision(void)
+{
+    const char *const nemo[] = {"training.grad_reduce_in_bf16=true",
+                                "training.use_precision_aware_optimizer=true",
+                                "training.exp_avg_dtype=bf16", "training.exp_avg_sq_dtype=bf16"};
+    test_job fp32, bf16;
+    CU_ASSERT_EQUAL_FATAL(gpt_job(&fp32, NULL, 0), 0);
+    CU_ASSERT_EQUAL_FATAL(gpt_job(&bf16, nemo, 4), 0);
+    CU_ASSERT_EQUAL_FATAL(bf16.cm.num_layers, fp32.cm.num_layers);
+    for (int l = 0; l < bf16.cm.num_layers; l++) {
+        const cm_layer *a = &fp32.cm.layers[l], *b = &bf16.cm.layers[l];
+        ASSERT_REL(b->params, a->params, 1e-15);
+        ASSERT_REL(a->state_bytes, a->params * (6 + 12 / 2.0), 1e-12);
+        ASSERT_REL(b->state_bytes, b->params * (4 + 6 / 2.0), 1e-12);
+        ASSERT_REL(b->grad_bytes, b->params * 2, 1e-12);
+        /* the compute is the same: only the state's dtypes changed */
+        ASSERT_REL(cm_forward_total_s(b), cm_forward_total_s(a), 1e-12);
+    }
+    for (int s = 0; s < bf16.pl.num_stages; s++) {
+        double params = 0;
+        for (int l = bf16.pl.chunk_start[s]; l < bf16.pl.chunk_start[s + 1]; l++)
+            params += bf16.cm.layers[l].params;
+        mem_stage a, b;
+        mem_stage_bytes(&fp32.cm, &fp32.pl, s, &a);
+        mem_stage_bytes(&bf16.cm, &bf16.pl, s, &b);
+        ASSERT_REL(b.weight_bytes, params * 2, 1e-12);
+        ASSERT_REL(b.grad_bytes, params * 2, 1e-12);
+        ASSERT_REL(b.optimizer_bytes, params * 6 / 2.0, 1e-12);
+        ASSERT_REL(a.total_bytes - b.total_bytes, params * (2 + 6 / 2.0), 1e-9);
+        ASSERT_REL(b.activation_bytes, a.activation_bytes, 1e-15);
+        /* the data-parallel reduction moves the bf16 gradients */
+        ASSERT_REL(stage_op_bytes(&bf16.sc.stages[s], OP_DP_ALLREDUCE), params * 2, 1e-12);
+        ASSERT_REL(stage_op_bytes(&fp32.sc.stages[s], OP_DP_ALLREDUCE), params * 4, 1e-12);
+    }
+    /* Megatron's bucket counts parameters, max(40M, 1M·dp): the same
+     * parameters per bucket whatever the gradient's dtype */
+    ASSERT_REL(cm_dp_bucket_bytes(0, 2, bf16.cm.precision.grad), 2 * 40e6, 1e-15);
+    ASSERT_REL(cm_dp_bucket_bytes(0, 2, fp32.cm.precision.grad), 4 * 40e6, 1e-15);
+    ASSERT_REL(cm_dp_param_buckets(100e6, 2, cm_dp_bucket_bytes(0, 2, 2)), 3.0, 1e-15);
+    ASSERT_REL(cm_dp_param_buckets(100e6, 4, cm_dp_bucket_bytes(0, 2, 4)), 3.0, 1e-15);
+    /* and the optimizer step reads and writes fewer bytes */
+    int last = bf16.pl.chunk_start[1];
+    ASSERT_REL(cm_optimizer_step_s(&bf16.cm, 0, last) - last * bf16.cm.kernel_launch_s,
+               (cm_optimizer_step_s(&fp32.cm, 0, last) - last * fp32.cm.kernel_launch_s) *
+                   (2 + 2 * 6 + 2 * 2) / 30.0,
+               1e-12);
+    test_job_free(&fp32);
+    test_job_free(&bf16);
+}
+
+static void test_the_loader_keeps_megatrons_rules(void)
+{
+    const char *f = "workloads/gpt3_175b_128.json";
+    test_expect_override_error(f, "training.exp_avg_dtype=bf16", "training.exp_avg_dtype",
+                               "needs training.use_precision_aware_optimizer");
+    test_expect_override_error(f, "training.main_grads_dtype=fp8", "training.main_grads_dtype",
+                               "expected \"fp32\" or \"bf16\"");
+    test_expect_override_error(f, "training.main_params_dtype=bf16", "training.main_params_dtype",
+                               "expected \"fp32\" or \"fp16\"");
+    test_expect_override_error(f, "training.exp_avg_sq_dtype=fp64", "training.exp_avg_sq_dtype",
+                               "fp8");
+    /* gpt3_175b_128.json runs the distributed optimizer; without it */
+    const char *const no_dist[] = {"training.use_distributed_optimizer=false",
+                                   "training.use_precision_aware_optimizer=true"};
+    wl_workload w;
+    np_error err;
+    CU_ASSERT_NOT_EQUAL(test_wl_load_with(f, no_dist, 2, &w, &err), 0);
+    CU_ASSERT_STRING_EQUAL(err.key, "training.use_precision_aware_optimizer");
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.text, "needs training.use_distributed_optimizer"));
+    const char *const fp16[] = {"training.params_dtype=fp16", "training.grad_reduce_in_bf16=true"};
+    CU_ASSERT_NOT_EQUAL(test_wl_load_with(f, fp16, 2, &w, &err), 0);
+    CU_ASSERT_STRING_EQUAL(err.key, "training.grad_reduce_in_bf16");
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.text, "needs training.params_dtype \"bf16\""));
+    const char *const ok[] = {"training.use_precision_aware_optimizer=true",
+                              "training.main_params_dtype=fp16", "training.exp_avg_dtype=fp8",
+                              "training.store_param_remainders=false"};
+    CU_ASSERT_EQUAL_FATAL(test_wl_load_with(f, ok, 4, &w, &err), 0);
+    CU_ASSERT_EQUAL(w.training.main_params_dtype, WL_STATE_FP16);
+    CU_ASSERT_EQUAL(w.training.exp_avg_dtype, WL_STATE_FP8);
+    CU_ASSERT_FALSE(w.training.store_param_remainders);
+    wl_free(&w);
+}
+
+void register_precision_tests(void)
+{
+    TEST_SUITE("precision",
+               {"bytes per parameter of each precision", test_bytes_per_param_of_each_precision},
+               {"the model, memory and sync follow the precision",
+                test_the_model_memory_and_sync_follow_the_precision},
+               {"the loader keeps Megatron's rules", test_the_loader_keeps_megatrons_rules});
+}
