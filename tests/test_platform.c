@@ -163,7 +163,7 @@ static void test_h100_16k_is_16384_h100_sxm_with_ndr(void)
      * 0.5 us per link, rank 8 under the same leaf; matmul_efficiency calibrated
      * (docs/validation.md). */
     static const expected_platform e = {"h100_16k.xml", 16384, 8,    989e12, 80e9,   3.35e12,
-                                        450e9,          1e-6,  50e9, 1e-6,   0.5812, 5e-6};
+                                        450e9,          1e-6,  50e9, 1e-6,   0.5805, 5e-6};
     load_and_check(&e);
 }
 

@@ -807,8 +807,8 @@ def write_docs(path, rows, summary, cases, published, fold, wall, mem_rc, slowes
         w("- **H100**: `matmul_efficiency` of the `h100` preset = **%s**, by the same bisection "
           "(`--calibrate h100`) on `%s`: %s, GPT-3 175B, TP 4, PP 8, VP 12, DP 4 (128 GPUs), global "
           "batch 256, micro-batch 1, no recompute, sequence parallelism, Transformer Engine's "
-          "tensor-parallel overlap, overlap_p2p_comm and 220 MiB gradient buckets as the recipe states "
-          "them: "
+          "tensor-parallel overlap, overlap_p2p_comm, 220 MiB gradient buckets and the gradient "
+          "sync in bf16 as the recipe states them: "
           "**%s s**.  The h100 preset "
           "gives no `attention_efficiency`, so its FlashAttention runs at this value too." % (
               gen_platform.fmt(ph["matmul_efficiency"]), cal_h["id"], cal_h["citation"],
