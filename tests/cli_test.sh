@@ -502,6 +502,29 @@ EOF2
     ko "--memory under interleaved: a row per stage and one per chunk"
 "$SIMRUN" --memory --schedule pipedream "$P8" "$W8" >"$TMP/out" 2>"$TMP/err" &&
     grep -q " stashed " "$TMP/out" && ok || ko "--memory under PipeDream shows the stashed weights"
+# The gradient and optimizer dtypes: with the distributed optimizer over DP 2, bf16 gradients
+# are half of fp32's and NeMo's bf16 optimizer state (2 + 2 + 2 bytes: remainders, moments)
+# half of the fp32 12, so per parameter of 2-byte weights: gradients = weights, optimizer =
+# weights x 6 / 2 / 2.  The caption names the bytes.
+rm -f "$TMP/p32.csv" "$TMP/p16.csv"
+"$SIMRUN" --quiet --csv "$TMP/p32.csv" --set training.use_distributed_optimizer=true "$P8" "$W8" &&
+    "$SIMRUN" --memory --csv "$TMP/p16.csv" --set training.use_distributed_optimizer=true \
+        --set training.grad_reduce_in_bf16=true --set training.use_precision_aware_optimizer=true \
+        --set training.exp_avg_dtype=bf16 --set training.exp_avg_sq_dtype=bf16 "$P8" "$W8" \
+        >"$TMP/out" 2>"$TMP/err" &&
+    grep -q "per parameter: weight 2 B, gradient 2 B, optimizer 6 B (master 2 as remainders, moments 2 + 2)" "$TMP/out" &&
+    /usr/bin/python3 - "$TMP/p32.csv" "$TMP/p16.csv" <<'EOF2'
+import csv, sys
+a, b = (list(csv.DictReader(open(f, newline="")))[-1] for f in sys.argv[1:3])
+f = lambda r, k: float(r[k])
+w = f(b, "mem_weights_bytes")
+assert f(a, "mem_weights_bytes") == w
+assert abs(f(b, "mem_grads_bytes") - w) <= 1e-9 * w and abs(f(a, "mem_grads_bytes") - 2 * w) <= 1e-9 * w
+assert abs(f(b, "mem_optimizer_bytes") - w * 6 / 2 / 2) <= 1e-9 * w
+assert abs(f(a, "mem_optimizer_bytes") - w * 12 / 2 / 2) <= 1e-9 * w
+assert f(a, "mem_activations_bytes") == f(b, "mem_activations_bytes")
+EOF2
+[ $? -eq 0 ] && ok || ko "--memory: bf16 gradients and NeMo's bf16 optimizer state, in the caption and the CSV"
 expect_error "--memory with --quiet" 1 "--memory prints a table and --quiet prints nothing" \
     --memory --quiet "$P8" "$W8"
 expect_error "--stages with --quiet" 1 "--stages prints a table and --quiet prints nothing" \

@@ -67,7 +67,19 @@ static void print_chunk(FILE *out, int s, int j, bool stash, const mem_chunk *ch
             "-", "-");
 }
 
-/* What the state columns are sharded over, in words. */
+/* The bytes per parameter of the state before sharding (cm_precision). */
+static void print_precision(FILE *out, const cm_precision *p)
+{
+    fprintf(out, "; per parameter: weight %g B, gradient %g B, optimizer %g B (master %g%s",
+            p->weight, p->grad, cm_sharded_bytes(p), p->main_param,
+            p->remainders ? " as remainders" : "");
+    if (p->main_grad > 0)
+        fprintf(out, ", gradient copy %g", p->main_grad);
+    fprintf(out, ", moments %g + %g)\n", p->exp_avg, p->exp_avg_sq);
+}
+
+/* What the state columns are sharded over, in words, and their bytes per
+ * parameter. */
 static void print_caption(FILE *out, const report_row *row)
 {
     const cm_model *cm = row->cm;
@@ -78,17 +90,20 @@ static void print_caption(FILE *out, const report_row *row)
     fprintf(out, "\nmemory per NPU by stage (GB = 1e9 bytes): %s, %s, p %d%s, m %d; ", pl->planner,
             wl_schedule_name(pl->schedule), pl->num_stages, v, pl->num_micro_batches);
     wl_dp_sharding sh = (wl_dp_sharding)cm->sharding;
-    if (!cm->has_source)
+    if (!cm->has_source) {
         fprintf(out, "state as the model gives it\n");
-    else if (sh == WL_SHARD_NO_SHARD || cm->data_parallel <= 1)
-        fprintf(out, "state not sharded (%s, %d data-parallel replicas)\n", wl_sharding_name(sh),
+        return;
+    }
+    if (sh == WL_SHARD_NO_SHARD || cm->data_parallel <= 1)
+        fprintf(out, "state not sharded (%s, %d data-parallel replicas)", wl_sharding_name(sh),
                 cm->data_parallel);
     else
-        fprintf(out, "%s over %d data-parallel%s replicas shards %s\n", wl_sharding_name(sh),
+        fprintf(out, "%s over %d data-parallel%s replicas shards %s", wl_sharding_name(sh),
                 cm->data_parallel, cm->context_parallel > 1 ? " x context-parallel" : "",
                 sh == WL_SHARD_OPTIM         ? "the optimizer state"
                 : sh == WL_SHARD_OPTIM_GRADS ? "the optimizer state and gradients"
                                              : "the optimizer state, gradients and weights");
+    print_precision(out, &cm->precision);
 }
 
 void cli_print_memory(FILE *out, const report_row *row)
