@@ -13,9 +13,12 @@
  * moments 4, 2 or 1 (fp8).  NeMo's recipes with distributed_fused_adam,
  * grad_sync_dtype bf16 and dtype bf16 keep 2 + 2 + (2 + 2 + 2)/n.
  */
+#include <math.h>
 #include <string.h>
 
 #include "costmodel.h"
+#include "engine.h"
+#include "engine_internal.h"
 #include "memory.h"
 #include "testutil.h"
 
@@ -24,6 +27,28 @@ static cm_precision precision_with(wl_training t)
     cm_precision p;
     cm_precision_of(&t, &p);
     return p;
+}
+
+/* Megatron-LM docs, "Distributed Optimizer": bytes per parameter of each
+ * parameter dtype, and Adam's traffic (read the gradient, read and write
+ * master and moments, write the weight; fp32 reads the weight, its own
+ * master: 4 + 2·8 + 2·4). */
+static void test_the_defaults_follow_megatrons_table(void)
+{
+    cm_precision p_bf16 = cm_dtype_precision(WL_BF16), p_fp16 = cm_dtype_precision(WL_FP16),
+                 p_fp32 = cm_dtype_precision(WL_FP32);
+    ASSERT_REL(cm_state_bytes_per_param(&p_bf16, false, 128), 18.0, 1e-12);
+    ASSERT_REL(cm_state_bytes_per_param(&p_bf16, true, 128), 6.0 + 12.0 / 128, 1e-12);
+    ASSERT_REL(cm_state_bytes_per_param(&p_fp16, false, 8), 20.0, 1e-12);
+    ASSERT_REL(cm_state_bytes_per_param(&p_fp16, true, 8), 6.0, 1e-12);
+    ASSERT_REL(cm_state_bytes_per_param(&p_fp32, false, 4), 16.0, 1e-12);
+    ASSERT_REL(cm_state_bytes_per_param(&p_fp32, true, 4), 10.0, 1e-12);
+    ASSERT_REL(cm_optimizer_bytes_per_param(&p_bf16), 4 + 2 * 12 + 2, 1e-15);
+    ASSERT_REL(cm_optimizer_bytes_per_param(&p_fp16), 2 + 2 * 12 + 2, 1e-15);
+    ASSERT_REL(cm_optimizer_bytes_per_param(&p_fp32), 4 + 2 * 8 + 2 * 4, 1e-15);
+    /* and a model built by hand reads as bf16's */
+    cm_precision p = cm_model_precision(NULL);
+    ASSERT_REL(cm_sharded_bytes(&p), 12.0, 1e-15);
 }
 
 static void test_bytes_per_param_of_each_precision(void)
@@ -117,7 +142,8 @@ static void test_the_model_memory_and_sync_follow_the_precision(void)
         ASSERT_REL(a->state_bytes, a->params * (6 + 12 / 2.0), 1e-12);
         ASSERT_REL(b->state_bytes, b->params * (4 + 6 / 2.0), 1e-12);
         ASSERT_REL(b->grad_bytes, b->params * 2, 1e-12);
-        /* the compute is the same: only the state's dtypes changed */
+        /* the forward is the same: only the state's dtypes changed (the
+         * embedding's backward scatter-adds into 2-byte gradient rows) */
         ASSERT_REL(cm_forward_total_s(b), cm_forward_total_s(a), 1e-12);
     }
     for (int s = 0; s < bf16.pl.num_stages; s++) {
@@ -142,12 +168,55 @@ static void test_the_model_memory_and_sync_follow_the_precision(void)
     ASSERT_REL(cm_dp_bucket_bytes(0, 2, fp32.cm.precision.grad), 4 * 40e6, 1e-15);
     ASSERT_REL(cm_dp_param_buckets(100e6, 2, cm_dp_bucket_bytes(0, 2, 2)), 3.0, 1e-15);
     ASSERT_REL(cm_dp_param_buckets(100e6, 4, cm_dp_bucket_bytes(0, 2, 4)), 3.0, 1e-15);
-    /* and the optimizer step reads and writes fewer bytes */
+    /* the optimizer step: memory-bound Adam over 1/dp of the stage's
+     * parameters, one launch per layer */
     int last = bf16.pl.chunk_start[1];
+    double p0 = 0;
+    for (int l = 0; l < last; l++)
+        p0 += fp32.cm.layers[l].params;
+    ASSERT_REL(cm_optimizer_step_s(&fp32.cm, 0, last),
+               p0 / 2 * 30 / fp32.cm.hbm_bandwidth_Bps + last * fp32.cm.kernel_launch_s, 1e-12);
     ASSERT_REL(cm_optimizer_step_s(&bf16.cm, 0, last) - last * bf16.cm.kernel_launch_s,
                (cm_optimizer_step_s(&fp32.cm, 0, last) - last * fp32.cm.kernel_launch_s) *
                    (2 + 2 * 6 + 2 * 2) / 30.0,
                1e-12);
+    test_job_free(&fp32);
+    test_job_free(&bf16);
+}
+
+/* The engine's gradient buckets under --dp-overlap (overlap_build): Megatron's
+ * default bucket of max(40M, 1M·dp) parameters, so a stage's P parameters
+ * make ceil(P_chunk / 40M) buckets per chunk whatever the gradient's dtype,
+ * each of G bytes per parameter. */
+static void test_the_engines_buckets_count_parameters(void)
+{
+    const char *const bf16_set[] = {"training.grad_reduce_in_bf16=true"};
+    test_job fp32, bf16;
+    CU_ASSERT_EQUAL_FATAL(gpt_job(&fp32, NULL, 0), 0);
+    CU_ASSERT_EQUAL_FATAL(gpt_job(&bf16, bf16_set, 1), 0);
+    test_job *jobs[2] = {&fp32, &bf16};
+    const double grad[2] = {4, 2};
+    for (int k = 0; k < 2; k++) {
+        test_job *j = jobs[k];
+        engine_options o;
+        engine_init_options(&o);
+        o.dp_overlap = true;
+        engine e = {.pl = &j->pl, .sc = &j->sc, .opt = &o, .tp = 8, .dp = 2, .p = 8, .cp = 1};
+        e.fold = e.dp;
+        np_error err;
+        CU_ASSERT_EQUAL_FATAL(overlap_build(&e, &j->cm, &err), 0);
+        for (int s = 0; s < 8; s++) {
+            double params = 0, bytes = 0, want = 0;
+            for (int l = j->pl.chunk_start[s]; l < j->pl.chunk_start[s + 1]; l++)
+                params += j->cm.layers[l].params;
+            want = ceil(params / 40e6);
+            for (int b = 0; b < e.overlap[s].num_buckets; b++)
+                bytes += e.overlap[s].bucket_bytes[b];
+            CU_ASSERT_EQUAL(e.overlap[s].num_buckets, (int)want);
+            ASSERT_REL(bytes, params * grad[k], 1e-12);
+        }
+        overlap_free(&e);
+    }
     test_job_free(&fp32);
     test_job_free(&bf16);
 }
@@ -163,6 +232,14 @@ static void test_the_loader_keeps_megatrons_rules(void)
                                "expected \"fp32\" or \"fp16\"");
     test_expect_override_error(f, "training.exp_avg_sq_dtype=fp64", "training.exp_avg_sq_dtype",
                                "fp8");
+    const char *const need_aware[] = {"main_grads_dtype=bf16", "main_params_dtype=fp16",
+                                      "exp_avg_sq_dtype=fp8"};
+    for (int i = 0; i < 3; i++) {
+        char set[64], key[64];
+        snprintf(set, sizeof set, "training.%s", need_aware[i]);
+        snprintf(key, sizeof key, "training.%.*s", (int)strcspn(need_aware[i], "="), need_aware[i]);
+        test_expect_override_error(f, set, key, "needs training.use_precision_aware_optimizer");
+    }
     /* gpt3_175b_128.json runs the distributed optimizer; without it */
     const char *const no_dist[] = {"training.use_distributed_optimizer=false",
                                    "training.use_precision_aware_optimizer=true"};
@@ -175,6 +252,11 @@ static void test_the_loader_keeps_megatrons_rules(void)
     CU_ASSERT_NOT_EQUAL(test_wl_load_with(f, fp16, 2, &w, &err), 0);
     CU_ASSERT_STRING_EQUAL(err.key, "training.grad_reduce_in_bf16");
     CU_ASSERT_PTR_NOT_NULL(strstr(err.text, "needs training.params_dtype \"bf16\""));
+    const char *const fp16_aware[] = {"training.params_dtype=fp16",
+                                      "training.use_precision_aware_optimizer=true"};
+    CU_ASSERT_NOT_EQUAL(test_wl_load_with(f, fp16_aware, 2, &w, &err), 0);
+    CU_ASSERT_STRING_EQUAL(err.key, "training.use_precision_aware_optimizer");
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.text, "modelled for training.params_dtype \"bf16\" only"));
     const char *const ok[] = {"training.use_precision_aware_optimizer=true",
                               "training.main_params_dtype=fp16", "training.exp_avg_dtype=fp8",
                               "training.store_param_remainders=false"};
@@ -188,8 +270,10 @@ static void test_the_loader_keeps_megatrons_rules(void)
 void register_precision_tests(void)
 {
     TEST_SUITE("precision",
+               {"the defaults follow Megatron's table", test_the_defaults_follow_megatrons_table},
                {"bytes per parameter of each precision", test_bytes_per_param_of_each_precision},
                {"the model, memory and sync follow the precision",
                 test_the_model_memory_and_sync_follow_the_precision},
+               {"the engine's buckets count parameters", test_the_engines_buckets_count_parameters},
                {"the loader keeps Megatron's rules", test_the_loader_keeps_megatrons_rules});
 }

@@ -242,7 +242,8 @@ double cm_backward_total_s(const cm_layer *l, recompute_kind r);
  * or -1 when layer is out of range or b <= 0. */
 int cm_layer_at_batch(const cm_model *m, int layer, double b, cm_layer *out);
 /* Optimizer step time for the parameters of layers [first, last) on one NPU
- * (memory-bound Adam over the fp32 state, at m->hbm_bandwidth_Bps). */
+ * (memory-bound Adam over the state, cm_optimizer_bytes_per_param(), at
+ * m->hbm_bandwidth_Bps). */
 double cm_optimizer_step_s(const cm_model *m, int first, int last);
 
 /* Korthikanti et al. 2022 (Reducing Activation Recomputation in Large

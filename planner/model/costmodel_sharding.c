@@ -15,7 +15,7 @@
  *     (ZeRO-3, FSDP)
  * which is ZeRO's 2 + 2 + K split (Rajbhandari et al., SC'20, §5: Ψ(2 + 2 +
  * K), then 2Ψ + (2 + K)Ψ/N_d, then (2 + 2 + K)Ψ/N_d) with Megatron's fp32
- * main gradients (4 bytes where ZeRO counts fp16's 2).
+ * main gradients by default (4 bytes where ZeRO counts fp16's 2).
  *
  * Collectives (per layer, per micro-batch, on the data-parallel group of
  * dp·cp replicas; the schedule layer emits them per model chunk,

@@ -405,7 +405,8 @@ void cm_decoder_layer(cm_layer *ly, const shape *x0, const wl_model *md, int ind
 /* Vocab-parallel lookup (Megatron VocabParallelEmbedding): each rank reads the
  * rows of its vocabulary slice and writes a full, masked n×h output, then the
  * TP group all-reduces it (reduce-scatters it with SP).  Its backward is a
- * scatter-add of the output gradient into the fp32 gradient rows (W only). */
+ * scatter-add of the output gradient into the gradient rows (W only; fp32
+ * unless the gradients are bf16). */
 void cm_embedding_layer(cm_layer *ly, const shape *x)
 {
     double out = x->n * x->h * x->D;

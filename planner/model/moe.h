@@ -79,7 +79,7 @@ double moe_attention_params(const wl_model *m);
  *                 and optimizer state with the optimizer state sharded over
  *                 edp (Megatron's distributed-optimizer table, bf16:
  *                 6 + 12/edp; 18 without the distributed optimizer)
- *   grad_bytes    params × 4 (fp32 main gradients, 2 for fp16), the
+ *   grad_bytes    params × G (fp32 main gradients 4; 2 for fp16 and bf16 ones), the
  *                 expert-DP all-reduce's payload
  * Dense parameters (router, shared expert) are not here: they follow the
  * dense layout. */

@@ -64,7 +64,8 @@ static int check_precision(const load_ctx *c, const wl_training *t)
     if (!t->use_distributed_optimizer)
         return wl_fail(c, "training.use_precision_aware_optimizer",
                        "needs training.use_distributed_optimizer (or a "
-                       "data_parallel_sharding_strategy other than \"no_shard\"), as Megatron's "
+                       "training.data_parallel_sharding_strategy other than \"no_shard\"), as "
+                       "Megatron's "
                        "OptimizerConfig asserts");
     if (t->params_dtype != WL_BF16)
         return wl_fail(c, "training.use_precision_aware_optimizer",

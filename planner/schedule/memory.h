@@ -38,7 +38,7 @@ typedef struct mem_stage {
     double weight_bytes;    /* the live weights (1/n of them under ZeRO-3) */
     double stash_bytes;     /* PipeDream's stashed weight versions */
     double grad_bytes;      /* gradients (1/n under ZeRO-2/3) */
-    double optimizer_bytes; /* fp32 master weights and Adam moments (1/n when sharded) */
+    double optimizer_bytes; /* master weights and Adam moments (1/n when sharded) */
     int inflight;           /* chunk forwards whose activations are held at the activation
                                peak: micro-batches, or (chunk, micro-batch) pairs when
                                interleaved */

@@ -148,9 +148,9 @@ double predict_stage_end_s(const cm_model *cm, const cl_cluster *c, const plan *
 /* ZeRO-2 or the distributed optimizer with --dp-overlap
  * (sim/engine/engine_overlap.c): every stage gathers the previous step's
  * update of its parameters P_s at the iteration's start, in b_s =
- * ⌈4·P_s/bucket⌉ buckets (the distributed optimizer: as many as its
+ * ⌈G·P_s/bucket⌉ buckets (G the gradient's 4 or 2 bytes; the distributed optimizer: as many as its
  * gradients, ⌈G_s/bucket⌉; cm_model's
- * dp_bucket_bytes, 0: Megatron's max(40M, 1M·dp) fp32 gradients) of ring
+ * dp_bucket_bytes, 0: Megatron's max(40M, 1M·dp) gradients) of ring
  * all-gather time g_s each, back to back, while its first forward F_s runs
  * in b_s pieces, piece k after bucket k; that forward, starting unhindered
  * at t_s = Σ_{j<s} (F_j + c_j + g'_j) (g'_j the all-gather of what stage j + 1

@@ -95,7 +95,7 @@ static const char usage_text[] =
     "                     optimizer, the parameter all-gather with the next forward\n"
     "                     (overlap_param_gather)\n"
     "  --dp-bucket-bytes N  bucket size for --dp-overlap (default Megatron's:\n"
-    "                     max(40M, 1M x DP) gradients, 4 bytes each or 2 in bf16;\n"
+    "                     max(40M, 1M x DP) gradients, 4 bytes each or 2 in fp16/bf16;\n"
     "                     needs --dp-overlap)\n"
     "  --shifted-recompute  Merak's shifted critical path on any plan: the last p-s\n"
     "                     micro-batches of stage s skip recompute, the last stage never\n"

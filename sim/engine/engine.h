@@ -58,10 +58,11 @@ typedef struct engine_options {
     /* Distributed optimizer (Megatron's use_distributed_optimizer): > 0 makes
      * the gradient sync a reduce-scatter of the gradients followed by an
      * all-gather of the parameters, whose bytes are this ratio of the
-     * gradients' (bf16 parameters of fp32 gradients: 0.5).  0: all-reduce. */
+     * gradients' (bf16 parameters of fp32 gradients: 0.5; of bf16 ones: 1).
+     * 0: all-reduce. */
     double dp_param_gather_ratio;
     bool dp_overlap;
-    double dp_bucket_bytes; /* 0: Megatron's default, max(40M, 1M·dp) fp32 gradients */
+    double dp_bucket_bytes; /* 0: Megatron's default, max(40M, 1M·dp) gradients */
     /* Progress (simrun's progress line; engine_progress.c): when set, called
      * with the simulated seconds since the run's start every progress_step_s
      * simulated seconds (≤ 0: 10 ms) while the run goes on, from a light

@@ -189,7 +189,7 @@ static int zero_level(const cm_model *cm, const plan *pl)
 /* The sharded collectives of stage s per micro-batch: the chunks with
  * gradients to reduce-scatter and (ZeRO-3) parameters to gather; ZeRO-2's
  * gather of the update: whether the stage has parameters, and its buckets
- * under --dp-overlap (engine_overlap.c: bucket_bytes / 4 parameters each).
+ * under --dp-overlap (engine_overlap.c: bucket_bytes / G parameters each).
  * Every chunk has them without a cost model's layers. */
 typedef struct zero_ops {
     double reduce_chunks, gather_chunks, update, update_buckets;

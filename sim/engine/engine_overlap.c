@@ -63,7 +63,7 @@
  * updated parameters after the optimizer step is the distributed
  * optimizer's, and is overlapped the same way (overlap_param_gather): the
  * communication actor first gathers the chunks' parameter buckets (buckets
- * of bucket_bytes / 4 parameters, each chunk's update being its parameters
+ * of bucket_bytes / G parameters, G the gradient's bytes, each chunk's update being its parameters
  * at the weights' width, what the blocking op moves), at the same launch
  * points, while each chunk's first forward runs in one piece per bucket;
  * the op after the optimizer step then does nothing.  It writes into the
@@ -191,7 +191,7 @@ static int overlap_stage(const cm_model *cm, const plan *pl, const sched_stage *
 /* ZeRO-2's update of model chunk (s, chunk) on one NPU: its parameters at
  * the weights' width, what the blocking list's gather moves for the chunk
  * (schedule_parallel.c), and its buckets: Megatron's bucket holds
- * bucket_bytes / 4 parameters (overlap_build: 4-byte fp32 gradients). */
+ * bucket_bytes / G parameters (overlap_build: G-byte gradients, 4 or 2). */
 static double chunk_update(const cm_model *cm, const plan *pl, int s, int chunk,
                            double bucket_bytes, int *buckets)
 {

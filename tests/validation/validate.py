@@ -160,35 +160,43 @@ def _T(r):
     return float(r["iteration_s"])
 
 
+def _per_gpu(flops, peak=None):
+    """Model FLOPs per second per GPU of a run (a function of (row, entry)),
+    as a fraction of `peak` when given, else in TFLOP/s."""
+    if peak:
+        return lambda r, e: flops(e) / (_T(r) * e["npus"] * peak)
+    return lambda r, e: flops(e) / (_T(r) * e["npus"]) / 1e12
+
+
 # method -> (function of (row, entry), unit, what the formula is)
 METHODS = {
     "iteration_s": (lambda r, e: _T(r), "s", "simulated iteration time"),
     "tokens_per_s": (lambda r, e: float(e["training"]["global_batch_size"]) * float(e["model"]["seq_length"]) / _T(r),
                      "tokens/s", "global batch x sequence / simulated iteration"),
-    "mfu_korthikanti": (lambda r, e: korthikanti_model_flops(e) / (_T(r) * e["npus"] * 312e12), "",
+    "mfu_korthikanti": (_per_gpu(korthikanti_model_flops, 312e12), "",
                         "Korthikanti Eq. 7 / (T x GPUs x 312 TFLOP/s)"),
-    "hfu_korthikanti": (lambda r, e: korthikanti_hardware_flops(e) / (_T(r) * e["npus"] * 312e12), "",
+    "hfu_korthikanti": (_per_gpu(korthikanti_hardware_flops, 312e12), "",
                         "Korthikanti Eq. 8 / (T x GPUs x 312 TFLOP/s)"),
-    "tflops_narayanan": (lambda r, e: narayanan_flops(e, 51200) / (_T(r) * e["npus"]) / 1e12, "TFLOP/s",
+    "tflops_narayanan": (_per_gpu(lambda e: narayanan_flops(e, 51200)), "TFLOP/s",
                          "Narayanan Eq. 3 (recompute counted), V = 51200, / (T x GPUs)"),
-    "fraction_of_peak_narayanan": (lambda r, e: narayanan_flops(e, 51200) / (_T(r) * e["npus"]) / 312e12, "",
+    "fraction_of_peak_narayanan": (_per_gpu(lambda e: narayanan_flops(e, 51200), 312e12), "",
                                    "Narayanan Eq. 3 / (T x GPUs x 312 TFLOP/s)"),
     "pflops_narayanan": (lambda r, e: narayanan_flops(e, 51200) / _T(r) / 1e15, "PFLOP/s",
                          "Narayanan Eq. 3 / T, all GPUs"),
-    "tflops_bloom": (lambda r, e: narayanan_flops(e) / (_T(r) * e["npus"]) / 1e12, "TFLOP/s",
+    "tflops_bloom": (_per_gpu(narayanan_flops), "TFLOP/s",
                      "Megatron-DeepSpeed's 24 x 4 B s l h^2 (1 + s/6h + V/16lh), V = 250880, / (T x GPUs)"),
-    "mfu_dgxc_gpt3": (lambda r, e: dgxc_gpt3_flops(e) / (_T(r) * e["npus"] * 989e12), "",
+    "mfu_dgxc_gpt3": (_per_gpu(dgxc_gpt3_flops, 989e12), "",
                       "README: B s (72Lh^2 + 12Lhs + 6Vh), V = 51200, / (T x GPUs x 989 TFLOP/s)"),
-    "mfu_dgxc_nemotron": (lambda r, e: dgxc_nemotron_flops(e) / (_T(r) * e["npus"] * 989e12), "",
+    "mfu_dgxc_nemotron": (_per_gpu(dgxc_nemotron_flops, 989e12), "",
                           "README: B s (72Lh^2 + 12Lhs + 6Vh), V = 256000, / (T x GPUs x 989 TFLOP/s)"),
-    "mfu_dgxc_llama": (lambda r, e: dgxc_llama_flops(e) / (_T(r) * e["npus"] * 989e12), "",
+    "mfu_dgxc_llama": (_per_gpu(dgxc_llama_flops, 989e12), "",
                        "README: B s (12Lh^2(1 + g/a + s/h) + 18Lfh + 6Vh), V = 128256, / (T x GPUs x 989 TFLOP/s)"),
-    "mfu_dgxc_grok": (lambda r, e: dgxc_grok_flops(e) / (_T(r) * e["npus"] * 989e12), "",
+    "mfu_dgxc_grok": (_per_gpu(dgxc_grok_flops, 989e12), "",
                       "README: B s (12Lh^2(1 + g/a + s/2h) + 18Lfhk + 6Vh), k = 2, V = 128256, "
                       "/ (T x GPUs x 989 TFLOP/s)"),
-    "tflops_palm": (lambda r, e: palm_flops(e) / (_T(r) * e["npus"]) / 1e12, "TFLOP/s",
+    "tflops_palm": (_per_gpu(palm_flops), "TFLOP/s",
                     "PaLM App. B: B s (6N + 12 L h s), N all parameters, / (T x GPUs)"),
-    "mfu_palm": (lambda r, e: palm_flops(e) / (_T(r) * e["npus"] * 989e12), "",
+    "mfu_palm": (_per_gpu(palm_flops, 989e12), "",
                  "PaLM App. B / (T x GPUs x 989 TFLOP/s)"),
     "peak_memory_gb": (lambda r, e: float(r["peak_bytes"]) / 1e9, "GB", "largest device-memory peak (1e9 B)"),
 }
