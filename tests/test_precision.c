@@ -20,6 +20,7 @@
 #include "engine.h"
 #include "engine_internal.h"
 #include "memory.h"
+#include "moe.h"
 #include "testutil.h"
 
 static cm_precision precision_with(wl_training t)
@@ -184,6 +185,43 @@ static void test_the_model_memory_and_sync_follow_the_precision(void)
     test_job_free(&bf16);
 }
 
+/* The same bytes reach ZeRO-2's per-pass reduce-scatters and the MoE expert
+ * state: GPT-3 175B under optim_grads over DP 2 with bf16 gradients holds
+ * 2 + (2 + 12)/2 bytes per parameter and reduce-scatters 2 per parameter;
+ * the 21B MoE at EP 8 (expert-data-parallel group of 32/8 = 4) with NeMo's
+ * bf16 state holds 2 + 2 + 6/4 per expert parameter. */
+static void test_zero2_and_the_experts_follow_the_precision(void)
+{
+    const char *const zero2[] = {"training.data_parallel_sharding_strategy=optim_grads",
+                                 "training.grad_reduce_in_bf16=true"};
+    test_job j;
+    CU_ASSERT_EQUAL_FATAL(gpt_job(&j, zero2, 2), 0);
+    for (int l = 0; l < j.cm.num_layers; l++) {
+        const cm_layer *ly = &j.cm.layers[l];
+        ASSERT_REL(ly->state_bytes, ly->params * (2 + (2 + 12) / 2.0), 1e-12);
+        ASSERT_REL(ly->zero_reduce_bytes, ly->params * 2, 1e-12);
+    }
+    test_job_free(&j);
+    const char *const moe[] = {"parallel.expert_model_parallel_size=8",
+                               "training.grad_reduce_in_bf16=true",
+                               "training.use_precision_aware_optimizer=true",
+                               "training.exp_avg_dtype=bf16", "training.exp_avg_sq_dtype=bf16"};
+    wl_workload w;
+    np_error err;
+    for (int k = 0; k < 2; k++) {
+        int rc = test_wl_load_with("workloads/moe_21b_32npu.json", moe, k ? 5 : 1, &w, &err);
+        if (rc)
+            fprintf(stderr, "\n  %s: %s\n", err.key, err.text);
+        CU_ASSERT_EQUAL_FATAL(rc, 0);
+        moe_expert_memory ex;
+        moe_expert_memory_of(&w, &ex);
+        CU_ASSERT_TRUE(ex.params > 0);
+        ASSERT_REL(ex.state_bytes, ex.params * (k ? 2 + 2 + 6 / 4.0 : 2 + 4 + 12 / 4.0), 1e-12);
+        ASSERT_REL(ex.grad_bytes, ex.params * (k ? 2 : 4), 1e-12);
+        wl_free(&w);
+    }
+}
+
 /* The engine's gradient buckets under --dp-overlap (overlap_build): Megatron's
  * default bucket of max(40M, 1M·dp) parameters, so a stage's P parameters
  * make ceil(P_chunk / 40M) buckets per chunk whatever the gradient's dtype,
@@ -275,5 +313,7 @@ void register_precision_tests(void)
                {"the model, memory and sync follow the precision",
                 test_the_model_memory_and_sync_follow_the_precision},
                {"the engine's buckets count parameters", test_the_engines_buckets_count_parameters},
+               {"ZeRO-2 and the experts follow the precision",
+                test_zero2_and_the_experts_follow_the_precision},
                {"the loader keeps Megatron's rules", test_the_loader_keeps_megatrons_rules});
 }
