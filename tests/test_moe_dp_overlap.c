@@ -91,7 +91,7 @@ static void split_in_child(void *ctx, int fd)
         out.rc = overlap_split_experts(&e, &j.cm, out.edp);
     if (!out.rc) {
         const overlap_plan *ov = &e.overlap[0];
-        out.bucket_bytes = cm_dp_bucket_bytes(o.dp_bucket_bytes, e.dp, out.grad_per_param);
+        out.bucket_bytes = cm_dp_bucket_bytes(&j.cm, o.dp_bucket_bytes, e.dp);
         for (int b = 0; b < ov->num_buckets; b++) {
             bool ex = ov->bucket_expert && ov->bucket_expert[b];
             *(ex ? &out.expert : &out.dense) += ov->bucket_bytes[b];

@@ -165,10 +165,12 @@ static void test_the_model_memory_and_sync_follow_the_precision(void)
     }
     /* Megatron's bucket counts parameters, max(40M, 1M·dp): the same
      * parameters per bucket whatever the gradient's dtype */
-    ASSERT_REL(cm_dp_bucket_bytes(0, 2, bf16.cm.precision.grad), 2 * 40e6, 1e-15);
-    ASSERT_REL(cm_dp_bucket_bytes(0, 2, fp32.cm.precision.grad), 4 * 40e6, 1e-15);
-    ASSERT_REL(cm_dp_param_buckets(100e6, 2, cm_dp_bucket_bytes(0, 2, 2)), 3.0, 1e-15);
-    ASSERT_REL(cm_dp_param_buckets(100e6, 4, cm_dp_bucket_bytes(0, 2, 4)), 3.0, 1e-15);
+    ASSERT_REL(cm_dp_bucket_bytes(&bf16.cm, 0, 2), 2 * 40e6, 1e-15);
+    ASSERT_REL(cm_dp_bucket_bytes(&fp32.cm, 0, 2), 4 * 40e6, 1e-15);
+    ASSERT_REL(cm_dp_param_buckets(&bf16.cm, 100e6, cm_dp_bucket_bytes(&bf16.cm, 0, 2)), 3.0,
+               1e-15);
+    ASSERT_REL(cm_dp_param_buckets(&fp32.cm, 100e6, cm_dp_bucket_bytes(&fp32.cm, 0, 2)), 3.0,
+               1e-15);
     /* the optimizer step: memory-bound Adam over 1/dp of the stage's
      * parameters, one launch per layer */
     int last = bf16.pl.chunk_start[1];

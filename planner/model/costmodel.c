@@ -206,8 +206,7 @@ void cm_shape_init(shape *x, const wl_workload *w, const cl_cluster *c, int b)
     cm_precision_of(&w->training, &x->precision);
     x->state_bpp = cm_state_bytes_per_param(&x->precision, dist, x->dp);
     x->expert_state_bpp = x->state_bpp; /* over the expert-DP group: costmodel_parallel.c */
-    x->grad_bpp = x->precision.grad;
-    cm_shape_parallel(x, w); /* context parallelism, sharding: costmodel_parallel.c */
+    cm_shape_parallel(x, w);            /* context parallelism, sharding: costmodel_parallel.c */
 }
 
 /* GEMM [m×k]·[k×n], `count` times (batched): FLOPs 2mkn, bytes of the three
@@ -227,7 +226,7 @@ void cm_set_state(cm_layer *ly, const shape *x, double dense_params, double expe
 {
     ly->params = dense_params + expert_params;
     ly->state_bytes = dense_params * x->state_bpp + expert_params * x->expert_state_bpp;
-    ly->grad_bytes = ly->params * x->grad_bpp;
+    ly->grad_bytes = ly->params * x->precision.grad;
 }
 
 void cm_add_unit(cm_layer *ly, const char *name, double forward_s, double bytes)

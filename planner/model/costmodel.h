@@ -295,15 +295,16 @@ double cm_sharded_state_bytes_per_param(const cm_precision *p, wl_dp_sharding s,
  * sharded data-parallel collectives of the pass. */
 double cm_forward_extra_s(const cm_layer *l);
 double cm_backward_extra_s(const cm_layer *l);
-/* Megatron's DDP bucket in bytes of gradients of grad_bpp bytes each:
- * `given` when positive (--dp-bucket-bytes), else max(40M, 1M·dp)
- * parameters (distributed_data_parallel_config.py); and the buckets of
- * `params` parameters (ZeRO-2's gather of the update is cut the same way). */
-double cm_dp_bucket_bytes(double given, int dp, double grad_bpp);
+/* Megatron's DDP bucket in bytes of the model's gradients (4 or 2 bytes
+ * each, cm_model_precision): `given` when positive (--dp-bucket-bytes),
+ * else max(40M, 1M·dp) parameters (distributed_data_parallel_config.py);
+ * and the buckets of `params` parameters (ZeRO-2's gather of the update is
+ * cut the same way). */
+double cm_dp_bucket_bytes(const cm_model *m, double given, int dp);
 /* Whether ZeRO-2/3's collectives run overlapped (zero_overlap: simrun
  * --dp-overlap) and move anything (sharded over at least 2 replicas). */
 bool cm_zero_overlapped(const cm_model *cm);
-double cm_dp_param_buckets(double params, double grad_bpp, double bucket_bytes);
+double cm_dp_param_buckets(const cm_model *m, double params, double bucket_bytes);
 
 /* The engine's ring-flow among `ranks` replicas of one TP rank, tp NPUs
  * apart, `halves` = 1 (all-gather, reduce-scatter) or 2 (all-reduce): on the

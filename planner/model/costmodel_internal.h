@@ -61,8 +61,8 @@ typedef struct shape {
     bool fused_elementwise; /* the platform's elementwise_fusion */
     bool scatter_gather;    /* scatter/gather p2p applies: asked for, no SP, t > 1 */
     bool tp_overlap;        /* tp_comm_overlap (it needs SP, so t > 1) */
-    cm_precision precision; /* bytes per parameter of the state (costmodel.h) */
-    double state_bpp, grad_bpp, expert_state_bpp;
+    cm_precision precision; /* bytes per parameter: weight, gradient, state */
+    double state_bpp, expert_state_bpp;
     /* Context parallelism: c ranks share a sequence, s above is this rank's
      * s/c (costmodel_parallel.c); the data-parallel group of the gradients
      * and of the sharded state is dp·c replicas; the sharding strategy. */

@@ -213,7 +213,7 @@ void cm_moe_decoder(cm_layer *ly, const shape *x, const wl_model *md, int index)
     double dense = ly->params + h * E;
     m->expert_params = El * (x->swiglu ? 3.0 : 2.0) * h * fe;
     cm_set_state(ly, x, dense, m->expert_params);
-    m->expert_grad_bytes = m->expert_params * x->grad_bpp;
+    m->expert_grad_bytes = m->expert_params * x->precision.grad;
     /* model FLOPs: the routed tokens the experts keep, no padding */
     double kept = T - m->padding_tokens;
     ly->forward_flops += 2.0 * nl * h * E + 2.0 * kept * (x->swiglu ? 3.0 : 2.0) * h * fe;

@@ -89,9 +89,9 @@ double cm_dp_ring_allgather_s(const cl_cluster *c, int tp, int ranks, double byt
     return cm_dp_ring_s(c, tp, ranks, bytes, 1);
 }
 
-double cm_dp_bucket_bytes(double given, int dp, double grad_bpp)
+double cm_dp_bucket_bytes(const cm_model *m, double given, int dp)
 {
-    return given > 0 ? given : grad_bpp * fmax(40e6, (double)dp * 1e6);
+    return given > 0 ? given : cm_model_precision(m).grad * fmax(40e6, (double)dp * 1e6);
 }
 
 bool cm_zero_overlapped(const cm_model *cm)
@@ -99,9 +99,9 @@ bool cm_zero_overlapped(const cm_model *cm)
     return cm->zero_overlap && cm->sharding >= WL_SHARD_OPTIM_GRADS && cm->data_parallel >= 2;
 }
 
-double cm_dp_param_buckets(double params, double grad_bpp, double bucket_bytes)
+double cm_dp_param_buckets(const cm_model *m, double params, double bucket_bytes)
 {
-    return params > 0 ? ceil(grad_bpp * params / bucket_bytes) : 0.0;
+    return params > 0 ? ceil(cm_model_precision(m).grad * params / bucket_bytes) : 0.0;
 }
 
 void cm_sharding_layer(cm_layer *ly, const shape *x)
@@ -110,7 +110,7 @@ void cm_sharding_layer(cm_layer *ly, const shape *x)
     ly->zero_forward_s = ly->zero_backward_s = 0.0;
     if (x->sharding < WL_SHARD_OPTIM_GRADS || x->shards < 2 || ly->params <= 0)
         return;
-    ly->zero_reduce_bytes = ly->params * x->grad_bpp;
+    ly->zero_reduce_bytes = ly->params * x->precision.grad;
     ly->zero_backward_s = cm_dp_ring_allgather_s(x->c, x->t, x->shards, ly->zero_reduce_bytes);
     if (x->sharding < WL_SHARD_OPTIM_GRADS_PARAMS)
         return;

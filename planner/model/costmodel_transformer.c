@@ -413,7 +413,7 @@ void cm_embedding_layer(cm_layer *ly, const shape *x)
     snprintf(ly->name, sizeof ly->name, "embedding");
     ly->kind = CM_EMBEDDING;
     ly->forward_s = cm_memop_s(x, out * (1.0 + 1.0 / x->t));
-    ly->weight_grad_s = cm_memop_s(x, out + 2.0 * x->n / x->t * x->h * x->grad_bpp);
+    ly->weight_grad_s = cm_memop_s(x, out + 2.0 * x->n / x->t * x->h * x->precision.grad);
     ly->tp_bytes = out;
     double allreduce = cm_ring_allreduce_s(x->tp_c, x->t, out);
     ly->tp_forward_s = x->sp ? allreduce / 2.0 : allreduce;

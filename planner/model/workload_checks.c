@@ -65,8 +65,7 @@ static int check_precision(const load_ctx *c, const wl_training *t)
         return wl_fail(c, "training.use_precision_aware_optimizer",
                        "needs training.use_distributed_optimizer (or a "
                        "training.data_parallel_sharding_strategy other than \"no_shard\"), as "
-                       "Megatron's "
-                       "OptimizerConfig asserts");
+                       "Megatron's OptimizerConfig asserts");
     if (t->params_dtype != WL_BF16)
         return wl_fail(c, "training.use_precision_aware_optimizer",
                        "is modelled for training.params_dtype \"bf16\" only, got \"%s\"",

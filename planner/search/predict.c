@@ -173,8 +173,7 @@ double predict_dp_bucket_exposed_s(const cm_model *cm, const cl_cluster *c, cons
     }
     if (!c || grad_bytes <= 0 || !dp_buckets_overlapped(cm, pl))
         return 0.0;
-    double n = ceil(grad_bytes / cm_dp_bucket_bytes(cm->dp_bucket_bytes, pl->data_parallel,
-                                                    cm_model_precision(cm).grad));
+    double n = ceil(grad_bytes / cm_dp_bucket_bytes(cm, cm->dp_bucket_bytes, pl->data_parallel));
     double r = predict_dp_allreduce_s(c, pl->tensor_parallel, dp_group(cm, pl), grad_bytes / n);
     if (cm->sharding == WL_SHARD_OPTIM)
         r /= 2.0; /* the reduce-scatter: half the ring */
@@ -238,7 +237,7 @@ double predict_zero_update_exposed_s(const cm_model *cm, const cl_cluster *c, co
     if (!(zero2_update_overlapped(cm) || optim) || !c || group < 2)
         return 0.0;
     /* the engine's bucket (sim/engine/engine_overlap.c, overlap_build) */
-    double bucket_bytes = cm_dp_bucket_bytes(cm->dp_bucket_bytes, dp, cm_model_precision(cm).grad);
+    double bucket_bytes = cm_dp_bucket_bytes(cm, cm->dp_bucket_bytes, dp);
     double exposed = 0.0, start = 0.0; /* start: stage s's first forward, unhindered */
     for (int s = 0; s < pl->num_stages; s++) {
         int first = pl->chunk_start[s], last = pl->chunk_start[s + 1];
@@ -250,8 +249,8 @@ double predict_zero_update_exposed_s(const cm_model *cm, const cl_cluster *c, co
         }
         /* ZeRO-2 cuts the update by parameters, the distributed optimizer
          * into as many buckets as the gradients */
-        double b = optim ? ceil(grad_bytes / bucket_bytes)
-                         : cm_dp_param_buckets(params, cm_model_precision(cm).grad, bucket_bytes);
+        double b =
+            optim ? ceil(grad_bytes / bucket_bytes) : cm_dp_param_buckets(cm, params, bucket_bytes);
         if (params > 0 && b > 0) {
             double g = cm_dp_ring_allgather_s(c, pl->tensor_parallel, group,
                                               params * cm->weight_bytes_per_param / b);

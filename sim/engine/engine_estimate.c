@@ -140,7 +140,7 @@ static bool chunk_recomputes(const plan *pl, int s, int j)
 static double stage_buckets(const cm_model *cm, const plan *pl, const engine_options *o, int s)
 {
     int dp = pl->data_parallel;
-    double bucket = cm_dp_bucket_bytes(o->dp_bucket_bytes, dp, cm_model_precision(cm).grad);
+    double bucket = cm_dp_bucket_bytes(cm, o->dp_bucket_bytes, dp);
     double n = 0;
     for (int j = 0; j < pl->num_chunks; j++) {
         int k = j * pl->num_stages + s;
@@ -198,7 +198,7 @@ typedef struct zero_ops {
 static zero_ops stage_zero_ops(const cm_model *cm, const plan *pl, const engine_options *o, int s)
 {
     int dp = pl->data_parallel, v = pl->num_chunks;
-    double bucket = cm_dp_bucket_bytes(o->dp_bucket_bytes, dp, cm_model_precision(cm).grad);
+    double bucket = cm_dp_bucket_bytes(cm, o->dp_bucket_bytes, dp);
     zero_ops z = {0, 0, 0, 0};
     if (!pl->chunk_start || cm->num_layers < pl->num_layers)
         return (zero_ops){v, v, 1, v};
@@ -213,7 +213,7 @@ static zero_ops stage_zero_ops(const cm_model *cm, const plan *pl, const engine_
         z.reduce_chunks += reduce > 0;
         z.gather_chunks += gather > 0;
         z.update = z.update || params * cm->weight_bytes_per_param > 0;
-        z.update_buckets += cm_dp_param_buckets(params, cm_model_precision(cm).grad, bucket);
+        z.update_buckets += cm_dp_param_buckets(cm, params, bucket);
     }
     return z;
 }

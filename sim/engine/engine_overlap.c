@@ -199,7 +199,7 @@ static double chunk_update(const cm_model *cm, const plan *pl, int s, int chunk,
     double params = 0;
     for (int l = pl->chunk_start[k]; l < pl->chunk_start[k + 1]; l++)
         params += cm->layers[l].params;
-    double n = cm_dp_param_buckets(params, cm_model_precision(cm).grad, bucket_bytes);
+    double n = cm_dp_param_buckets(cm, params, bucket_bytes);
     *buckets = params <= 0 ? 0 : n > MAX_BUCKETS_PER_CHUNK ? MAX_BUCKETS_PER_CHUNK + 1 : (int)n;
     return params * cm->weight_bytes_per_param;
 }
@@ -387,8 +387,7 @@ int overlap_split_experts(engine *e, const cm_model *cm, int edp)
 {
     if (!e->overlap)
         return 0;
-    double bucket_bytes =
-        cm_dp_bucket_bytes(e->opt->dp_bucket_bytes, e->dp, cm_model_precision(cm).grad);
+    double bucket_bytes = cm_dp_bucket_bytes(cm, e->opt->dp_bucket_bytes, e->dp);
     for (int s = 0; s < e->p; s++) {
         stage_free(&e->overlap[s]);
         if (stage_build(e, cm, s, bucket_bytes, edp > 0 ? edp : 1))
@@ -401,8 +400,7 @@ int overlap_build(engine *e, const cm_model *cm, np_error *err)
 {
     if (!e->opt->dp_overlap || e->dp * e->cp < 2)
         return 0;
-    double bucket_bytes =
-        cm_dp_bucket_bytes(e->opt->dp_bucket_bytes, e->dp, cm_model_precision(cm).grad);
+    double bucket_bytes = cm_dp_bucket_bytes(cm, e->opt->dp_bucket_bytes, e->dp);
     e->overlap = calloc((size_t)e->p, sizeof *e->overlap);
     for (int s = 0; e->overlap && s < e->p; s++) {
         int rc = stage_build(e, cm, s, bucket_bytes, 0);
