@@ -163,6 +163,32 @@ expect_error "unknown planner" 1 "unknown planner" --planner nosuch "$P8" "$W8"
 expect_error "--set without =" 1 "KEY=VALUE" --set nokey "$P8" "$W8"
 expect_error "unknown all-reduce" 1 "expected one of" --dp-algorithm bruck "$P8" "$W8"
 expect_error "bad bucket size" 1 "dp-bucket-bytes" --dp-bucket-bytes -3 "$P8" "$W8"
+# SimGrid options whose values crash or corrupt a run (docs/design.md,
+# "SimGrid options"), each refused by name before SimGrid sees it: parallel
+# contexts segfaulted at 16K NPUs, a 4 KiB stack segfaulted, a bandwidth
+# factor of 0 aborted, surf/precision 1 printed a 31 s iteration for 0.04 s,
+# and an appender or tracing writes a file of its own
+expect_error "--cfg parallel contexts" 1 "contexts/nthreads: expected 1" --cfg=contexts/nthreads:2 "$P8" "$W8"
+expect_error "--cfg stack too small" 1 "contexts/stack-size: expected an integer from 64" \
+    --cfg=contexts/stack-size:4 "$P8" "$W8"
+expect_error "--cfg bandwidth factor 0" 1 "network/bandwidth-factor: expected a number from" \
+    --cfg=network/bandwidth-factor:0 "$P8" "$W8"
+expect_error "--cfg coarse precision" 1 "surf/precision: expected a number from 1e-15 to 1e-09" \
+    --cfg=surf/precision:1 "$P8" "$W8"
+expect_error "--cfg second setting checked" 1 "--cfg: maxmin/precision" \
+    "--cfg=network/optim:Lazy maxmin/precision:1" "$P8" "$W8"
+expect_error "--cfg tracing refused" 1 "tracing: not a SimGrid option npusim accepts" \
+    --cfg=tracing:yes "$P8" "$W8"
+expect_error "--cfg without a value" 1 '"network/model": expected NAME:VALUE' \
+    --cfg=network/model "$P8" "$W8"
+rm -f "$TMP/appended.log"
+expect_error "--log appender refused" 1 "expected CATEGORY.thres:LEVEL" \
+    "--log=root.app:file:$TMP/appended.log" "$P8" "$W8"
+[ ! -e "$TMP/appended.log" ] && ok || ko "--log appender refused: it created its file"
+# accepted settings run: several in one --cfg, a thread factory with a large stack
+"$SIMRUN" --quiet --log=root.thres:critical \
+    "--cfg=contexts/factory:thread,contexts/stack-size:256 network/optim:Lazy" "$P8" "$W8" \
+    >"$TMP/out" 2>"$TMP/err" && [ ! -s "$TMP/err" ] && ok || ko "accepted SimGrid options run"
 expect_error "fold not dividing dp" 1 "divide" --fold-dp 3 platforms/test_64npu.xml "$W8" \
     --set data_parallel_size=16
 

@@ -18,6 +18,7 @@
 #include "np_version.h"
 #include "planner.h"
 #include "report.h"
+#include "sg_options.h"
 
 static const char usage_text[] =
     "usage: simrun [options] PLATFORM.xml WORKLOAD.json\n"
@@ -143,8 +144,9 @@ static const char usage_text[] =
     "                     their plan is waived)\n"
     "  --help             this text\n"
     "  --cfg=NAME:VALUE   passed to SimGrid (e.g. --cfg=network/model:LV08); recorded\n"
-    "                     in the CSV's cfg column\n"
-    "  --log=SPEC         passed to SimGrid's logging (e.g. --log=root.thresh:info)\n"
+    "                     in the CSV's cfg column; the options npusim accepts and\n"
+    "                     their ranges: docs/design.md, \"SimGrid options\"\n"
+    "  --log=SPEC         log thresholds passed to SimGrid (e.g. --log=root.thres:info)\n"
     "\n"
     "output files (--csv, --trace, --plan-out, --frontier) are checked before the\n"
     "simulation: a missing folder, a directory, a device or a read-only file is\n"
@@ -395,6 +397,12 @@ int parse_args(int argc, char **argv, cli *c)
             printf("simrun %s\n", np_version());
             return NP_EXIT_OK;
         } else if (strncmp(a, "--cfg=", 6) == 0 || strncmp(a, "--log=", 6) == 0) {
+            np_error e;
+            if (a[2] == 'c' ? sg_options_check_cfg(a + 6, &e) : sg_log_check(a + 6, &e)) {
+                char text[1400];
+                fprintf(stderr, "simrun: %s\n", np_error_format(&e, text, sizeof text));
+                return NP_EXIT_USAGE;
+            }
             if (c->simgrid_argc == MAX_SIMGRID_ARGS)
                 return usage_error("too many SimGrid options (at most %s)", "63");
             c->simgrid_argv[c->simgrid_argc++] = argv[i];

@@ -31,6 +31,7 @@
 
 #include "np_file.h"
 #include "platform_internal.h"
+#include "sg_options.h"
 
 #define MAX_PLATFORM_FILE_BYTES ((size_t)256 << 20)
 #define MAX_FAT_TREE_LEVELS 8
@@ -399,7 +400,8 @@ static int link_figures(const char *path, const char *text, const char *tag, con
  * SimGrid's energy plugin) reads: a misspelt optional one would otherwise
  * price the platform without it, silently.  Elements are followed on a stack
  * (closing tags pop it), so a zone's or a link's own <prop>s, and <config>'s,
- * are not taken for a host's. */
+ * are not taken for a host's.  A <config>'s <prop>s are SimGrid options,
+ * held to the values npusim accepts (sg_options.h), as --cfg is. */
 static int check_host_props(const char *path, const char *text, np_error *err)
 {
     enum { DEPTH = 64, SEEN = 64 };
@@ -425,8 +427,16 @@ static int check_host_props(const char *path, const char *text, np_error *err)
             size_t n = strcspn(s + 1, " \t\r\n/>");
             bool leaf = end[-1] == '/';
             if (n == 4 && strncmp(s + 1, "prop", 4) == 0 && depth > 0 &&
-                (strcmp(stack[depth - 1], "cluster") == 0 ||
-                 strcmp(stack[depth - 1], "host") == 0)) {
+                strcmp(stack[depth - 1], "config") == 0) {
+                char id[128] = "", value[256] = "", why[900];
+                tag_attribute(s, end, "id", id, sizeof id);
+                tag_attribute(s, end, "value", value, sizeof value);
+                if (sg_option_check(id, value, why, sizeof why))
+                    return np_error_set(err, NP_EXIT_INPUT, path, id, line_of(text, s),
+                                        "<config>: %s", why);
+            } else if (n == 4 && strncmp(s + 1, "prop", 4) == 0 && depth > 0 &&
+                       (strcmp(stack[depth - 1], "cluster") == 0 ||
+                        strcmp(stack[depth - 1], "host") == 0)) {
                 char id[128] = "";
                 const char *nearest;
                 bool has_id = tag_attribute(s, end, "id", id, sizeof id);
