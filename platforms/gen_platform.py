@@ -260,6 +260,7 @@ OPTIONAL = [
     ("elementwise_fusion", "elementwise_fusion", "fusion_src", "fusion_note", str),
     ("collective_bus_efficiency", "collective_bus_efficiency", "bus_src", "bus_note", fmt),
     ("hbm_efficiency", "hbm_efficiency", "hbm_eff_src", "hbm_eff_note", fmt),
+    ("fp8_flops", "fp8_flops", "fp8_src", "fp8_note", fmt),
 ]
 
 

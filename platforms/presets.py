@@ -58,6 +58,8 @@ PRESETS = {
         "scale-up fabric",
         "hbm_eff_note": "not given (1): no measured HBM bandwidth of a memory-bound kernel "
         "on the 910B found",
+        "fp8_note": "not given: no FP8 figure for the Ascend 910B in the sources used; a workload "
+        "with training.fp8_format is refused",
     },
     "910": {
         "title": "Ascend 910 NPUs (not 910B), 8 per Atlas 800 training server (model 9000)",
@@ -106,6 +108,8 @@ PRESETS = {
         "bus_note": "not given (1): no public HCCL bus-bandwidth figure for the 910",
         "hbm_eff_note": "not given (1): no measured HBM bandwidth of a memory-bound kernel "
         "on the 910 found",
+        "fp8_note": "not given: the Ascend 910 has no FP8 unit in the sources used; a workload with "
+        "training.fp8_format is refused",
     },
     "a100": {
         "title": "NVIDIA DGX A100 (8 x A100 SXM4 80GB per node)",
@@ -157,6 +161,8 @@ PRESETS = {
         "80GB SXM, 88%, Nsight Compute agreeing (forums.developer.nvidia.com, 'Trouble to "
         "reach peak bandwidth of A100', thread 339083); the best a kernel reaches, so "
         "optimistic for framework kernels",
+        "fp8_note": "not given: the A100 (Ampere) has no FP8 Tensor Cores (NVIDIA A100 datasheet "
+        "lists TF32, BF16, FP16, INT8); a workload with training.fp8_format is refused",
     },
     "h100": {
         "title": "NVIDIA H100 SXM5 80GB, 8 per node (DGX H100-class)",
@@ -210,6 +216,9 @@ PRESETS = {
         "'Getting Memory-bound Kernels to Speed-of-Light', github.com/Dao-AILab/quack "
         "media/2025-07-10-membound-sol.md); hand-tuned kernels, so optimistic for framework "
         "ones",
+        "fp8_flops": 1979e12,
+        "fp8_src": "1,979 TFLOPS dense FP8 Tensor Core (NVIDIA H100 SXM datasheet: 3,958 with "
+        "sparsity)",
     },
     "gb200": {
         "title": "NVIDIA GB200 NVL72: 72 Blackwell GPUs in one NVLink domain",
@@ -249,5 +258,8 @@ PRESETS = {
         "bus_note": "not given (1): no published NCCL bus-bandwidth figure for NVLink 5 found",
         "hbm_eff_note": "not given (1): no measured HBM bandwidth of a memory-bound kernel "
         "on GB200 found",
+        "fp8_flops": 5e15,
+        "fp8_src": "5 PFLOPS dense FP8 per GPU: NVIDIA GB200 NVL72 specifications, 720 PFLOPS "
+        "FP8 for 72 GPUs with sparsity, halved for dense",
     },
 }

@@ -36,6 +36,9 @@
  *   hbm_efficiency            achieved / peak device-memory bandwidth of a
  *                             memory-bound kernel (elementwise, norm,
  *                             softmax, the optimizer step), (0, 1]; default 1
+ *   fp8_flops                 dense FP8 Tensor Core peak FLOP/s per NPU, for
+ *                             workloads with training.fp8_format; default
+ *                             none: such a workload is refused
  * A cluster built by hand (tests) leaves them 0, which means the same
  * defaults.
  */
@@ -80,6 +83,7 @@ typedef struct cl_cluster {
     int elementwise_fusion;                          /* 0 or 1 */
     double collective_bus_efficiency;                /* 0: 1 */
     double hbm_efficiency;                           /* 0: 1 */
+    double fp8_peak_flops;                           /* 0: no FP8 */
     /* Not a platform property: set (simrun) when the run's rank order puts
      * the NPUs of a TP group in different servers (sim/net/placement.h), so
      * the cost model prices its TP collectives on the scale-out route. */

@@ -207,6 +207,7 @@ void cm_shape_init(shape *x, const wl_workload *w, const cl_cluster *c, int b)
     x->state_bpp = cm_state_bytes_per_param(&x->precision, dist, x->dp);
     x->expert_state_bpp = x->state_bpp; /* over the expert-DP group: costmodel_parallel.c */
     cm_shape_parallel(x, w);            /* context parallelism, sharding: costmodel_parallel.c */
+    cm_fp8_shape(x, w, c);              /* FP8 linear layers: costmodel_fp8.c */
 }
 
 /* GEMM [m×k]·[k×n], `count` times (batched): FLOPs 2mkn, bytes of the three
@@ -255,6 +256,15 @@ int cm_build(const wl_workload *w, const cl_cluster *c, int micro_batch_size, cm
     shape x;
     cm_shape_init(&x, w, c, b);
     bool custom = w->model.num_layer_specs > 0;
+    if (w->training.fp8_format != WL_FP8_NONE && custom)
+        return np_error_set(err, NP_EXIT_INPUT, w->path, "training.fp8_format", 0,
+                            "FP8 is modelled for the transformer of the model keys, not for "
+                            "model.layers (their times are given)");
+    if (w->training.fp8_format != WL_FP8_NONE && c->fp8_peak_flops <= 0)
+        return np_error_set(err, NP_EXIT_INPUT, w->path, "training.fp8_format", 0,
+                            "the platform %s gives no fp8_flops (the device's dense FP8 peak): "
+                            "FP8 GEMMs cannot be priced on it",
+                            c->name);
     int rc = custom ? 0 : cm_check_transformer(w, &x, err);
     if (rc)
         return rc;

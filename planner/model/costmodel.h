@@ -129,8 +129,11 @@ typedef struct cm_layer {
      * between forward and backward, under each recompute option. */
     double recompute_s[RECOMPUTE_COUNT];
     double activation_bytes[RECOMPUTE_COUNT];
-    double params;        /* parameters held by one NPU (after the TP split) */
-    double state_bytes;   /* weights + gradients + optimizer state on one NPU */
+    double params;      /* parameters held by one NPU (after the TP split) */
+    double state_bytes; /* weights + gradients + optimizer state on one NPU */
+    /* Of state_bytes, FP8 training's cached FP8 weights and their transposes
+     * (costmodel_fp8.c), counted as weights; 0 without FP8. */
+    double fp8_weight_cache_bytes;
     double grad_bytes;    /* gradient bytes reduced over data parallelism per NPU */
     double forward_flops; /* model FLOPs of the forward pass on one NPU (for MFU) */
     double output_bytes;  /* tensor sent to the next stage by one TP rank */

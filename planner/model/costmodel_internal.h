@@ -33,6 +33,7 @@
 #include "costmodel.h"
 
 #define FP32_BYTES 4.0
+#define FP8_BYTES 1.0
 
 /* ---- shape of one job --------------------------------------------------- */
 
@@ -74,7 +75,22 @@ typedef struct shape {
     double dqk, dv;
     bool mla;
     double rq, rkv, dr;
+    /* FP8 linear layers (training.fp8_format on a platform with fp8_flops):
+     * costmodel_fp8.c. */
+    bool fp8;
+    double fp8_peak;
 } shape;
+
+/* FP8 training (costmodel_fp8.c): the shape's fp8 fields; a linear
+ * layer's GEMM (FP8 or, without it, cm_gemm_s); the cast of `elements`
+ * params_dtype values to FP8, row- and column-wise (0 without FP8); the
+ * bytes a linear layer keeps of an input of `elements` values; the cached
+ * FP8 weights of `linear_params` parameters. */
+void cm_fp8_shape(shape *x, const wl_workload *w, const cl_cluster *c);
+double cm_linear_s(const shape *x, double m, double k, double n, double count);
+double cm_fp8_cast_s(const shape *x, double elements);
+double cm_linear_input_bytes(const shape *x, double elements);
+double cm_fp8_weight_cache_bytes(const shape *x, double linear_params);
 
 /* The shape of workload w on cluster c at micro-batch size b (costmodel.c). */
 void cm_shape_init(shape *x, const wl_workload *w, const cl_cluster *c, int b);

@@ -50,18 +50,18 @@ double cm_mla_projections_s(const shape *x)
 {
     double heads = x->a / x->t, n = x->n;
     double q = x->rq > 0
-                   ? cm_gemm_s(x, n, x->h, x->rq, 1.0) + cm_memop_s(x, 2.0 * n * x->rq * x->D) +
-                         cm_gemm_s(x, n, x->rq, heads * x->dqk, 1.0)
-                   : cm_gemm_s(x, n, x->h, heads * x->dqk, 1.0);
-    double kv = cm_gemm_s(x, n, x->h, x->rkv + x->dr, 1.0) +
+                   ? cm_linear_s(x, n, x->h, x->rq, 1.0) + cm_memop_s(x, 2.0 * n * x->rq * x->D) +
+                         cm_linear_s(x, n, x->rq, heads * x->dqk, 1.0)
+                   : cm_linear_s(x, n, x->h, heads * x->dqk, 1.0);
+    double kv = cm_linear_s(x, n, x->h, x->rkv + x->dr, 1.0) +
                 cm_memop_s(x, 2.0 * n * x->rkv * x->D) +
-                cm_gemm_s(x, n, x->rkv, heads * (x->dqk - x->dr + x->dv), 1.0);
+                cm_linear_s(x, n, x->rkv, heads * (x->dqk - x->dr + x->dv), 1.0);
     return q + kv;
 }
 
 double cm_mla_output_projection_s(const shape *x)
 {
-    return cm_gemm_s(x, x->n, x->a / x->t * x->dv, x->h, 1.0);
+    return cm_linear_s(x, x->n, x->a / x->t * x->dv, x->h, 1.0);
 }
 
 double cm_mla_qkv_kept_bytes(const shape *x)

@@ -160,9 +160,9 @@ void cm_moe_decoder(cm_layer *ly, const shape *x, const wl_model *md, int index)
     double router = cm_gemm_s(x, nl, h, E, 1.0);
     double scores = cm_memop_s(x, 3.0 * nl * E * FP32_BYTES);
     double permute = cm_memop_s(x, (1.0 + k) * nl * h * D);
-    double fc1 = cm_gemm_s(x, per_expert, h, fc1_cols, El);
+    double fc1 = cm_linear_s(x, per_expert, h, fc1_cols, El);
     double act = cm_memop_s(x, T * fe * D * (x->swiglu ? 3.0 : 2.0));
-    double fc2 = cm_gemm_s(x, per_expert, fe, h, El);
+    double fc2 = cm_linear_s(x, per_expert, fe, h, El);
     double unpermute = cm_memop_s(x, (1.0 + k) * nl * h * D + nl * k * FP32_BYTES);
     m->expert_fc1_s = fc1;
     m->expert_act_s = act;

@@ -173,6 +173,7 @@ double cm_korthikanti_activation_bytes(double s, double b, double h, double a, i
 typedef struct decoder_forward {
     double norm1, qkv, scores, softmax, attn_dropout, av, proj, proj_dropout, residual1;
     double norm2, fc1, act, fc2, mlp_dropout, residual2;
+    double proj_cast, fc2_cast; /* FP8: the inputs' casts (costmodel_fp8.c) */
     cm_attention core;
 } decoder_forward;
 
@@ -193,24 +194,32 @@ static void dropout_add_times(const shape *x, double hidden_l, double *dropout_s
     *add_s = cm_memop_s(x, 3.0 * hidden_l * x->D);
 }
 
+/* Values of the projection's input on one rank: the attention output. */
+static double proj_input_elements(const shape *x)
+{
+    return x->mla ? cm_mla_core_output_bytes(x) / x->D : x->n * x->h / x->t;
+}
+
 static void decoder_forward_times(const shape *x, decoder_forward *o)
 {
     double hidden_l = x->nl * x->h;
     cm_attention_core(x, &o->core);
     o->norm1 = cm_memop_s(x, 2.0 * hidden_l * x->D);
     o->qkv = x->mla ? cm_mla_projections_s(x)
-                    : cm_gemm_s(x, x->n, x->h, (x->h + 2.0 * x->g * x->d) / x->t, 1.0);
+                    : cm_linear_s(x, x->n, x->h, (x->h + 2.0 * x->g * x->d) / x->t, 1.0);
     o->scores = o->core.scores_s;
     o->softmax = o->core.softmax_s;
     o->attn_dropout = o->core.dropout_s;
     o->av = o->core.av_s;
-    o->proj = x->mla ? cm_mla_output_projection_s(x) : cm_gemm_s(x, x->n, x->h / x->t, x->h, 1.0);
+    o->proj = x->mla ? cm_mla_output_projection_s(x) : cm_linear_s(x, x->n, x->h / x->t, x->h, 1.0);
+    o->proj_cast = cm_fp8_cast_s(x, proj_input_elements(x));
     dropout_add_times(x, hidden_l, &o->proj_dropout, &o->residual1);
     o->norm2 = cm_memop_s(x, 2.0 * hidden_l * x->D);
     bool mlp = x->f > 0; /* an MoE layer without a shared expert has no dense MLP */
-    o->fc1 = mlp ? cm_gemm_s(x, x->n, x->h, x->mlp_width / x->t, 1.0) : 0.0;
+    o->fc1 = mlp ? cm_linear_s(x, x->n, x->h, x->mlp_width / x->t, 1.0) : 0.0;
     o->act = mlp ? cm_memop_s(x, x->n * x->f / x->t * x->D * (x->swiglu ? 3.0 : 2.0)) : 0.0;
-    o->fc2 = mlp ? cm_gemm_s(x, x->n, x->f / x->t, x->h, 1.0) : 0.0;
+    o->fc2 = mlp ? cm_linear_s(x, x->n, x->f / x->t, x->h, 1.0) : 0.0;
+    o->fc2_cast = mlp ? cm_fp8_cast_s(x, x->n * x->f / x->t) : 0.0;
     dropout_add_times(x, hidden_l, &o->mlp_dropout, &o->residual2);
 }
 
@@ -218,7 +227,7 @@ static double decoder_forward_sum(const decoder_forward *o)
 {
     return o->norm1 + o->qkv + o->scores + o->softmax + o->attn_dropout + o->av + o->proj +
            o->proj_dropout + o->residual1 + o->norm2 + o->fc1 + o->act + o->fc2 + o->mlp_dropout +
-           o->residual2;
+           o->residual2 + o->proj_cast + o->fc2_cast;
 }
 
 static double attention_core_s(const decoder_forward *o)
@@ -232,6 +241,20 @@ static double attention_core_s(const decoder_forward *o)
  * backward reads the mask, none when the probability is 0.  Fusion leaves the
  * backward as it is: the fused dropout-add's backward is the dropout's, and
  * the residual gradients are summed where the stream forks either way. */
+/* FP8: every linear layer's output gradient cast (costmodel_fp8.c): QKV's
+ * and FC1's column-parallel outputs, the projection's and FC2's full hidden
+ * state (multi-latent attention's projections: its QKV part as MHA's). */
+static double fp8_gradient_casts_s(const shape *x)
+{
+    if (!x->fp8)
+        return 0.0;
+    double qkv = x->n * (x->h + 2.0 * x->g * x->d) / x->t;
+    double mlp = x->f > 0
+                     ? cm_fp8_cast_s(x, x->n * x->mlp_width / x->t) + cm_fp8_cast_s(x, x->n * x->h)
+                     : 0.0;
+    return cm_fp8_cast_s(x, qkv) + cm_fp8_cast_s(x, x->n * x->h) + mlp;
+}
+
 static double decoder_backward_s(const shape *x, const decoder_forward *o)
 {
     double hidden_l = x->nl * x->h;
@@ -243,7 +266,7 @@ static double decoder_backward_s(const shape *x, const decoder_forward *o)
         + core->grad_softmax_s + core->grad_dropout_s + dropouts /* masks */
         + 2.0 * cm_memop_s(x, 3.0 * hidden_l * x->D)             /* residual grads */
         + (x->f > 0 ? cm_memop_s(x, x->n * x->f / x->t * x->D * (x->swiglu ? 5.0 : 3.0)) : 0.0);
-    return gemms + elementwise;
+    return gemms + elementwise + fp8_gradient_casts_s(x);
 }
 
 static double decoder_flops(const shape *x)
@@ -319,16 +342,18 @@ static void decoder_units(cm_layer *ly, const shape *x, const decoder_forward *o
     double qkv =
         x->mla ? cm_mla_qkv_kept_bytes(x) : x->n * (x->h + 2.0 * x->g * x->d) / x->t * x->D;
     double context = x->mla ? cm_mla_core_output_bytes(x) : x->n * x->h / x->t * x->D;
-    cm_add_unit(ly, "qkv_input", o->norm1, hidden_l * x->D);
+    cm_add_unit(ly, "qkv_input", o->norm1, cm_linear_input_bytes(x, hidden_l));
     cm_add_unit(ly, "qkv", o->qkv + e->qkv, qkv);
     cm_add_unit(ly, "core_attention", attention_core_s(o), o->core.kept_bytes);
-    cm_add_unit(ly, "proj_input", o->core.output_s, context);
+    cm_add_unit(ly, "proj_input", o->core.output_s + o->proj_cast,
+                x->fp8 ? cm_linear_input_bytes(x, proj_input_elements(x)) : context);
     cm_add_unit(ly, "attn_dropout_mask", o->proj_dropout, mask);
     cm_add_unit(ly, "ln2_input", o->proj + e->proj + o->proj_dropout + o->residual1,
                 hidden_l * x->D);
-    cm_add_unit(ly, "fc1_input", o->norm2, hidden_l * x->D);
+    cm_add_unit(ly, "fc1_input", o->norm2, cm_linear_input_bytes(x, hidden_l));
     cm_add_unit(ly, "fc1_output", o->fc1 + e->fc1, x->n * x->mlp_width / x->t * x->D);
-    cm_add_unit(ly, "fc2_input", o->act, x->n * x->f / x->t * x->D);
+    cm_add_unit(ly, "fc2_input", o->act + o->fc2_cast,
+                cm_linear_input_bytes(x, x->n * x->f / x->t));
     cm_add_unit(ly, "mlp_dropout_mask", o->mlp_dropout, mask);
 }
 
@@ -398,6 +423,10 @@ void cm_decoder_layer(cm_layer *ly, const shape *x0, const wl_model *md, int ind
     ly->forward_flops = decoder_flops(x);
     stage_output(ly, x);
     cm_moe_decoder(ly, x, md, index); /* MoE hook: router, experts, all-to-all */
+    /* FP8: every parameter but the norms' is a linear layer's (an MoE
+     * router's few included) */
+    ly->fp8_weight_cache_bytes = cm_fp8_weight_cache_bytes(x, ly->params - 2.0 * x->norm_params);
+    ly->state_bytes += ly->fp8_weight_cache_bytes;
 }
 
 /* ---- embedding and LM head ---------------------------------------------- */

@@ -32,6 +32,16 @@ typedef enum wl_state_dtype {
     WL_STATE_DTYPE_COUNT
 } wl_state_dtype;
 
+/* Megatron's --fp8-format (Transformer Engine's FP8 GEMMs in the linear
+ * layers): e4m3 everywhere, or hybrid (e4m3 forward, e5m2 gradients); none
+ * (absent) runs every GEMM in params_dtype.  costmodel_fp8.c prices it. */
+typedef enum wl_fp8_format {
+    WL_FP8_NONE = 0,
+    WL_FP8_E4M3,
+    WL_FP8_HYBRID,
+    WL_FP8_COUNT
+} wl_fp8_format;
+
 /* Recompute (activation checkpointing) option of one layer. */
 typedef enum recompute_kind {
     RECOMPUTE_NONE = 0,
@@ -186,6 +196,7 @@ typedef struct wl_training {
     bool use_precision_aware_optimizer;
     wl_state_dtype main_grads_dtype, main_params_dtype, exp_avg_dtype, exp_avg_sq_dtype;
     bool store_param_remainders;
+    wl_fp8_format fp8_format;
 } wl_training;
 
 typedef struct wl_parallel {

@@ -33,6 +33,10 @@ int wl_num_micro_batches(const wl_workload *w)
  * precision-aware optimizer is modelled for bf16 training. */
 static int check_precision(const load_ctx *c, const wl_training *t)
 {
+    if (t->fp8_format != WL_FP8_NONE && t->params_dtype == WL_FP32)
+        return wl_fail(c, "training.fp8_format",
+                       "needs training.params_dtype \"bf16\" or \"fp16\" (Megatron runs FP8 "
+                       "GEMMs in bf16 or fp16 training), got \"fp32\"");
     if (t->grad_reduce_in_bf16 && t->params_dtype != WL_BF16)
         return wl_fail(c, "training.grad_reduce_in_bf16",
                        "needs training.params_dtype \"bf16\", got \"%s\" (fp16 gradients are "

@@ -26,6 +26,7 @@ static const char *const state_dtype_names[WL_STATE_DTYPE_COUNT] = {"fp32", "bf1
 const char *const wl_moe_dispatcher_names[WL_MOE_DISPATCHER_COUNT] = {"allgather", "alltoall"};
 const char *const wl_moe_balancing_names[WL_MOE_BALANCING_COUNT] = {"aux_loss", "seq_aux_loss",
                                                                     "sinkhorn", "none"};
+static const char *const fp8_names[WL_FP8_COUNT] = {"none", "e4m3", "hybrid"};
 static const char *const sharding_names[WL_SHARD_COUNT] = {"no_shard", "optim", "optim_grads",
                                                            "optim_grads_params"};
 
@@ -245,6 +246,7 @@ static const key_spec training_keys[] = {
     ENUM("exp_avg_sq_dtype", OPTIONAL, W_OFF(training.exp_avg_sq_dtype), state_dtype_names,
          WL_STATE_DTYPE_COUNT),
     SCALAR("store_param_remainders", KEY_BOOL, OPTIONAL, W_OFF(training.store_param_remainders)),
+    ENUM("fp8_format", OPTIONAL, W_OFF(training.fp8_format), fp8_names, WL_FP8_COUNT),
     END,
 };
 

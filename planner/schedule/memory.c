@@ -146,7 +146,8 @@ static void split_layer(const cm_model *cm, const state_split *sp, int l, double
                         double *grads, double *optimizer)
 {
     const cm_layer *ly = &cm->layers[l];
-    double state = ly->state_bytes;
+    double cache = ly->fp8_weight_cache_bytes; /* FP8 weights: weights, over the split */
+    double state = ly->state_bytes - cache;
     if (sp->synthetic) {
         *weights = fmin(ly->params * cm->weight_bytes_per_param, state);
         *grads = 0.0;
@@ -164,6 +165,7 @@ static void split_layer(const cm_model *cm, const state_split *sp, int l, double
     *grads = dense * sp->gd + expert * sp->ge;
     /* the rest, so that the three sum to state_bytes exactly */
     *optimizer = fmax(state - *weights - *grads, 0.0);
+    *weights += cache;
 }
 
 void mem_layer_state(const cm_model *cm, int l, double *weights, double *grads, double *optimizer)

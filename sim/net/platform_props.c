@@ -14,7 +14,7 @@
  *
  * The optional properties of cluster.h (gemm_efficiency_table,
  * attention_efficiency, elementwise_fusion, collective_bus_efficiency,
- * hbm_efficiency) are
+ * hbm_efficiency, fp8_flops) are
  * checked the same way when present and take their defaults when absent,
  * which price everything as a platform without them always did.
  */
@@ -72,6 +72,7 @@ static const prop_spec optional_props[] = {
     {"elementwise_fusion", PROP_FLAG, 1.0, "", 0},
     {"collective_bus_efficiency", PROP_FRACTION, 1.0, "", CLUSTER_FIELD(collective_bus_efficiency)},
     {"hbm_efficiency", PROP_FRACTION, 1.0, "", CLUSTER_FIELD(hbm_efficiency)},
+    {"fp8_flops", PROP_POSITIVE, 1e18, "FLOP/s", CLUSTER_FIELD(fp8_peak_flops)},
 };
 #define NUM_OPTIONAL_PROPS ((int)(sizeof optional_props / sizeof optional_props[0]))
 
@@ -249,6 +250,7 @@ static int platform_read_optional(const char *path, sg_host_t host, cl_cluster *
     c->elementwise_fusion = 0;
     c->collective_bus_efficiency = 1.0;
     c->hbm_efficiency = 1.0;
+    c->fp8_peak_flops = 0.0;
     for (int i = 0; i < NUM_OPTIONAL_PROPS; i++) {
         const prop_spec *spec = &optional_props[i];
         const char *text = sg_host_get_property_value(host, spec->name);
