@@ -657,6 +657,16 @@ else
 fi
 expect_error "model.moe_token_trace that is not there" 2 "$TMP/mw/none.trace: cannot open" \
     --set 'model.moe_token_trace="none.trace"' "$PM" "$TMP/mw/moe.json"
+# moetrace -o onto its own --workload file is refused and the workload kept
+cp "$WM" "$TMP/mw/self.json"
+if "$(dirname "$SIMRUN")/moetrace" -o "$TMP/mw/self.json" --workload "$TMP/mw/self.json" --steps 1 \
+    >/dev/null 2>"$TMP/err"; then
+    ko "moetrace -o its own --workload: exit 0"
+elif grep -q "is also the --workload file" "$TMP/err" && cmp -s "$WM" "$TMP/mw/self.json"; then
+    ok
+else
+    ko "moetrace -o its own --workload: $(head -1 "$TMP/err")"
+fi
 # --moe-policy all checks every policy before it writes a row: all or nothing
 expect_error "--moe-policy all without the MoE replay" 1 "policy 'switch' cannot run here, so no policy was run" \
     --moe-policy all --csv "$TMP/moe_none.csv" "$P8" "$W8"

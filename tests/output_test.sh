@@ -172,6 +172,18 @@ mkdir "$TMP/tr" && printf 'old' >"$TMP/tr/t.json"
         "$TMP/tr/t.json" "$TMP/tr/p.json" 2>>"$TMP/err" &&
     [ "$(ls -A "$TMP/tr" | wc -l)" -eq 2 ] && ok || ko "--trace and --plan-out replace whole files, no temporary left"
 
+# A failed run leaves every existing output as it was: --frontier's sweep is
+# computed first but written only after the run succeeded (the plan below
+# does not fit: exit 3)
+for opt in --trace --plan-out --frontier; do
+    printf 'precious\n' >"$TMP/keep.out"
+    "$SIMRUN" "$opt" "$TMP/keep.out" --set model.seq_length=16384 "$P8" "$W8" >"$TMP/out" 2>"$TMP/err"
+    rc=$?
+    if [ "$rc" -eq 3 ] && [ "$(cat "$TMP/keep.out")" = precious ]; then ok; else
+        ko "$opt after a run that does not fit: exit $rc, the existing file kept"
+    fi
+done
+
 # --- an output is never an input or another output -----------------------------
 # Refused before simulating (exit 1, naming both), every file left as it was:
 # onto the workload, onto the platform through a symbolic link, onto a --plan

@@ -19,6 +19,7 @@
 
 #include "costmodel.h"
 #include "engine.h"
+#include "frontier.h"
 #include "np_error.h"
 #include "np_sha256.h"
 #include "plan.h"
@@ -132,6 +133,11 @@ const char *output_path(const char *base, const char *planner, int several, char
 /* Every output of the run, checked before anything is simulated
  * (np_file_check_target), as output_path() names them. */
 int check_outputs(const cli *c, const char *moe_trace, int several, np_error *err);
+
+/* TensorOpt's Pareto frontier over every device count (--frontier), in
+ * Megatron's rank order; simrun writes it only after the run succeeded, so
+ * a failed run leaves an existing file as it was. */
+int cli_frontier(const cli *c, const job *j, frontier *fr, np_error *err);
 
 /* Flushes standard output, remembering its first write error. */
 void flush_stdout(void);

@@ -163,3 +163,15 @@ int fail(const np_error *err)
     fprintf(stderr, "simrun: %s\n", np_error_format(err, buf, sizeof buf));
     return err->code ? err->code : NP_EXIT_INTERNAL;
 }
+
+int cli_frontier(const cli *c, const job *j, frontier *fr, np_error *err)
+{
+    cli_progress_say(c, "simrun: frontier over every device count…");
+    /* the frontier tries every TP size in Megatron's order, inside servers */
+    cl_cluster megatron_order = j->pf.cluster;
+    megatron_order.tp_across_servers = 0;
+    megatron_order.dp_ring_local = 0; /* and its data-parallel channels */
+    int rc = frontier_sweep(&j->w, &megatron_order, j->cm.zero_overlap, fr, err);
+    cli_progress_clear(c);
+    return rc;
+}

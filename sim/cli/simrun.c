@@ -400,22 +400,6 @@ static int load_inputs(cli *c, job *j, np_error *err)
     return rc;
 }
 
-static int write_frontier(const cli *c, job *j, np_error *err)
-{
-    frontier fr;
-    cli_progress_say(c, "simrun: frontier over every device count…");
-    /* the frontier tries every TP size in Megatron's order, inside servers */
-    cl_cluster megatron_order = j->pf.cluster;
-    megatron_order.tp_across_servers = 0;
-    megatron_order.dp_ring_local = 0; /* and its data-parallel channels */
-    int rc = frontier_sweep(&j->w, &megatron_order, j->cm.zero_overlap, &fr, err);
-    cli_progress_clear(c);
-    if (!rc)
-        rc = frontier_write_csv(c->frontier_path, &fr, err);
-    frontier_free(&fr);
-    return rc;
-}
-
 /* The cost model of a saved plan's sizes failed (err says why, naming the
  * workload key that refused them, e.g. model.num_attention_heads for a TP
  * that does not divide the heads): the plan file is what is wrong, so the
@@ -521,6 +505,25 @@ static int check_saved_plan(const cli *c, const job *j, plan *pl, np_error *err)
     return rc ? rc : check_before_shift(c, j, pl, c->ignore_memory, err);
 }
 
+static int run_saved_plan(cli *c, job *j, np_error *err)
+{
+    plan pl;
+    int rc = plan_read_json(c->plan_in, j->cm.num_layers, &pl, err);
+    if (rc)
+        return rc;
+    int e = np_sha256_file(c->plan_in, j->plan_sha256); /* the CSV's plan_sha256 */
+    if (e) {
+        plan_free(&pl);
+        return np_error_set(err, NP_EXIT_INPUT, c->plan_in, "", 0, "cannot read: %s", strerror(e));
+    }
+    if (!(rc = cli_check_plan_overrides(c, j, &pl, err)) &&
+        !(rc = check_saved_plan(c, j, &pl, err)) &&
+        !(rc = c->shifted_recompute ? shift_recompute(c, j, &pl, err) : 0))
+        rc = simulate_and_report(c, j, &pl, err);
+    plan_free(&pl);
+    return rc;
+}
+
 static int run_job(cli *c, job *j, np_error *err)
 {
     int rc = load_inputs(c, j, err);
@@ -530,28 +533,21 @@ static int run_job(cli *c, job *j, np_error *err)
      * micro-batches (a saved plan is checked on its own sizes instead). */
     if (!c->plan_in && (rc = check_workload_size(c, j, err)))
         return rc;
-    if (c->frontier_path && (rc = write_frontier(c, j, err)))
+    frontier fr;
+    if (c->frontier_path && (rc = cli_frontier(c, j, &fr, err)))
         return rc;
-    if (c->plan_in) {
-        plan pl;
-        if ((rc = plan_read_json(c->plan_in, j->cm.num_layers, &pl, err)))
-            return rc;
-        int e = np_sha256_file(c->plan_in, j->plan_sha256); /* the CSV's plan_sha256 */
-        if (e) {
-            plan_free(&pl);
-            return np_error_set(err, NP_EXIT_INPUT, c->plan_in, "", 0, "cannot read: %s",
-                                strerror(e));
-        }
-        if (!(rc = cli_check_plan_overrides(c, j, &pl, err)) &&
-            !(rc = check_saved_plan(c, j, &pl, err)) &&
-            !(rc = c->shifted_recompute ? shift_recompute(c, j, &pl, err) : 0))
-            rc = simulate_and_report(c, j, &pl, err);
-        plan_free(&pl);
-        return rc;
+    if (c->plan_in)
+        rc = run_saved_plan(c, j, err);
+    else if (strcmp(j->planner, "all") == 0)
+        rc = run_all_planners(c, j, err);
+    else
+        rc = run_planner(c, j, planner_find(j->planner), err);
+    if (c->frontier_path) {
+        if (!rc)
+            rc = frontier_write_csv(c->frontier_path, &fr, err);
+        frontier_free(&fr);
     }
-    if (strcmp(j->planner, "all") == 0)
-        return run_all_planners(c, j, err);
-    return run_planner(c, j, planner_find(j->planner), err);
+    return rc;
 }
 
 #ifdef NPUSIM_SANITIZE

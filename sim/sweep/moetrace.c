@@ -196,6 +196,13 @@ int main(int argc, char **argv)
         return cmdline("give --workload, or all of --experts, --sources, --layers, --topk and "
                        "--tokens%s",
                        "");
+    if (workload && np_file_same(out, workload)) {
+        fprintf(stderr,
+                "moetrace: <command line>: -o: %s is also the --workload file: writing "
+                "the trace would destroy it; give the trace a file of its own\n",
+                out);
+        return 1;
+    }
     np_error err; /* a directory, a missing folder, ...: refused before any work */
     if (np_file_check_target(out, "-o", NP_FILE_REPLACE, &err))
         return write_failed(&err);
