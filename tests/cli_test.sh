@@ -163,6 +163,19 @@ expect_error "unknown planner" 1 "unknown planner" --planner nosuch "$P8" "$W8"
 expect_error "--set without =" 1 "KEY=VALUE" --set nokey "$P8" "$W8"
 expect_error "unknown all-reduce" 1 "expected one of" --dp-algorithm bruck "$P8" "$W8"
 expect_error "bad bucket size" 1 "dp-bucket-bytes" --dp-bucket-bytes -3 "$P8" "$W8"
+for v in 1000000.5 0x10 18446744073709551616; do
+    expect_error "bucket size $v" 1 "expects a whole number of bytes from 1 to 1e15 in decimal" \
+        --dp-overlap --dp-bucket-bytes "$v" "$P8" "$W8"
+done
+expect_error "an empty --moe-trace" 1 "option --moe-trace: expected a value, got an empty one" \
+    --moe-trace "" "$P8" "$W8"
+expect_error "an empty --plan" 1 "option --plan: expected a value" --plan "" "$P8" "$W8"
+# a planner refusing the schedule --schedule gave names the command line, not
+# the workload (whose schedule is 1f1b); a --set schedule names the workload
+expect_error "--schedule refused by a planner" 1 "<command line>: --schedule: planner ft models the 1f1b" \
+    --planner ft --schedule gpipe "$P8" "$W8"
+expect_error "--set schedule refused by a planner" 2 "small_gpt.json: schedule: planner ft" \
+    --planner ft --set 'schedule="gpipe"' "$P8" "$W8"
 # SimGrid options whose values crash or corrupt a run (docs/design.md,
 # "SimGrid options"), each refused by name before SimGrid sees it: parallel
 # contexts segfaulted at 16K NPUs, a 4 KiB stack segfaulted, a bandwidth

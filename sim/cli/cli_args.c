@@ -151,7 +151,12 @@ static const char usage_text[] =
     "output files (--csv, --trace, --plan-out, --frontier) are checked before the\n"
     "simulation: a missing folder, a directory, a device or a read-only file is\n"
     "refused.  Whole files are replaced only once completely written; CSV rows are\n"
-    "appended whole under a lock, fields quoted as RFC 4180 says.\n"
+    "appended whole under a lock, fields quoted as RFC 4180 says.  A failed run\n"
+    "leaves existing files as they were.\n"
+    "\n"
+    "an option that takes a value may be given twice: the last value counts (simsweep\n"
+    "relies on it: a point's value follows the sweep's fixed one); an empty value\n"
+    "is refused.\n"
     "\n"
     "exit codes: 0 success; 1 bad command line; 2 bad or missing input file\n"
     "(workload, platform, plan; also a run over the size bound without\n"
@@ -285,8 +290,13 @@ static int parse_collectives(cli *c)
     if (c->dp_bucket_bytes) {
         char *end;
         double v = strtod(c->dp_bucket_bytes, &end);
-        if (*c->dp_bucket_bytes == '\0' || *end != '\0' || !(v >= 1) || isinf(v)) {
-            fprintf(stderr, "simrun: --dp-bucket-bytes expects a size in bytes >= 1, got '%s'\n",
+        /* decimal (230686720 or 2.2e8), a whole number of bytes up to 1e15 */
+        const char *t = c->dp_bucket_bytes;
+        if (*t == '\0' || *end != '\0' || strspn(t, "0123456789.eE+") != strlen(t) || !(v >= 1) ||
+            v > 1e15 || v != floor(v)) {
+            fprintf(stderr,
+                    "simrun: --dp-bucket-bytes expects a whole number of bytes from 1 to 1e15 "
+                    "in decimal, got '%s'\n",
                     c->dp_bucket_bytes);
             return NP_EXIT_USAGE;
         }
@@ -423,6 +433,8 @@ int parse_args(int argc, char **argv, cli *c)
         } else if ((target = value_option(c, a))) {
             if (!value)
                 return usage_error("option %s needs a value", a);
+            if (!*value)
+                return usage_error("option %s: expected a value, got an empty one", a);
             *target = value;
             i++;
         } else if (strcmp(a, "--stages") == 0) {
