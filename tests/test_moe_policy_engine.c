@@ -58,11 +58,16 @@ typedef struct policy_case {
     bool record;      /* record_spans: the per-expert load timeline */
 } policy_case;
 
-/* The hand-made trace at global batch 64 under c's policy. */
+/* The hand-made trace at global batch 64 under c's policy, on the
+ * workload as simrun gives it to the policy: with Switch's capacity factor
+ * (1.25, the workload sets none) and padding (moe_policy_apply). */
 static policy_outcome simulate(const policy_case *c)
 {
-    moe_run_case run = {.sets = {"training.global_batch_size=64"},
-                        .num_sets = 1,
+    bool sw = c->policy == MOE_POLICY_SWITCH;
+    moe_run_case run = {.sets = {"training.global_batch_size=64",
+                                 "model.moe_expert_capacity_factor=1.25",
+                                 "model.moe_pad_expert_input_to_capacity=true"},
+                        .num_sets = sw ? 3 : 1,
                         .hot_trace = true,
                         .policy = c->policy,
                         .record = c->record,

@@ -233,7 +233,10 @@ static void test_balanced_routing_follows_the_plans_micro_batch(void)
     CU_ASSERT_DOUBLE_EQUAL(o.assignments, 3145728.0, 0.5);
     CU_ASSERT_DOUBLE_EQUAL(o.load0, 8192.0, 1e-9);
     check_case sw = none;
-    sw.policy = MOE_POLICY_SWITCH;
+    sw.policy = MOE_POLICY_SWITCH; /* on Switch's keys, as simrun applies them */
+    sw.sets[0] = "model.moe_expert_capacity_factor=1.25";
+    sw.sets[1] = "model.moe_pad_expert_input_to_capacity=true";
+    sw.num_sets = 2;
     o = run(&sw);
     CU_ASSERT_EQUAL_FATAL(o.rc, 0);
     CU_ASSERT_DOUBLE_EQUAL(o.assignments, 3145728.0, 0.5);

@@ -22,11 +22,20 @@
  * moe_pad_expert_input_to_capacity every expert computes exactly ep·etp·C
  * rows, the padding beyond the routed tokens included.
  *
+ * Sent tokens.  A source permutes, sends (dispatch) and gets back (combine)
+ * S_t tokens: its n_l·k assignments dropless; E·C padded (each expert's
+ * slot filled to C); dropping without padding only the kept ones,
+ * Σ_e min(c_e, C) = E·min(n_l·k/E, C) at a balanced routing.  Megatron-Core
+ * drops before the permute: apply_router_token_dropping() clears the
+ * dropped entries of the routing map, and MoEAlltoAllTokenDispatcher sizes
+ * the permute (num_out_tokens) and the all-to-all's input_splits from that
+ * map, so a dropped token is never sent.
+ *
  * Operators, forward (costmodel.c's roofline):
  *   router     GEMM [n_l × h]·[h × E], then softmax and top-k over n_l·E
  *              fp32 scores (3 passes)
- *   permute    read n_l·h·D, write n_l·k·h·D (Megatron's permute)
- *   dispatch   all-to-all of n_l·k·h·D among the ep ranks (alltoall
+ *   permute    read n_l·h·D, write S_t·h·D (Megatron's permute)
+ *   dispatch   all-to-all of S_t·h·D among the ep ranks (alltoall
  *              dispatcher), then an all-gather over the etp ranks; the
  *              allgather dispatcher all-gathers n_l·h·D over the ep·etp
  *              ranks instead
@@ -34,7 +43,7 @@
  *              (mats' = 2 with SwiGLU), activation over T·f_e/etp, and
  *              [T/E_l × f_e/etp]·[f_e/etp × h]
  *   combine    reduce-scatter over etp, all-to-all back, unpermute
- *              (read n_l·k·h·D and the probabilities, write n_l·h·D)
+ *              (read S_t·h·D and the probabilities, write n_l·h·D)
  * Backward: the router's and the experts' input-gradient GEMMs once each,
  * the elementwise ops' backward (3 tensors where the forward moved 2), the
  * two all-to-alls again; W: the router's and experts' weight GEMMs.
@@ -66,7 +75,8 @@
  *   expert_input      T·h·D (the permuted, gathered tokens: FC1's input)
  *   expert_fc1_output T·mats'·f_e/etp·D
  *   expert_act_output T·f_e/etp·D (Megatron's "moe_act" recompute module)
- *   combine_input     n_l·k·h·D (expert outputs before the weighted sum)
+ *   combine_input     S_t·h·D (expert outputs before the weighted sum: what
+ *                     the combine's all-to-all brought back)
  * Full recompute keeps the layer input only and re-runs all of it,
  * all-to-alls included.
  *
@@ -124,6 +134,15 @@ static double gather_s(const cl_cluster *c, int ranks, int stride, double bytes)
     return (ranks - 1) * cl_p2p_time(c, bytes / ranks, in_node);
 }
 
+/* S_t: the tokens one NPU permutes, sends in the dispatch and gets back in
+ * the combine (above, "Sent tokens"). */
+static double sent_tokens(const cm_moe_cost *m, double nl, double k, double E, bool pad)
+{
+    if (m->capacity <= 0)
+        return nl * k;
+    return pad ? E * m->capacity : E * fmin(nl * k / E, m->capacity);
+}
+
 /* Token counts of one NPU at a balanced routing. */
 static void moe_tokens(cm_moe_cost *m, const shape *x, const wl_model *md, const moe_layout *ml)
 {
@@ -155,15 +174,16 @@ void cm_moe_decoder(cm_layer *ly, const shape *x, const wl_model *md, int index)
     double fc1_cols = (x->swiglu ? 2.0 : 1.0) * fe;
     double nl = x->nl, T = m->expert_tokens, El = ml.local_experts;
     double per_expert = T / El;
+    double sent = sent_tokens(m, nl, k, E, md->moe_pad_expert_input_to_capacity);
 
     /* forward */
     double router = cm_gemm_s(x, nl, h, E, 1.0);
     double scores = cm_memop_s(x, 3.0 * nl * E * FP32_BYTES);
-    double permute = cm_memop_s(x, (1.0 + k) * nl * h * D);
+    double permute = cm_memop_s(x, (nl + sent) * h * D);
     double fc1 = cm_linear_s(x, per_expert, h, fc1_cols, El);
     double act = cm_memop_s(x, T * fe * D * (x->swiglu ? 3.0 : 2.0));
     double fc2 = cm_linear_s(x, per_expert, fe, h, El);
-    double unpermute = cm_memop_s(x, (1.0 + k) * nl * h * D + nl * k * FP32_BYTES);
+    double unpermute = cm_memop_s(x, (nl + sent) * h * D + sent * FP32_BYTES);
     m->expert_fc1_s = fc1;
     m->expert_act_s = act;
     m->expert_fc2_s = fc2;
@@ -171,7 +191,7 @@ void cm_moe_decoder(cm_layer *ly, const shape *x, const wl_model *md, int index)
     m->expert_backward_s = fc1 + fc2 + cm_memop_s(x, T * fe * D * (x->swiglu ? 5.0 : 3.0));
     m->expert_weight_grad_s = fc1 + fc2;
     double router_backward = cm_gemm_s(x, nl, E, h, 1.0) + cm_memop_s(x, 3.0 * nl * E * FP32_BYTES);
-    double shuffle_backward = cm_memop_s(x, 1.5 * (1.0 + k) * nl * h * D) * 2.0;
+    double shuffle_backward = cm_memop_s(x, 1.5 * (nl + sent) * h * D) * 2.0;
     ly->forward_s += router + scores + permute + m->expert_forward_s + unpermute;
     ly->backward_s += router_backward + shuffle_backward + m->expert_backward_s;
     ly->weight_grad_s += cm_gemm_s(x, h, nl, E, 1.0) + m->expert_weight_grad_s;
@@ -179,9 +199,7 @@ void cm_moe_decoder(cm_layer *ly, const shape *x, const wl_model *md, int index)
     /* dispatch and combine */
     const cl_cluster *c = x->c;
     if (md->moe_token_dispatcher_type == WL_MOE_ALLTOALL) {
-        double send_tokens =
-            md->moe_pad_expert_input_to_capacity && m->capacity > 0 ? E * m->capacity : nl * k;
-        m->a2a_bytes = send_tokens * h * D;
+        m->a2a_bytes = sent * h * D;
         m->a2a_s = alltoall_s(c, ml.ep, ml.etp, m->a2a_bytes);
         m->etp_gather_s = gather_s(c, ml.etp, 1, T * h * D);
     } else { /* allgather: every rank of the ep·etp group gets all tokens */
@@ -201,7 +219,7 @@ void cm_moe_decoder(cm_layer *ly, const shape *x, const wl_model *md, int index)
     cm_add_unit(ly, "expert_input", permute + m->a2a_s + m->etp_gather_s, T * h * D);
     cm_add_unit(ly, "expert_fc1_output", fc1, T * fc1_cols * D);
     cm_add_unit(ly, "expert_act_output", act, T * fe * D);
-    cm_add_unit(ly, "combine_input", fc2 + m->etp_gather_s + m->a2a_s, nl * k * h * D);
+    cm_add_unit(ly, "combine_input", fc2 + m->etp_gather_s + m->a2a_s, sent * h * D);
     double added = 0.0;
     for (int u = ly->num_units - 5; u < ly->num_units; u++)
         added += ly->units[u].activation_bytes;

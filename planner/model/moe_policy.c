@@ -31,7 +31,46 @@ int moe_policy_find(const char *name)
 
 void moe_policy_env_init(moe_policy_env *env)
 {
-    *env = (moe_policy_env){.switch_cf = 1.25, .theta = 0.9, .epsilon = 0.1, .gamma = 1.1};
+    *env = (moe_policy_env){.switch_cf = MOE_SWITCH_CF, .theta = 0.9, .epsilon = 0.1, .gamma = 1.1};
+}
+
+/* Policy k's capacity factor and padding from the workload's (cf_in, pad_in). */
+static void capacity_of(moe_policy_kind k, double cf_in, bool pad_in, double *cf, bool *pad)
+{
+    *cf = cf_in;
+    *pad = pad_in;
+    if (k == MOE_POLICY_SWITCH) {
+        *cf = cf_in > 0 ? cf_in : MOE_SWITCH_CF;
+        *pad = true;
+    }
+}
+
+void moe_policy_capacity_of(moe_policy_kind k, const wl_model *m, double *cf, bool *pad)
+{
+    capacity_of(k, m->moe_expert_capacity_factor, m->moe_pad_expert_input_to_capacity, cf, pad);
+}
+
+static bool has_capacity(const wl_model *m)
+{
+    return m->num_experts > 0 && m->moe_token_dispatcher_type == WL_MOE_ALLTOALL;
+}
+
+bool moe_policy_applied(moe_policy_kind k, const wl_model *m)
+{
+    double cf;
+    bool pad;
+    moe_policy_capacity_of(k, m, &cf, &pad);
+    return !has_capacity(m) ||
+           (cf == m->moe_expert_capacity_factor && pad == m->moe_pad_expert_input_to_capacity);
+}
+
+bool moe_policy_apply(moe_policy_kind k, wl_model *m)
+{
+    if (moe_policy_applied(k, m))
+        return false;
+    moe_policy_capacity_of(k, m, &m->moe_expert_capacity_factor,
+                           &m->moe_pad_expert_input_to_capacity);
+    return true;
 }
 
 int moe_layer_plan_init(moe_layer_plan *p, int experts, int sources)
@@ -351,10 +390,12 @@ int moe_policy_plan(moe_policy_kind k, const moe_policy_env *env, const moe_trac
     case MOE_POLICY_NONE:
         moe_route_layer(t, step, layer, env->capacity, env->pad, &out->route);
         return 0;
-    case MOE_POLICY_SWITCH: {
-        double cf = env->switch_cf > 0 ? env->switch_cf : 1.25;
+    case MOE_POLICY_SWITCH: { /* the capacity the cost model was built with (moe_policy_apply) */
+        double cf;
+        bool pad;
+        capacity_of(k, env->switch_cf, env->pad, &cf, &pad);
         moe_route_layer(t, step, layer,
-                        moe_capacity((double)t->tokens / t->topk, t->topk, t->experts, cf), true,
+                        moe_capacity((double)t->tokens / t->topk, t->topk, t->experts, cf), pad,
                         &out->route);
         return 0;
     }

@@ -12,7 +12,12 @@
  *   switch        Switch Transformer (Fedus, Zoph, Shazeer 2021, section 2.2):
  *                 expert capacity C = ⌈cf·T·k/E⌉ per expert and source
  *                 (cf 1.25 unless the workload sets one), tokens over C
- *                 dropped, every expert's input padded to C (static shapes).
+ *                 dropped, every expert's input padded to C (static shapes):
+ *                 the workload's keys moe_expert_capacity_factor cf and
+ *                 moe_pad_expert_input_to_capacity true, which
+ *                 moe_policy_apply() sets before the cost model is built, so
+ *                 that its tokens, all-to-all bytes and activation memory
+ *                 (the fit check, peak_bytes) count the padding.
  *   fastermoe     FasterMoE (He et al., PPoPP'22, section 4, dynamic
  *                 shadowing): the experts are taken from the most loaded
  *                 down; one more is shadowed (its weights broadcast to every
@@ -81,8 +86,31 @@ typedef struct moe_policy_env {
     double theta, epsilon, gamma;
 } moe_policy_env;
 
-/* The defaults: cf 1.25, θ 0.9, ε 0.1, γ 1.1, no copies allowed. */
+/* The defaults: cf MOE_SWITCH_CF, θ 0.9, ε 0.1, γ 1.1, no copies allowed. */
 void moe_policy_env_init(moe_policy_env *env);
+
+/* Switch's capacity factor when the workload sets none. */
+#define MOE_SWITCH_CF 1.25
+
+/* The capacity factor (0: none) and padding the MoE layers of model m run
+ * with under policy k: switch's are m's factor (MOE_SWITCH_CF when m sets
+ * none) with padding; the others keep m's keys (none routes by them;
+ * FasterMoE and EfficientMoE decide per layer from the trace).  The one
+ * place a policy's static capacity is decided: the cost model is built
+ * from it (moe_policy_apply) and the replay routes by it
+ * (moe_policy_plan). */
+void moe_policy_capacity_of(moe_policy_kind k, const wl_model *m, double *cf, bool *pad);
+/* Sets m's moe_expert_capacity_factor and moe_pad_expert_input_to_capacity
+ * to policy k's (moe_policy_capacity_of) before the cost model is built
+ * from it, so that the cost model's tokens, all-to-all bytes, activation
+ * units and so the memory model price what the policy routes.  A model
+ * without experts, or with the allgather dispatcher (which has no capacity,
+ * and which the policies' replay refuses), is left as it is.  True when a
+ * key changed. */
+bool moe_policy_apply(moe_policy_kind k, wl_model *m);
+/* Whether model m already has policy k's keys: what the engine requires of
+ * the workload and of its cost model's source before it replays a policy. */
+bool moe_policy_applied(moe_policy_kind k, const wl_model *m);
 
 /* One MoE layer of one step under a policy.  route: rows, padding, dropped
  * per rank and send[i·n + j], the tokens source i's rank j computes

@@ -224,6 +224,8 @@ int engine_moe_prepare(engine *e, const wl_workload *w, const cm_model *cm, np_e
      * size and TP, not the workload's) */
     long tokens = moe_trace_tokens(w, e->pl->micro_batch_size, e->tp);
     int rc = engine_moe_check_replay(e, w, err); /* engine_moe_check.c */
+    if (!rc)
+        rc = engine_moe_check_policy(e, w, cm, err);
     if (rc)
         return rc;
     if (overlap && (rc = engine_moe_overlap_check(e, w, err)))

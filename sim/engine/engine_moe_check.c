@@ -14,7 +14,10 @@
  * --moe-sample-mb, model.overlap_moe_expert_parallel_comm.  The same holds
  * when the replay would post more all-to-all flows than the bound.  A run
  * that replays is refused the bruck all-to-all (it has no volume per pair)
- * and a routing trace that does not match its plan.
+ * and a routing trace that does not match its plan, and a policy whose
+ * capacity the workload and its cost model were not built with
+ * (moe_policy_apply: without it the memory model would leave Switch's
+ * padding out).
  */
 #include <stdio.h>
 
@@ -143,4 +146,26 @@ int engine_moe_check_replay(const engine *e, const wl_workload *w, np_error *err
                             "expected a step of the trace, 0 to %d, got %d", t->steps - 1, step);
     return moe_trace_check_plan(t, w, e->pl->micro_batch_size, e->tp, e->pl->planner, trace_file(t),
                                 err);
+}
+
+int engine_moe_check_policy(const engine *e, const wl_workload *w, const cm_model *cm,
+                            np_error *err)
+{
+    moe_policy_kind k = (moe_policy_kind)e->opt->moe_policy;
+    const wl_model *built = cm->has_source ? &cm->source.model : &w->model;
+    if (moe_policy_applied(k, &w->model) && moe_policy_applied(k, built))
+        return 0;
+    double cf;
+    bool pad;
+    moe_policy_capacity_of(k, &w->model, &cf, &pad);
+    return np_error_set(err, NP_EXIT_INTERNAL, "<engine>", "--moe-policy", 0,
+                        "policy '%s' routes with moe_expert_capacity_factor %g %s padding, but "
+                        "the workload has %g %s and its cost model was built with %g %s: the "
+                        "cost and memory models would not count what it routes "
+                        "(moe_policy_apply() before cm_build())",
+                        moe_policy_name(k), cf, pad ? "with" : "without",
+                        w->model.moe_expert_capacity_factor,
+                        w->model.moe_pad_expert_input_to_capacity ? "with" : "without",
+                        built->moe_expert_capacity_factor,
+                        built->moe_pad_expert_input_to_capacity ? "with" : "without");
 }

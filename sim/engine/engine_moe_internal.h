@@ -70,6 +70,12 @@ int engine_moe_refuse_over_bound(const engine *e, const wl_workload *w, double f
  * simulated: its step, its tokens per NPU and micro-batch
  * (moe_trace_check_plan). */
 int engine_moe_check_replay(const engine *e, const wl_workload *w, np_error *err);
+/* A policy's capacity (moe_policy_capacity_of) must be the one the workload
+ * and the cost model's source have (moe_policy_apply before cm_build): else
+ * NP_EXIT_INTERNAL, a caller's mistake, not a silent memory model without
+ * the policy's padding. */
+int engine_moe_check_policy(const engine *e, const wl_workload *w, const cm_model *cm,
+                            np_error *err);
 
 /* The copies of MoE layer k on the fabric, among the EP group g: their
  * weights broadcast (broadcast) or their gradients reduced to the owners
