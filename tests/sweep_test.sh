@@ -18,7 +18,10 @@
 # with one line: one workload key in two spellings (a fixed option against a
 # point's own value, or within the options; the same spelling wins), zero
 # points, a --set that is not KEY=VALUE, a directory, one --trace file in two
-# spellings, a workload of "planner": "all"; --run-point and --emit-jobs never
+# spellings, a workload of "planner": "all"; a point writing simsweep's own files
+# (CSV.lock, the CSV, the sweep file, --slurm-dir's) or a workload, and --slurm writing
+# points.txt or sweep.sbatch over the sweep file or the CSV, are refused with the file kept
+# byte for byte, and points writing files of their own still run; --run-point and --emit-jobs never
 # write under another header or a byte-order mark; simrun failing to write
 # the CSV (read-only, a full tmpfs when root) leaves no row and exit 4, and a
 # plain re-run runs the point; --merge folds a killed and retried point's
@@ -623,6 +626,111 @@ refused 'a workload of "planner": "all"' "wall.json says \"planner\": \"all\", w
 printf '{"platforms": ["%s"], "workloads": ["%s"], "vary": {"--planner": ["megatron"]}}\n' "$P8" "$TMP/wall.json" >"$TMP/k.json"
 "$SWEEP" --dry-run "$TMP/k.json" >/dev/null 2>"$TMP/err" && ok ||
     ko 'a workload of "planner": "all" whose points name their planner is accepted'
+
+# --- simsweep's own files: no point writes them, and --slurm overwrites none -----------------
+# intact NAME CODE PATTERN FILE CMD...: CMD exits CODE with one line on stderr holding PATTERN
+# (grep -F), and FILE is byte for byte what it was
+intact() {
+    name=$1 want=$2 pat=$3 file=$4
+    shift 4
+    cp "$file" "$TMP/intact.orig"
+    "$@" >"$TMP/out" 2>"$TMP/err"
+    code=$?
+    if [ $code -eq "$want" ] && [ "$(wc -l <"$TMP/err")" -eq 1 ] && grep -qF -- "$pat" "$TMP/err" &&
+        cmp -s "$file" "$TMP/intact.orig"; then ok; else ko "$name (exit $code)"; fi
+}
+# --slurm-dir holding the sweep file as points.txt or sweep.sbatch: refused, the file kept (it was
+# replaced by the point list or the job script, exit 0); under another name it is taken
+mkdir -p "$TMP/sd6"
+sweep_file '"vary": {"global_batch_size": [16, 32]}'
+for f in points.txt sweep.sbatch; do
+    cp "$TMP/k.json" "$TMP/sd6/$f"
+    intact "--slurm-dry-run refuses to write $f over the sweep file in --slurm-dir" 1 \
+        "sd6/$f: --slurm-dir: the" "$TMP/sd6/$f" \
+        "$SWEEP" --slurm-dry-run --slurm-dir "$TMP/sd6" -o "$TMP/sd6.csv" "$TMP/sd6/$f"
+    grep -q "is also the sweep file" "$TMP/err" && [ ! -e "$TMP/sd6/fragments" ] && ok ||
+        ko "the refusal names the sweep file and creates nothing ($f)"
+    intact "--slurm refuses it too, before sbatch ($f)" 1 "is also the sweep file" "$TMP/sd6/$f" \
+        "$SWEEP" --slurm --slurm-dir "$TMP/sd6" -o "$TMP/sd6.csv" "$TMP/sd6/$f"
+    rm -f "$TMP/sd6/$f"
+done
+cp "$TMP/k.json" "$TMP/sd6/mine.json"
+"$SWEEP" --slurm-dry-run --slurm-dir "$TMP/sd6" -o "$TMP/sd6.csv" "$TMP/sd6/mine.json" >"$TMP/out" 2>"$TMP/err" &&
+    grep -q '^#SBATCH --array=0-1$' "$TMP/sd6/sweep.sbatch" && cmp -s "$TMP/sd6/mine.json" "$TMP/k.json" && ok ||
+    ko "a sweep file in --slurm-dir under a name of its own is taken"
+# the results CSV as --slurm-dir's points.txt, one point pending: its rows are kept
+mkdir -p "$TMP/sd4"
+sweep_file '"vary": {"global_batch_size": [16]}'
+"$SWEEP" -j1 --quiet -o "$TMP/sd4/points.txt" "$TMP/k.json" 2>"$TMP/err"
+sweep_file '"vary": {"global_batch_size": [16, 32]}'
+intact "--slurm-dry-run refuses to write points.txt over the results CSV" 1 \
+    "the point list simsweep --slurm writes (--slurm-dir's points.txt) is also the sweep's CSV" \
+    "$TMP/sd4/points.txt" "$SWEEP" --slurm-dry-run -o "$TMP/sd4/points.txt" --slurm-dir "$TMP/sd4" "$TMP/k.json"
+[ "$(rows "$TMP/sd4/points.txt" | grep -c ' ok$')" -eq 1 ] && ok || ko "the results CSV still holds its row"
+# -o naming the sweep file: refused by every mode, the file kept
+for mode in --dry-run --emit-jobs --slurm-dry-run ""; do
+    intact "-o naming the sweep file (${mode:-run})" 1 "k.json: -o: the sweep's CSV is also the sweep file" \
+        "$TMP/k.json" "$SWEEP" $mode -o "$TMP/k.json" "$TMP/k.json"
+done
+
+# a point's output onto the CSV's lock file: refused by every mode before anything runs (it
+# replaced the lock, letting a second simsweep run into the CSV beside the first)
+printf '{"csv": "%s", "platforms": ["%s"], "workloads": ["%s"], "vary": {"global_batch_size": [16, 32]},
+ "points": [{"--trace": "%s"}]}\n' "$TMP/ob.csv" "$P8" "$W8" "$TMP/ob.csv.lock" >"$TMP/b6.json"
+sweep_file '"vary": {"global_batch_size": [16]}'
+"$SWEEP" -j1 --quiet -o "$TMP/ob.csv" "$TMP/k.json" 2>"$TMP/err" # the CSV and its (empty) lock file
+cp "$TMP/ob.csv" "$TMP/ob.orig"
+for mode in "" --dry-run --emit-jobs --slurm-dry-run; do
+    intact "a point's --trace onto CSV.lock is refused (${mode:-run})" 2 \
+        "b6.json: --trace: point 2 writes $TMP/ob.csv.lock, which is the lock file of the sweep's CSV" \
+        "$TMP/ob.csv.lock" "$SWEEP" $mode "$TMP/b6.json"
+    [ ! -s "$TMP/out" ] && [ ! -e "$TMP/ob.slurm" ] && cmp -s "$TMP/ob.csv" "$TMP/ob.orig" && ok ||
+        ko "nothing run or written (${mode:-run})"
+done
+# the same from "options", through a linked folder and a ".." in a folder that does not exist
+printf '{"platforms": ["%s"], "workloads": ["%s"], "options": ["--trace", "%s"]}\n' \
+    "$P8" "$W8" "$TMP/link/nodir/../ob.csv.lock" >"$TMP/k2.json"
+intact "--trace onto CSV.lock through a linked folder, from options" 2 \
+    "which is the lock file of the sweep's CSV ($TMP/ob.csv.lock)" "$TMP/ob.csv.lock" \
+    "$SWEEP" -o "$TMP/ob.csv" "$TMP/k2.json"
+# a point's output onto the CSV itself, the sweep file (also through a hard link), a workload
+cp "$W8" "$TMP/w8.json"
+own() {
+    printf '{"csv": "%s", "platforms": ["%s"], "workloads": ["%s"], "points": [{"%s": "%s"}]}\n' \
+        "$TMP/ob.csv" "$P8" "$TMP/w8.json" "$1" "$2" >"$TMP/own.json"
+}
+own --frontier "$TMP/ob.csv"
+intact "a point's --frontier onto the sweep's CSV" 2 \
+    "own.json: --frontier: point 0 writes $TMP/ob.csv, which is the sweep's CSV" "$TMP/ob.csv" \
+    "$SWEEP" "$TMP/own.json"
+own --plan-out "$TMP/own.json"
+intact "a point's --plan-out onto the sweep file" 2 "point 0 writes $TMP/own.json, which is the sweep file" \
+    "$TMP/own.json" "$SWEEP" --dry-run "$TMP/own.json"
+own --trace "$TMP/own.hard"
+ln "$TMP/own.json" "$TMP/own.hard"
+intact "a point's --trace onto a hard link of the sweep file" 2 "own.hard, which is the sweep file" \
+    "$TMP/own.json" "$SWEEP" --dry-run "$TMP/own.json"
+own --trace "$TMP/w8.json"
+intact "a point's --trace onto a workload of the sweep" 2 "w8.json, which is a workload of the sweep" \
+    "$TMP/w8.json" "$SWEEP" "$TMP/own.json"
+# into --slurm-dir: its point list, a fragment, a Slurm log
+for f in points.txt fragments/part-5.csv slurm-12_0.out; do
+    sweep_file "\"points\": [{\"--trace\": \"$TMP/sd7/$f\"}]"
+    "$SWEEP" --slurm-dry-run --slurm-dir "$TMP/sd7" -o "$TMP/sd7.csv" "$TMP/k.json" >/dev/null 2>"$TMP/err"
+    code=$?
+    [ $code -eq 2 ] && [ "$(wc -l <"$TMP/err")" -eq 1 ] && grep -q "k.json: --trace: point 0 writes $TMP/sd7/$f" "$TMP/err" &&
+        [ ! -e "$TMP/sd7" ] && ok || ko "a point's --trace onto --slurm-dir's $f is refused, exit 2 ($code)"
+done
+
+# still taken: a trace per point, and a point re-saving the plan it replays (simrun's own check)
+"$SIMRUN" --quiet --plan-out "$TMP/replay.json" "$P8" "$W8" 2>"$TMP/err"
+sweep_file "\"vary\": {\"--trace\": [\"$TMP/tr1.json\", \"$TMP/tr2.json\"]},
+  \"points\": [{\"--plan\": \"$TMP/replay.json\", \"--plan-out\": \"$TMP/replay.json\"}]"
+"$SWEEP" -j2 --quiet -o "$TMP/legit.csv" "$TMP/k.json" 2>"$TMP/err"
+code=$?
+[ $code -eq 0 ] && [ "$(rows "$TMP/legit.csv" | grep -c ' ok$')" -eq 3 ] && [ -s "$TMP/tr1.json" ] &&
+    [ -s "$TMP/tr2.json" ] && [ ! -s "$TMP/legit.csv.lock" ] && ok ||
+    ko "a sweep whose points write files of their own runs (exit $code)"
 
 echo "sweep: $(($(date +%s) - started)) s"
 harness_done sweep

@@ -274,6 +274,18 @@ static int run(args *a, np_error *err)
     if (ro.jobs < 1)
         ro.jobs = 1;
     sweep_emit_paths paths = {self, simrun, sweep_abs, csv_abs, cwd};
+    /* no point writes simsweep's files (the CSV, its lock, --slurm-dir's) or
+     * the sweep's inputs, and --slurm writes none of them: before anything
+     * runs or is written, in every mode (a --run-point job's -o is a Slurm
+     * fragment or the CSV, checked with its folder when it was emitted) */
+    bool job = a->mode == RUN_POINT || a->mode == RUN_POINT_INDEX;
+    sweep_files files = {.csv = csv,
+                         .csv_key = a->out ? "-o" : "csv",
+                         .slurm_dir = job ? NULL : slurm_dir,
+                         .simrun = simrun,
+                         .simsweep = self};
+    if (!rc)
+        rc = sweep_check_files(&s, &files, err);
     if (!rc && a->mode != DRY_RUN && a->mode != SLURM)
         rc = make_parent(csv, err);
     if (rc)

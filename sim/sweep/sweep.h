@@ -13,7 +13,9 @@
  *   sweep_point.c  expanding it into points, their arguments, canonical text
  *                  and run ids
  *   sweep_check.c  the checks of the points before any runs (workload keys,
- *                  spellings, files written whole, "planner": "all")
+ *                  spellings, "planner": "all")
+ *   sweep_files.c  the files of a sweep: none written by two of the points and
+ *                  simsweep, none written while another reads it
  *   sweep_csv.c    the RFC 4180 reader, the finished-points index, --merge
  *   sweep_lock.c   one sweep at a time per output CSV (CSV.lock)
  *   sweep_row.c    the rows simsweep writes for failed points
@@ -83,6 +85,29 @@ typedef struct sweep {
  * naming the file and the key; *s is then empty.  Free with sweep_free(). */
 int sweep_load(const char *path, sweep *s, np_error *err);
 void sweep_free(sweep *s);
+
+/* What simsweep itself reads and writes for a run, besides the sweep file,
+ * its platforms, workloads and the points' own files (sweep_files.c). */
+typedef struct sweep_files {
+    const char *csv;       /* the output CSV, or NULL (--dry-run without one) */
+    const char *csv_key;   /* where the CSV was named: "-o" or "csv" */
+    const char *slurm_dir; /* --slurm-dir (or its default), or NULL */
+    const char *simrun;    /* the simrun executable (a name without '/' is not checked) */
+    const char *simsweep;  /* simsweep's executable, or NULL */
+} sweep_files;
+
+/* Refuses a sweep where one file is written by two of: the points
+ * (--trace, --plan-out, --frontier; one point's own files are simrun's to
+ * check) and simsweep (the CSV, CSV.lock, and in --slurm-dir sweep.sbatch,
+ * points.txt, fragments/part-I.csv and its lock, Slurm's slurm-*.out), or
+ * written by one and read by another (the sweep file, the platforms and
+ * workloads, --plan, --moe-trace, a workload's model.moe_token_trace,
+ * simrun, simsweep).  Files are the same by canonical name (symbolic links
+ * resolved) or, when they exist, by device and inode.  f may be NULL (the
+ * sweep file's own files only: sweep_load() checks those).  0, or an error
+ * naming the sweep file and the point's option (NP_EXIT_INPUT), or the file
+ * simsweep would write and its option (-o, --slurm-dir: NP_EXIT_USAGE). */
+int sweep_check_files(const sweep *s, const sweep_files *f, np_error *err);
 
 /* The point with this run id, or NULL. */
 const sweep_point *sweep_find(const sweep *s, const char *run_id);

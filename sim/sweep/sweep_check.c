@@ -3,7 +3,8 @@
  * (docs/sweeps.md, "Points and run ids"): every workload key a point sets is
  * a key of its workload; no workload key is set in two spellings (a point's
  * own two, or a fixed option's and a point's); no two points write one file
- * whole; and no point runs a workload that says "planner": "all".
+ * whole, nor a file the sweep reads (sweep_files.c); and no point runs a
+ * workload that says "planner": "all".
  *
  * Each would otherwise show only when the points run: as a failed row per
  * point, or worse, as rows that silently ran something else than the file
@@ -71,95 +72,6 @@ static int check_set_keys(const sweep *s, np_error *err)
     for (int k = 0; k < num_seen; k++)
         free(seen[k]);
     free(seen);
-    return rc;
-}
-
-/* ---- files written whole ------------------------------------------------ */
-
-/* A file simrun writes whole (--trace, --plan-out, --frontier) may be named
- * by one point only: points that share one would each replace the last's.
- * Compared by canonical name (the file's real path when it exists, else its
- * folder's real path and its name; as written when the folder is missing),
- * sorted, so that a sweep of 10,000 points each with its own trace costs a
- * sort, not 10^8 comparisons. */
-typedef struct written {
-    const char *file, *option;
-    char *canonical; /* malloc'd */
-    int point;
-} written;
-
-/* f with every leading "./" dropped. */
-static const char *plain_name(const char *f)
-{
-    while (f[0] == '.' && f[1] == '/')
-        f += 2;
-    return f;
-}
-
-/* The canonical name of output file f, malloc'd (NULL: out of memory). */
-static char *canonical_output(const char *f)
-{
-    char *real = realpath(f, NULL);
-    if (real)
-        return real;
-    const char *slash = strrchr(f, '/');
-    char *dir = slash ? strndup(f, (size_t)(slash - f + (slash == f))) : strdup(".");
-    char *rdir = dir ? realpath(dir, NULL) : NULL, *out = NULL;
-    const char *base = slash ? slash + 1 : f;
-    if (rdir && asprintf(&out, "%s%s%s", rdir, strcmp(rdir, "/") ? "/" : "", base) < 0)
-        out = NULL;
-    else if (!rdir && dir) /* a folder that does not exist (yet): as written */
-        out = strdup(plain_name(f));
-    free(dir);
-    free(rdir);
-    return out;
-}
-
-static int by_file(const void *a, const void *b)
-{
-    const written *x = a, *y = b;
-    int c = strcmp(x->canonical, y->canonical);
-    return c ? c : (x->point > y->point) - (x->point < y->point);
-}
-
-static int check_point_outputs(const sweep *s, np_error *err)
-{
-    size_t n = 0, cap = 0;
-    written *w = NULL;
-    int rc = 0;
-    for (int i = 0; !rc && i < s->num_points; i++)
-        for (int a = 0; !rc && a + 1 < s->points[i].num_args; a++) {
-            const char *opt = s->points[i].args[a];
-            if (strcmp(opt, "--trace") != 0 && strcmp(opt, "--plan-out") != 0 &&
-                strcmp(opt, "--frontier") != 0)
-                continue;
-            if (n == cap) {
-                cap = cap ? 2 * cap : 64;
-                written *grown = realloc(w, cap * sizeof *w);
-                if (!grown) {
-                    rc = np_error_set(err, NP_EXIT_INTERNAL, s->path, "", 0, "out of memory");
-                    break;
-                }
-                w = grown;
-            }
-            const char *file = s->points[i].args[a + 1];
-            w[n] = (written){file, opt, canonical_output(file), i};
-            if (!w[n++].canonical)
-                rc = np_error_set(err, NP_EXIT_INTERNAL, s->path, "", 0, "out of memory");
-        }
-    if (!rc && n > 1)
-        qsort(w, n, sizeof *w, by_file);
-    for (size_t k = 1; k < n && !rc; k++)
-        if (w[k].point != w[k - 1].point && strcmp(w[k].canonical, w[k - 1].canonical) == 0)
-            rc = np_error_set(err, NP_EXIT_INPUT, s->path, w[k].option, 0,
-                              "%s%s%s: points %d and %d would both write this file, each "
-                              "replacing the other's: vary %s over one file per point, or drop it",
-                              w[k - 1].file, strcmp(w[k - 1].file, w[k].file) ? " and " : "",
-                              strcmp(w[k - 1].file, w[k].file) ? w[k].file : "", w[k - 1].point,
-                              w[k].point, w[k].option);
-    for (size_t k = 0; k < n; k++)
-        free(w[k].canonical);
-    free(w);
     return rc;
 }
 
@@ -316,8 +228,8 @@ static int check_workload_planner(const sweep *s, np_error *err)
 int sweep_check_points(const sweep *s, np_error *err)
 {
     int rc = check_set_keys(s, err);
-    if (!rc)
-        rc = check_point_outputs(s, err);
+    if (!rc) /* files written whole by two points, or onto the sweep's inputs */
+        rc = sweep_check_files(s, NULL, err);
     if (!rc)
         rc = check_point_keys(s, err);
     if (!rc)

@@ -110,6 +110,10 @@ int sweep_make_dirs(const char *dir, np_error *err)
             break;
     }
     free(p);
+    struct stat st; /* an existing file of that name is no folder */
+    if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode))
+        return np_error_set(err, NP_EXIT_INTERNAL, dir, "", 0,
+                            "cannot create the folder: a file of that name exists");
     return 0;
 }
 
