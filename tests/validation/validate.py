@@ -187,6 +187,9 @@ METHODS = {
                      "Megatron-DeepSpeed's 24 x 4 B s l h^2 (1 + s/6h + V/16lh), V = 250880, / (T x GPUs)"),
     "mfu_dgxc_gpt3": (_per_gpu(dgxc_gpt3_flops, 989e12), "",
                       "README: B s (72Lh^2 + 12Lhs + 6Vh), V = 51200, / (T x GPUs x 989 TFLOP/s)"),
+    "mfu_dgxc_gpt3_fp8": (_per_gpu(dgxc_gpt3_flops, 1979e12), "",
+                          "README: B s (72Lh^2 + 12Lhs + 6Vh), V = 51200, / (T x GPUs x 1979 TFLOP/s, "
+                          "the FP8 peak)"),
     "mfu_dgxc_nemotron": (_per_gpu(dgxc_nemotron_flops, 989e12), "",
                           "README: B s (72Lh^2 + 12Lhs + 6Vh), V = 256000, / (T x GPUs x 989 TFLOP/s)"),
     "mfu_dgxc_llama": (_per_gpu(dgxc_llama_flops, 989e12), "",
@@ -212,7 +215,7 @@ KIND_OF = {  # bound class of each method
     "iteration_s": "time", "tokens_per_s": "throughput", "mfu_korthikanti": "throughput",
     "hfu_korthikanti": "throughput", "tflops_narayanan": "throughput",
     "fraction_of_peak_narayanan": "throughput", "pflops_narayanan": "throughput",
-    "tflops_bloom": "throughput", "mfu_dgxc_gpt3": "throughput", "mfu_dgxc_llama": "throughput", "mfu_dgxc_grok": "throughput",
+    "tflops_bloom": "throughput", "mfu_dgxc_gpt3": "throughput", "mfu_dgxc_gpt3_fp8": "throughput", "mfu_dgxc_llama": "throughput", "mfu_dgxc_grok": "throughput",
     "mfu_dgxc_nemotron": "throughput",
     "peak_memory_gb": "memory",
     "tflops_palm": "throughput", "mfu_palm": "throughput",
