@@ -79,6 +79,15 @@ static void test_switch_keys(void)
     moe_policy_apply(MOE_POLICY_SWITCH, &m);
     CU_ASSERT_DOUBLE_EQUAL(m.moe_expert_capacity_factor, 8.0, 0.0);
     CU_ASSERT(m.moe_pad_expert_input_to_capacity);
+    /* FasterMoE drops nothing (He et al. 2022: every token reaches its
+     * expert or the expert's shadow): a workload's capacity is cleared, so
+     * its cost model is the dropless one its replay runs */
+    m = w.model;
+    m.moe_expert_capacity_factor = 0.5;
+    CU_ASSERT_FALSE(moe_policy_applied(MOE_POLICY_FASTERMOE, &m));
+    CU_ASSERT(moe_policy_apply(MOE_POLICY_FASTERMOE, &m));
+    CU_ASSERT_DOUBLE_EQUAL(m.moe_expert_capacity_factor, 0.0, 0.0);
+    CU_ASSERT_FALSE(m.moe_pad_expert_input_to_capacity);
     /* the other policies keep the workload's keys */
     for (int k = 0; k < MOE_POLICY_COUNT; k++) {
         if (k == MOE_POLICY_SWITCH)

@@ -42,6 +42,9 @@ static void capacity_of(moe_policy_kind k, double cf_in, bool pad_in, double *cf
     if (k == MOE_POLICY_SWITCH) {
         *cf = cf_in > 0 ? cf_in : MOE_SWITCH_CF;
         *pad = true;
+    } else if (k == MOE_POLICY_FASTERMOE) { /* drops nothing: its replay is dropless */
+        *cf = 0.0;
+        *pad = false;
     }
 }
 
