@@ -206,6 +206,10 @@ int cli_check_twin_keys(const cli *c, np_error *err);
  * the plan (it would be ignored by the replay). */
 int cli_check_plan_overrides(const cli *c, const job *j, const plan *pl, np_error *err);
 
+/* Whether plan pl fits the device by the memory of its own cost model (the
+ * job's, or one built for the plan's sizes): mem_check_fits()'s code. */
+int cli_plan_fits(const job *j, const plan *pl, np_error *err);
+
 /* ---- cli_memory.c ------------------------------------------------------------- */
 
 /* --memory: one row per pipeline stage (and per model chunk when

@@ -61,13 +61,7 @@ int cli_moe_policy_load(const cli *c, job *j, np_error *err)
  * --ignore-memory a warning. */
 static int check_fits(const cli *c, const job *j, const plan *pl, np_error *err)
 {
-    cm_model own;
-    const cm_model *cm;
-    int rc = planner_cost_model_for(&j->w, &j->pf.cluster, &j->cm, pl, &own, &cm, err);
-    if (!rc)
-        rc = mem_check_fits(cm, pl, err);
-    if (cm == &own)
-        cm_free(&own);
+    int rc = cli_plan_fits(j, pl, err);
     if (rc != NP_EXIT_NOFIT || !c->ignore_memory)
         return rc;
     char buf[1400];

@@ -4,13 +4,15 @@
  * micro-batching and chunks) are replayed as saved, so a --planner,
  * --schedule or --set that disagrees with the plan is refused rather than
  * ignored; one that agrees, such as the command line the plan was made
- * with, is accepted.
+ * with, is accepted.  And whether a plan fits the device by its own cost
+ * model (cli_plan_fits), which simrun's check and --moe-policy all's share.
  */
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "cli.h"
+#include "memory.h"
 #include "planner.h"
 
 /* The key of a --set KEY=VALUE, its last dotted part (training.planner:
@@ -186,4 +188,16 @@ int cli_check_plan_overrides(const cli *c, const job *j, const plan *pl, np_erro
                                     set, c->plan_in, plan_fixed[k].key);
     }
     return 0;
+}
+
+int cli_plan_fits(const job *j, const plan *pl, np_error *err)
+{
+    cm_model own;
+    const cm_model *cm;
+    int rc = planner_cost_model_for(&j->w, &j->pf.cluster, &j->cm, pl, &own, &cm, err);
+    if (!rc)
+        rc = mem_check_fits(cm, pl, err);
+    if (cm == &own)
+        cm_free(&own);
+    return rc;
 }

@@ -177,13 +177,7 @@ static void name_workload(const cli *c, np_error *err, const char *key, const ch
  * so; without, the error says how to simulate it anyway. */
 static int check_memory(const cli *c, const job *j, const plan *pl, bool waivable, np_error *err)
 {
-    cm_model own;
-    const cm_model *cm;
-    int rc = planner_cost_model_for(&j->w, &j->pf.cluster, &j->cm, pl, &own, &cm, err);
-    if (!rc)
-        rc = mem_check_fits(cm, pl, err);
-    if (cm == &own)
-        cm_free(&own);
+    int rc = cli_plan_fits(j, pl, err);
     bool waive = waivable && c->ignore_memory;
     if (rc == NP_EXIT_NOFIT && !waive) {
         char prefix[sizeof pl->planner + 16];

@@ -151,14 +151,23 @@ int sg_option_check(const char *name, const char *value, char *why, size_t size)
     return 0;
 }
 
+/* The next setting of text at *p, split at `separators` as SimGrid and
+ * xbt split theirs, into buf: false when none is left. */
+static bool next_setting(const char **p, const char *separators, char *buf, size_t size)
+{
+    *p += strspn(*p, separators);
+    if (!**p)
+        return false;
+    size_t n = strcspn(*p, separators);
+    snprintf(buf, size, "%.*s", (int)n, *p);
+    *p += n;
+    return true;
+}
+
 int sg_options_check_cfg(const char *cfg, np_error *err)
 {
-    static const char separators[] = " \t\n,";
-    for (const char *p = cfg + strspn(cfg, separators); *p; p += strspn(p, separators)) {
-        size_t n = strcspn(p, separators);
-        char setting[512];
-        snprintf(setting, sizeof setting, "%.*s", (int)n, p);
-        p += n;
+    char setting[512];
+    for (const char *p = cfg; next_setting(&p, " \t\n,", setting, sizeof setting);) {
         char *colon = strchr(setting, ':');
         if (!colon)
             return np_error_set(err, NP_EXIT_USAGE, "<command line>", "--cfg", 0,
@@ -174,14 +183,10 @@ int sg_options_check_cfg(const char *cfg, np_error *err)
 
 int sg_log_check(const char *log, np_error *err)
 {
-    static const char separators[] = " \t\n";
     static const char *levels[] = {"trace",   "debug", "verbose",  "info",
                                    "warning", "error", "critical", "none"};
-    for (const char *p = log + strspn(log, separators); *p; p += strspn(p, separators)) {
-        size_t n = strcspn(p, separators);
-        char setting[256];
-        snprintf(setting, sizeof setting, "%.*s", (int)n, p);
-        p += n;
+    char setting[256];
+    for (const char *p = log; next_setting(&p, " \t\n", setting, sizeof setting);) {
         char *colon = strchr(setting, ':');
         char *dot = colon ? memchr(setting, '.', (size_t)(colon - setting)) : NULL;
         while (dot && memchr(dot + 1, '.', (size_t)(colon - dot - 1)))
