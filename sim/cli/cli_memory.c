@@ -104,6 +104,9 @@ static void print_caption(FILE *out, const report_row *row)
                 : sh == WL_SHARD_OPTIM_GRADS ? "the optimizer state and gradients"
                                              : "the optimizer state, gradients and weights");
     print_precision(out, &cm->precision);
+    if (cm->source.training.fp8_format != WL_FP8_NONE)
+        fprintf(out, "weights include FP8 training's cached FP8 copies and transposes, 2 B per "
+                     "parameter of the linear layers\n");
 }
 
 void cli_print_memory(FILE *out, const report_row *row)
