@@ -150,6 +150,59 @@ static void test_the_fp8_weight_cache_counts_as_weights(void)
     cm_free(&bf16);
 }
 
+/* FP8 parameters (fp8_param_gather): the FP8 weight and its transpose take
+ * the bf16 weight's 2 bytes, so no cache beside them; the fp32 master is
+ * whole, 4 bytes, where remainders kept 2 (no bf16 half to complete it);
+ * the parameter gathers move 1 byte per parameter, ZeRO-3's per layer
+ * included: 12h^2/t + 4h parameters of a GPT layer. */
+static void test_fp8_parameters_are_gathered_in_one_byte(void)
+{
+    cl_cluster c = fp8_cluster();
+    const char *const base[] = {"fp8_format=hybrid",
+                                "use_flash_attn=true",
+                                "use_distributed_optimizer=true",
+                                "use_precision_aware_optimizer=true",
+                                "data_parallel_sharding_strategy=optim_grads_params",
+                                "data_parallel_size=2",
+                                "global_batch_size=16"};
+    const char *with[8];
+    for (int i = 0; i < 7; i++)
+        with[i] = base[i];
+    with[7] = "fp8_param_gather=true";
+    wl_workload w;
+    np_error err;
+    cm_model cached, params;
+    CU_ASSERT_EQUAL_FATAL(test_wl_load_with("workloads/gpt3_175b_128.json", base, 7, &w, &err), 0);
+    CU_ASSERT_EQUAL_FATAL(cm_build(&w, &c, 1, &cached, &err), 0);
+    wl_free(&w);
+    CU_ASSERT_EQUAL_FATAL(test_wl_load_with("workloads/gpt3_175b_128.json", with, 8, &w, &err), 0);
+    CU_ASSERT_EQUAL_FATAL(cm_build(&w, &c, 1, &params, &err), 0);
+    wl_free(&w);
+    double layer_params = 12.0 * H * H / T + 4.0 * H;
+    ASSERT_REL(cached.layers[1].params, layer_params, 1e-12);
+    CU_ASSERT_EQUAL(params.layers[1].fp8_weight_cache_bytes, 0.0);
+    CU_ASSERT(cached.precision.remainders);
+    CU_ASSERT_DOUBLE_EQUAL(cached.precision.main_param, 2.0, 0.0);
+    CU_ASSERT_FALSE(params.precision.remainders);
+    CU_ASSERT_DOUBLE_EQUAL(params.precision.main_param, 4.0, 0.0);
+    CU_ASSERT_DOUBLE_EQUAL(cm_model_gather_bytes(&cached), 2.0, 0.0);
+    CU_ASSERT_DOUBLE_EQUAL(cm_model_gather_bytes(&params), 1.0, 0.0);
+    ASSERT_REL(cached.layers[1].zero_gather_bytes, 2.0 * layer_params, 1e-12);
+    ASSERT_REL(params.layers[1].zero_gather_bytes, 1.0 * layer_params, 1e-12);
+    cm_free(&cached);
+    cm_free(&params);
+    /* Megatron's rules: FP8 training, and the distributed optimizer */
+    const char *const no_fp8[] = {"fp8_param_gather=true", "use_distributed_optimizer=true"};
+    CU_ASSERT_NOT_EQUAL(test_wl_load_with("workloads/gpt3_175b_128.json", no_fp8, 2, &w, &err), 0);
+    CU_ASSERT_STRING_EQUAL(err.key, "training.fp8_param_gather");
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.text, "needs training.fp8_format"));
+    const char *const no_dist[] = {"fp8_param_gather=true", "fp8_format=e4m3",
+                                   "use_distributed_optimizer=false"};
+    CU_ASSERT_NOT_EQUAL(test_wl_load_with("workloads/gpt3_175b_128.json", no_dist, 3, &w, &err), 0);
+    CU_ASSERT_STRING_EQUAL(err.key, "training.fp8_param_gather");
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.text, "use_distributed_optimizer"));
+}
+
 /* A platform without fp8_flops (the A100) cannot price FP8 GEMMs, and
  * Megatron runs FP8 only in bf16 or fp16 training: both refused, naming the
  * key. */
@@ -180,5 +233,6 @@ void register_fp8_tests(void)
         {"casts add what Transformer Engine moves", test_casts_add_what_transformer_engine_moves},
         {"FP8 keeps 27 sbh/t", test_fp8_keeps_27_sbh_over_t},
         {"the FP8 weight cache counts as weights", test_the_fp8_weight_cache_counts_as_weights},
+        {"FP8 parameters are gathered in one byte", test_fp8_parameters_are_gathered_in_one_byte},
         {"FP8 is refused where it cannot run", test_fp8_is_refused_where_it_cannot_run});
 }

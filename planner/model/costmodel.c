@@ -93,10 +93,18 @@ double cm_boundary_s(const cl_cluster *c, const cm_layer *ly, int same_node)
 
 static double dtype_bytes(wl_dtype d) { return d == WL_FP32 ? 4.0 : 2.0; }
 
+double cm_gather_bytes(const cm_precision *p) { return p->gather > 0 ? p->gather : p->weight; }
+
+double cm_model_gather_bytes(const cm_model *m)
+{
+    return m->precision.gather > 0 ? m->precision.gather : m->weight_bytes_per_param;
+}
+
 void cm_precision_of(const wl_training *t, cm_precision *out)
 {
     memset(out, 0, sizeof *out);
     out->weight = dtype_bytes(t->params_dtype);
+    out->gather = t->fp8_param_gather ? 1.0 : out->weight;
     out->exp_avg = out->exp_avg_sq = FP32_BYTES;
     switch (t->params_dtype) {
     case WL_FP32: /* the weight is its own master, its gradient fp32 */
@@ -120,7 +128,7 @@ void cm_precision_of(const wl_training *t, cm_precision *out)
     out->exp_avg_sq = wl_state_dtype_bytes(t->exp_avg_sq_dtype);
     if (t->main_params_dtype != WL_STATE_FP32)
         out->main_param = wl_state_dtype_bytes(t->main_params_dtype);
-    else if (t->store_param_remainders) {
+    else if (t->store_param_remainders && !t->fp8_param_gather) { /* FP8 params: no bf16 half */
         out->main_param = 2.0; /* the low half; the bf16 weight is the high one */
         out->remainders = true;
     }

@@ -104,6 +104,9 @@ typedef struct cm_precision {
     double weight, grad;
     double main_param, main_grad, exp_avg, exp_avg_sq;
     bool remainders;
+    /* Bytes per parameter of the parameter all-gathers (the distributed
+     * optimizer's, ZeRO-3's): 1 with fp8_param_gather; 0 means weight. */
+    double gather;
 } cm_precision;
 
 void cm_precision_of(const wl_training *t, cm_precision *out);
@@ -112,6 +115,10 @@ cm_precision cm_dtype_precision(wl_dtype d);
 /* The model's precision; a model built by hand (weight 0) reads as
  * Megatron's bf16 default. */
 cm_precision cm_model_precision(const cm_model *m);
+/* Bytes per parameter a parameter all-gather moves (cm_precision.gather),
+ * of a precision and of a model (a hand-built one: its weight bytes). */
+double cm_gather_bytes(const cm_precision *p);
+double cm_model_gather_bytes(const cm_model *m);
 /* R and S above. */
 double cm_replicated_bytes(const cm_precision *p);
 double cm_sharded_bytes(const cm_precision *p);

@@ -33,6 +33,14 @@
  * rest stay in params_dtype.  The cached FP8 weights and their transposes, 2
  * bytes per parameter of the FP8 layers, stay resident for the iteration and
  * count as weights.
+ *
+ * FP8 parameters (fp8_param_gather, Megatron's --fp8-param-gather): the
+ * linear layers' weights are kept in FP8, the FP8 data and its transpose
+ * taking the 2 bytes of the bf16 weight they replace, so there is no cache
+ * beside them; the optimizer's fp32 master is whole (no bf16 half to be the
+ * remainder's other part), and the distributed optimizer's (or ZeRO-3's)
+ * parameter all-gather moves 1 byte per parameter (cm_precision.gather;
+ * the norms' few parameters counted at 1 byte too).
  */
 #include <math.h>
 
@@ -69,5 +77,7 @@ double cm_linear_input_bytes(const shape *x, double elements)
 
 double cm_fp8_weight_cache_bytes(const shape *x, double linear_params)
 {
-    return x->fp8 ? 2.0 * FP8_BYTES * linear_params : 0.0;
+    /* fp8_param_gather: the FP8 parameter and its transpose are the weight */
+    bool params = x->w->training.fp8_param_gather;
+    return x->fp8 && !params ? 2.0 * FP8_BYTES * linear_params : 0.0;
 }

@@ -114,7 +114,7 @@ void cm_sharding_layer(cm_layer *ly, const shape *x)
     ly->zero_backward_s = cm_dp_ring_allgather_s(x->c, x->t, x->shards, ly->zero_reduce_bytes);
     if (x->sharding < WL_SHARD_OPTIM_GRADS_PARAMS)
         return;
-    ly->zero_gather_bytes = ly->params * x->D;
+    ly->zero_gather_bytes = ly->params * cm_gather_bytes(&x->precision);
     double gather_s = cm_dp_ring_allgather_s(x->c, x->t, x->shards, ly->zero_gather_bytes);
     ly->zero_forward_s = gather_s;
     ly->zero_backward_s += gather_s;

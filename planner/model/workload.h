@@ -197,6 +197,10 @@ typedef struct wl_training {
     wl_state_dtype main_grads_dtype, main_params_dtype, exp_avg_dtype, exp_avg_sq_dtype;
     bool store_param_remainders;
     wl_fp8_format fp8_format;
+    /* Megatron's --fp8-param-gather: the linear layers' parameters kept in
+     * FP8 (no bf16 copy, so no fp32 master as remainders) and gathered by
+     * the distributed optimizer in FP8 (costmodel_fp8.c). */
+    bool fp8_param_gather;
 } wl_training;
 
 typedef struct wl_parallel {

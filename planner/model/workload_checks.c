@@ -37,6 +37,15 @@ static int check_precision(const load_ctx *c, const wl_training *t)
         return wl_fail(c, "training.fp8_format",
                        "needs training.params_dtype \"bf16\" or \"fp16\" (Megatron runs FP8 "
                        "GEMMs in bf16 or fp16 training), got \"fp32\"");
+    if (t->fp8_param_gather && t->fp8_format == WL_FP8_NONE)
+        return wl_fail(c, "training.fp8_param_gather",
+                       "needs training.fp8_format (FP8 parameters "
+                       "are FP8 training's)");
+    if (t->fp8_param_gather && !t->use_distributed_optimizer)
+        return wl_fail(c, "training.fp8_param_gather",
+                       "needs training.use_distributed_optimizer (or a "
+                       "training.data_parallel_sharding_strategy other than \"no_shard\"), as "
+                       "Megatron asserts: its gather is the distributed optimizer's");
     if (t->grad_reduce_in_bf16 && t->params_dtype != WL_BF16)
         return wl_fail(c, "training.grad_reduce_in_bf16",
                        "needs training.params_dtype \"bf16\", got \"%s\" (fp16 gradients are "

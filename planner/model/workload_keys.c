@@ -247,6 +247,7 @@ static const key_spec training_keys[] = {
          WL_STATE_DTYPE_COUNT),
     SCALAR("store_param_remainders", KEY_BOOL, OPTIONAL, W_OFF(training.store_param_remainders)),
     ENUM("fp8_format", OPTIONAL, W_OFF(training.fp8_format), fp8_names, WL_FP8_COUNT),
+    SCALAR("fp8_param_gather", KEY_BOOL, OPTIONAL, W_OFF(training.fp8_param_gather)),
     END,
 };
 

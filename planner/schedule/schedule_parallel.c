@@ -144,7 +144,7 @@ static double chunk_sum(const finish_ctx *x, int chunk, int what)
         sum += what == 0   ? ly->zero_gather_bytes
                : what == 1 ? ly->zero_reduce_bytes
                : what == 2 ? ly->grad_bytes
-                           : ly->params * x->cm->weight_bytes_per_param;
+                           : ly->params * cm_model_gather_bytes(x->cm);
     }
     return sum;
 }

@@ -122,12 +122,12 @@ static double sync_split_s(const cm_model *cm, const cl_cluster *c, int tp, int 
            sync_form_s(cm, c, tp * cp * ep, dp / ep, expert_param_bytes, expert_grad_bytes);
 }
 
-/* The experts' parameter bytes (at the weights' width) and gradient bytes
+/* The experts' parameter bytes (at the gathers' width) and gradient bytes
  * of the layers [first, last), added to *param and *grad. */
 static void expert_bytes(const cm_model *cm, int first, int last, double *param, double *grad)
 {
     for (int l = first; l < last; l++) {
-        *param += cm->layers[l].moe.expert_params * cm->weight_bytes_per_param;
+        *param += cm->layers[l].moe.expert_params * cm_model_gather_bytes(cm);
         *grad += cm->layers[l].moe.expert_grad_bytes;
     }
 }
@@ -137,7 +137,7 @@ double predict_dp_sync_s(const cm_model *cm, const cl_cluster *c, int tp, int dp
 {
     double param_bytes = 0.0, expert_param = 0.0, expert_grad = 0.0;
     for (int l = first; l < last; l++)
-        param_bytes += cm->layers[l].params * cm->weight_bytes_per_param;
+        param_bytes += cm->layers[l].params * cm_model_gather_bytes(cm);
     expert_bytes(cm, first, last, &expert_param, &expert_grad);
     return sync_split_s(cm, c, tp, dp, param_bytes, grad_bytes, expert_param, expert_grad);
 }
@@ -194,7 +194,7 @@ static void add_sync_bytes(const cm_model *cm, int first, int last, sync_bytes *
 {
     for (int l = first; l < last; l++) {
         b->grad += cm->layers[l].grad_bytes;
-        b->param += cm->layers[l].params * cm->weight_bytes_per_param;
+        b->param += cm->layers[l].params * cm_model_gather_bytes(cm);
     }
     expert_bytes(cm, first, last, &b->expert_param, &b->expert_grad);
 }
@@ -253,7 +253,7 @@ double predict_zero_update_exposed_s(const cm_model *cm, const cl_cluster *c, co
             optim ? ceil(grad_bytes / bucket_bytes) : cm_dp_param_buckets(cm, params, bucket_bytes);
         if (params > 0 && b > 0) {
             double g = cm_dp_ring_allgather_s(c, pl->tensor_parallel, group,
-                                              params * cm->weight_bytes_per_param / b);
+                                              params * cm_model_gather_bytes(cm) / b);
             /* piece k of the forward after bucket k: it ends at
              * max_k ((k+1)·g + (b−k)·F/b), k = 0 or b − 1 */
             double late = fmax(g, b * g - (b - 1.0) * forward_s / b) - start;

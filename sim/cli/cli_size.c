@@ -27,7 +27,7 @@ engine_options cli_engine_options(const cli *c, const job *j)
     engine_options eo = c->engine;
     eo.record_spans = c->trace_path != NULL;
     if (j->w.training.use_distributed_optimizer)
-        eo.dp_param_gather_ratio = j->cm.precision.weight / j->cm.precision.grad;
+        eo.dp_param_gather_ratio = cm_gather_bytes(&j->cm.precision) / j->cm.precision.grad;
     eo.fold_dp = c->fold_dp_replicas;
     return eo;
 }

@@ -201,7 +201,7 @@ static double chunk_update(const cm_model *cm, const plan *pl, int s, int chunk,
         params += cm->layers[l].params;
     double n = cm_dp_param_buckets(cm, params, bucket_bytes);
     *buckets = params <= 0 ? 0 : n > MAX_BUCKETS_PER_CHUNK ? MAX_BUCKETS_PER_CHUNK + 1 : (int)n;
-    return params * cm->weight_bytes_per_param;
+    return params * cm_model_gather_bytes(cm);
 }
 
 /* The parameter gathers of stage s (distributed optimizer, and ZeRO-2's
