@@ -162,6 +162,11 @@ static void alias_free(alias *a)
 
 /* ---- generation --------------------------------------------------------- */
 
+/* Each token of each source, layer and step is one draw (about 11 ns here):
+ * a bound on the generation's time, as MOE_TRACE_MAX_COUNTS bounds the
+ * file's size.  2^40 tokens were accepted and would have run for hours. */
+#define MAX_DRAWS 2e9
+
 static int check_params(const moe_trace_params *p, char *why, size_t size)
 {
     if (p->experts < 1 || p->sources < 1 || p->layers < 1 || p->steps < 1)
@@ -171,6 +176,13 @@ static int check_params(const moe_trace_params *p, char *why, size_t size)
     else if (p->tokens < p->topk || p->tokens % p->topk != 0)
         snprintf(why, size, "tokens (%ld) must be a positive multiple of topk (%d)", p->tokens,
                  p->topk);
+    else if ((double)p->tokens * p->sources * p->layers * p->steps > MAX_DRAWS)
+        snprintf(why, size,
+                 "tokens x sources x layers x steps = %ld x %d x %d x %d = %.3g draws, over the "
+                 "limit of %.0e (about 20 s of generation at 11 ns a draw): give fewer tokens, "
+                 "sources, layers or steps",
+                 p->tokens, p->sources, p->layers, p->steps,
+                 (double)p->tokens * p->sources * p->layers * p->steps, MAX_DRAWS);
     else if (!(p->drift >= 0.0 && p->drift <= 1.0))
         snprintf(why, size, "drift must be in [0, 1], got %g", p->drift);
     else if (p->top2_share > 0 && (p->experts < 3 || !(p->top2_share > 2.0 / p->experts) ||
