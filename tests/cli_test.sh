@@ -337,6 +337,23 @@ expect_error "fold with ZeRO-3" 1 "optim_grads_params" --fold-dp 1 \
 # csv_col FILE NAME: column NAME of FILE's last row (a CSV reader: BMPipe's
 # solver_status holds a comma).
 csv_col() { /usr/bin/python3 -c 'import csv, sys; print(list(csv.DictReader(open(sys.argv[1])))[-1][sys.argv[2]])' "$1" "$2"; }
+# a saved plan edited after it was priced keeps no prediction (the replay
+# printed the old 0.040 s beside a simulated 0.072 s), and says why; a
+# prediction over 1e9 s is refused
+"$SIMRUN" --quiet --plan-out "$TMP/priced.json" "$P8" "$W8" 2>/dev/null
+/usr/bin/python3 -c 'import json,sys; p=json.load(open(sys.argv[1])); p["chunk_start"][1:-1]=[1,2,3]
+json.dump(p,open(sys.argv[2],"w")); p=json.load(open(sys.argv[1])); p["predicted_iteration_s"]=1e308
+json.dump(p,open(sys.argv[3],"w"))' "$TMP/priced.json" "$TMP/edited.json" "$TMP/huge.json"
+"$SIMRUN" --csv "$TMP/edited.csv" --plan "$TMP/edited.json" "$P8" "$W8" >"$TMP/out" 2>"$TMP/err" &&
+    grep -q "its decisions were edited after it was priced" "$TMP/out" &&
+    [ "$(csv_col "$TMP/edited.csv" predicted_iteration_s)" = 0 ] && ok ||
+    ko "an edited plan's prediction is dropped and the note says why"
+"$SIMRUN" --quiet --csv "$TMP/priced.csv" --plan "$TMP/priced.json" "$P8" "$W8" 2>/dev/null &&
+    [ "$(csv_col "$TMP/priced.csv" predicted_iteration_s)" != 0 ] && ok ||
+    ko "an unedited plan keeps its prediction"
+expect_error "a prediction of 1e308 s" 2 "predicted_iteration_s: expected a number of seconds from 0" \
+    --plan "$TMP/huge.json" "$P8" "$W8"
+
 A1K=platforms/dgx_a100_1024.xml
 L70=workloads/llama2_70b.json
 # honest recompute labels: Merak recomputes 1 of Llama-2 70B's 80 decoder layers

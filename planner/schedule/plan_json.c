@@ -15,6 +15,10 @@
 
 #include "np_file.h"
 #include "np_json.h"
+#include "np_sha256.h"
+
+/* Longest prediction a plan may carry: 1e9 s, 31 years of one iteration. */
+#define MAX_PREDICTED_S 1e9
 
 /* Largest plan file read (a plan lists at most a few numbers per layer). */
 #define MAX_PLAN_FILE_BYTES ((size_t)64 << 20)
@@ -27,15 +31,13 @@ static json_t *int_array(const int *values, int count)
     return a;
 }
 
-int plan_write_json(const char *path, const plan *pl, const char *workload_path, np_error *err)
+/* The plan's decisions: what the engine replays (not the planner's name,
+ * its prediction or its solver's report). */
+static void add_decisions(json_t *o, const plan *pl)
 {
-    json_t *o = json_object();
     json_t *rc = json_array();
     for (int l = 0; l < pl->num_layers; l++)
         json_array_append_new(rc, json_string(wl_recompute_name(pl->recompute[l])));
-    json_object_set_new(o, "planner", json_string(pl->planner));
-    if (workload_path)
-        json_object_set_new(o, "workload", json_string(workload_path));
     json_object_set_new(o, "schedule", json_string(wl_schedule_name(pl->schedule)));
     json_object_set_new(o, "num_stages", json_integer(pl->num_stages));
     json_object_set_new(o, "num_chunks", json_integer(pl->num_chunks));
@@ -57,9 +59,33 @@ int plan_write_json(const char *path, const plan *pl, const char *workload_path,
     json_object_set_new(o, "tensor_parallel", json_integer(pl->tensor_parallel));
     json_object_set_new(o, "data_parallel", json_integer(pl->data_parallel));
     json_object_set_new(o, "merak_shifted_recompute", json_boolean(pl->merak_shifted_recompute));
+}
+
+void plan_decisions_sha256(const plan *pl, char hex[NP_SHA256_HEX_SIZE])
+{
+    json_t *o = json_object();
+    add_decisions(o, pl);
+    char *text = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS);
+    np_sha256_hex(text ? text : "", text ? strlen(text) : 0, hex);
+    free(text);
+    json_decref(o);
+}
+
+int plan_write_json(const char *path, const plan *pl, const char *workload_path, np_error *err)
+{
+    json_t *o = json_object();
+    json_object_set_new(o, "planner", json_string(pl->planner));
+    if (workload_path)
+        json_object_set_new(o, "workload", json_string(workload_path));
+    add_decisions(o, pl);
     json_object_set_new(o, "predicted_iteration_s", json_real(pl->predicted_iteration_s));
     if (pl->cost_model_sha256[0])
         json_object_set_new(o, "cost_model_sha256", json_string(pl->cost_model_sha256));
+    if (pl->predicted_iteration_s > 0) { /* what the prediction priced */
+        char hex[NP_SHA256_HEX_SIZE];
+        plan_decisions_sha256(pl, hex);
+        json_object_set_new(o, "decisions_sha256", json_string(hex));
+    }
     if (pl->solver_status[0]) {
         json_object_set_new(o, "solver_status", json_string(pl->solver_status));
         json_object_set_new(o, "solver_gap", json_real(pl->solver_gap));
@@ -107,6 +133,7 @@ static const char *const known_keys[] = {
     "merak_shifted_recompute",
     "predicted_iteration_s",
     "cost_model_sha256",
+    "decisions_sha256",
     "solver_gap",
     "solver_status",
 };
@@ -114,6 +141,25 @@ static const char *const known_keys[] = {
 static int bad(reader *r, const char *key, const char *fmt, const char *detail)
 {
     return np_error_set(r->err, NP_EXIT_INPUT, r->path, key, 0, fmt, detail);
+}
+
+/* A prediction prices the decisions it was made for: a plan whose
+ * decisions were edited since (decisions_sha256 differs, or is missing
+ * beside a prediction) keeps no prediction, and its note says why. */
+static void check_decisions(reader *r, plan *pl)
+{
+    if (pl->predicted_iteration_s <= 0)
+        return;
+    json_t *sha = json_object_get(r->root, "decisions_sha256");
+    char hex[NP_SHA256_HEX_SIZE];
+    plan_decisions_sha256(pl, hex);
+    if (json_is_string(sha) && strcmp(json_string_value(sha), hex) == 0)
+        return;
+    snprintf(pl->note, sizeof pl->note, "the plan's prediction (%.3f s) is not shown: %s",
+             pl->predicted_iteration_s,
+             sha ? "its decisions were edited after it was priced (decisions_sha256)"
+                 : "the file does not say which decisions it priced (no decisions_sha256)");
+    pl->predicted_iteration_s = 0;
 }
 
 static int check_known_keys(reader *r)
@@ -259,8 +305,10 @@ static int read_plan(reader *r, int num_layers, plan *pl)
         return bad(r, "merak_shifted_recompute", "expected true or false%s", "");
     pl->merak_shifted_recompute = shift && json_is_true(shift);
     json_t *pred = json_object_get(r->root, "predicted_iteration_s");
-    if (pred && !(json_is_number(pred) && json_number_value(pred) >= 0))
-        return bad(r, "predicted_iteration_s", "expected a number of seconds >= 0 (0: none)%s", "");
+    if (pred && !(json_is_number(pred) && json_number_value(pred) >= 0 &&
+                  json_number_value(pred) <= MAX_PREDICTED_S))
+        return bad(r, "predicted_iteration_s",
+                   "expected a number of seconds from 0 (none) to 1e9%s", "");
     pl->predicted_iteration_s = pred ? json_number_value(pred) : 0;
     json_t *sha = json_object_get(r->root, "cost_model_sha256");
     const char *hex = sha && json_is_string(sha) ? json_string_value(sha) : NULL;
@@ -288,7 +336,10 @@ static int read_plan(reader *r, int num_layers, plan *pl)
                                 sum, pl->num_micro_batches, pl->micro_batch_size,
                                 (long)pl->num_micro_batches * pl->micro_batch_size);
     }
-    return plan_check(pl, r->path, r->err);
+    rc = plan_check(pl, r->path, r->err);
+    if (!rc)
+        check_decisions(r, pl);
+    return rc;
 }
 
 int plan_read_json(const char *path, int num_layers, plan *out, np_error *err)

@@ -17,6 +17,7 @@
 #define PLAN_JSON_H
 
 #include "np_error.h"
+#include "np_sha256.h"
 #include "plan.h"
 
 /* Writes pl (and the workload's path, when not NULL) to path, whole or not
@@ -26,5 +27,11 @@ int plan_write_json(const char *path, const plan *pl, const char *workload_path,
 /* Reads path into out (plan_free() it); num_layers is the cost model's layer
  * count the plan must match. */
 int plan_read_json(const char *path, int num_layers, plan *out, np_error *err);
+
+/* SHA-256 of the plan's decisions (schedule, stages, chunks, split,
+ * recompute, micro-batches, TP and DP: what the engine replays), which a
+ * plan file with a prediction stores as decisions_sha256; a plan read back
+ * with other decisions drops its prediction. */
+void plan_decisions_sha256(const plan *pl, char hex[NP_SHA256_HEX_SIZE]);
 
 #endif
