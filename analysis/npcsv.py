@@ -4,10 +4,13 @@ Reading: a CSV is read whole with the csv module (results files are small: one
 row per simulated run).  Every script names the columns it needs; a missing
 file, an empty file, a missing column, a short row or a value that is not a
 number where one is needed is an InputError whose message names the file (and
-the line and column), which main() prints on one line before exiting 2.  No
-value is ever filled in silently.  Rows whose status column (simsweep's
-sweeps, docs/csv-format.md) is not "ok" are the rows of failed points, with
-no results: they are left out, and a line on stderr says how many.  A
+the line and column), which main() prints on one line before exiting 2.  A
+number must be finite and 0 or of a magnitude from 1e-30 to 1e30 (MAGNITUDE):
+nan, inf and 1e308 are errors, not points matplotlib drops, or axes it
+cannot draw.  No value is ever filled in silently.  Rows whose status column
+(simsweep's sweeps, docs/csv-format.md) is not "ok" are the rows of failed
+points, with no results: they are left out, and a line on stderr says how
+many.  A
 UTF-8 byte-order mark at the start of the file (a CSV saved by Excel) is
 skipped.
 
@@ -15,7 +18,11 @@ Writing: save() takes the figure's file name from -o (check_output: a .png,
 .pdf or .svg file in a directory that exists, not a directory), writes a
 temporary file next to it and renames it over the name when complete, so a
 failure leaves no partial file; a bad name is an InputError naming the option
-and the path.
+and the path.  A figure is never written over a file the script reads (the
+same file by another name included).
+
+Command line: ArgumentParser prints argparse's own errors (a missing option,
+a value that is not a number) on one line, as every other error.
 
 Plotting: matplotlib with the Agg backend (no display needed).  Debian's
 python3-matplotlib is what scripts/install-deps.sh installs, for
@@ -23,12 +30,24 @@ python3-matplotlib is what scripts/install-deps.sh installs, for
 the scripts start with #!/usr/bin/python3 and the error says so.
 """
 
+import argparse
 import csv
+import math
 import os
 import sys
 import tempfile
 
 EXIT_INPUT = 2
+
+# The magnitudes a number of a CSV may have (besides 0): far beyond any
+# simulated time, byte count or ratio, and small enough that sums, products
+# and quotients of two of them stay finite (1e308 or 1e-320 made axes of
+# infinite size and speed-ups of inf).
+MAGNITUDE = (1e-30, 1e30)
+MAGNITUDE_TEXT = "1e-30 to 1e30"
+
+# Every file read_table() read: save() refuses to write a figure over one.
+_READ = []
 
 
 class InputError(Exception):
@@ -44,14 +63,38 @@ class Table:
         self.rows = rows
         self.lines = lines
 
-    def number(self, index, column):
-        """Row index's value in column as a float, or InputError."""
+    def where(self, index, column):
+        """'file:line: column 'c'' for messages about a value."""
+        return f"{self.path}:{self.lines[index]}: column '{column}'"
+
+    def number(self, index, column, ok=None, what=None):
+        """Row index's value in column as a float, or InputError: a number
+        (not nan, inf, or 1e400, which float() reads as inf), 0 or of a
+        magnitude within MAGNITUDE; and ok(value), when given, else an error
+        saying the column expected what."""
         text = self.rows[index][column]
-        try:
-            return float(text)
-        except (TypeError, ValueError):
-            raise InputError(f"{self.path}:{self.lines[index]}: column '{column}': "
-                             f"expected a number, got '{text}'") from None
+        x = parse_number(text)
+        if x is None:
+            raise InputError(f"{self.where(index, column)}: expected "
+                             f"{what or 'a number'}, got '{text}'")
+        if ok is not None and math.isfinite(x) and not ok(x):
+            raise InputError(f"{self.where(index, column)}: expected {what}, got '{text}'")
+        if not in_range(x):
+            raise InputError(f"{self.where(index, column)}: expected a finite number (0, or "
+                             f"of magnitude {MAGNITUDE_TEXT}), got '{text}'")
+        return x
+
+    def positive(self, index, column, what="a positive number"):
+        """number() > 0, or InputError saying what was expected."""
+        return self.number(index, column, lambda x: x > 0, what)
+
+    def non_negative(self, index, column, what="a number of 0 or more"):
+        """number() >= 0, or InputError saying what was expected."""
+        return self.number(index, column, lambda x: x >= 0, what)
+
+    def count(self, index, column, what="a positive whole number"):
+        """number(), a whole number of 1 or more, as an int; or InputError."""
+        return int(self.number(index, column, lambda x: x >= 1 and x == int(x), what))
 
     def text(self, index, column):
         return self.rows[index][column]
@@ -64,8 +107,26 @@ class Table:
                              f"(header has: {', '.join(self.columns)})")
 
 
+def parse_number(text):
+    """text as a float, or None when it is not a number.  float()'s
+    extensions are not numbers here: '1_000', and surrounding space (the
+    reader strips fields)."""
+    if not isinstance(text, str) or "_" in text:
+        return None
+    try:
+        return float(text)
+    except ValueError:
+        return None
+
+
+def in_range(x):
+    """x is finite, and 0 or of a magnitude within MAGNITUDE."""
+    return math.isfinite(x) and (x == 0 or MAGNITUDE[0] <= abs(x) <= MAGNITUDE[1])
+
+
 def read_table(path, required):
     """Reads path; every column of required must be in its header."""
+    _READ.append(path)
     try:
         # utf-8-sig: a leading byte-order mark (Excel saves CSVs with one) is not part of
         # the first column's name
@@ -135,12 +196,28 @@ def pyplot():
 FORMATS = (".png", ".pdf", ".svg")
 
 
-def check_output(path, option="-o"):
+def same_file(a, b):
+    """a and b name one existing file (a link, another spelling, a hard link)."""
+    try:
+        return os.path.samefile(a, b)
+    except (OSError, ValueError):  # one does not exist: not the same file
+        return False
+
+
+def check_output(path, option="-o", inputs=()):
     """The format of the figure file path names ('png', 'pdf' or 'svg'), or an
     InputError naming option and path: a directory, a name without one of
-    FORMATS' extensions (out.csv, myplot) and a directory that does not exist
-    are refused before anything is written."""
+    FORMATS' extensions (out.csv, myplot), a directory that does not exist
+    and a file of inputs (or one read_table() read) are refused before
+    anything is written."""
     name = f"{option} {path}" if option else path
+    if not path:
+        raise InputError(f"{option + ' ' if option else ''}'': empty file name, expected a "
+                         ".png, .pdf or .svg file")
+    for source in list(inputs) + _READ:
+        if same_file(path, source):
+            raise InputError(f"{name}: is the input file {source}; writing the figure would "
+                             "destroy it, choose another name")
     if os.path.isdir(path):
         raise InputError(f"{name}: is a directory, expected a .png, .pdf or .svg file")
     extension = os.path.splitext(path)[1].lower()
@@ -269,9 +346,36 @@ def describe_runs(table, rows):
         text += (" on " if text else "") + words(platforms, "platforms")
         npus = values("npus")
         if len(platforms) == 1 and len(npus) == 1 and npus[0]:
-            n = npus[0]
-            text += f" ({int(n):,} NPUs)" if n.isdigit() else f" ({n} NPUs)"
+            first = next(i for i in rows if table.text(i, "npus") == npus[0])
+            text += f" ({table.count(first, 'npus', 'a positive whole number of NPUs'):,} NPUs)"
     return text
+
+
+class ArgumentParser(argparse.ArgumentParser):
+    """argparse's parser whose own errors (a missing option, a value of the
+    wrong type) are one line, as the scripts' others: 'prog: message'."""
+
+    def error(self, message):
+        prog = os.path.splitext(self.prog)[0]  # as main() names the script
+        self.exit(EXIT_INPUT, f"{prog}: {message} (--help shows the usage)\n")
+
+
+def short(x):
+    """A number as one would type it: 1e+30 -> '1e30', 1e-05 -> '1e-5', 2.0 -> '2'."""
+    mantissa, _, exponent = f"{x:g}".partition("e")
+    return f"{mantissa}e{int(exponent)}" if exponent else mantissa
+
+
+def finite_option(low=-MAGNITUDE[1], high=MAGNITUDE[1]):
+    """An argparse type: a finite number from low to high, else an error
+    (argparse names the option) saying what was given (nan, inf, 1e400)."""
+    def parse(text):
+        x = parse_number(text)
+        if x is None or not (math.isfinite(x) and low <= x <= high):
+            raise argparse.ArgumentTypeError(f"expected a finite number from {short(low)} to "
+                                             f"{short(high)}, got '{text}'")
+        return x
+    return parse
 
 
 def main(prog, run):

@@ -35,7 +35,6 @@ line) and label (replaces the point label).
 """
 
 import argparse
-import math
 from collections import OrderedDict
 
 import npcsv
@@ -63,19 +62,12 @@ def has_time(table, i):
     text = table.text(i, "iteration_s")
     if not feasible(table, i) and text.lower() in ("", "nan"):
         return False
-    t = table.number(i, "iteration_s")
-    if not math.isfinite(t) or t <= 0:
-        raise npcsv.InputError(f"{table.path}:{table.lines[i]}: column 'iteration_s': expected "
-                               f"a positive time, got '{text}'")
+    table.positive(i, "iteration_s", "a positive time")
     return True
 
 
 def memory_gb(table, i):
-    m = table.number(i, "memory_bytes")
-    if not math.isfinite(m) or m < 0:
-        raise npcsv.InputError(f"{table.path}:{table.lines[i]}: column 'memory_bytes': expected "
-                               f"a non-negative byte count, got '{table.text(i, 'memory_bytes')}'")
-    return m * 1e-9
+    return table.non_negative(i, "memory_bytes", "a non-negative byte count") * 1e-9
 
 
 def pareto(points):
@@ -97,9 +89,14 @@ def point_label(table, i):
 
 
 def capacity_gb(table):
+    """The capacity line in GB: one value of at least a byte for the whole file."""
     if "capacity_bytes" not in table.columns:
         return None
-    values = {table.number(i, "capacity_bytes") for i in range(len(table.rows))}
+    values = set()
+    for i in range(len(table.rows)):
+        # 0, -1, 1e-320: no capacity (and a % axis of infinite size)
+        values.add(table.number(i, "capacity_bytes", lambda c: c >= 1,
+                                "a positive capacity in bytes (at least 1)"))
     if len(values) != 1:
         raise npcsv.InputError(f"{table.path}: column 'capacity_bytes' has {len(values)} "
                                "different values; the plot draws one capacity line")
@@ -117,15 +114,15 @@ def panels(table, args):
     if "devices" not in table.columns:
         return OrderedDict([("", list(range(len(table.rows))))])
     out = OrderedDict()
-    order = sorted(range(len(table.rows)), key=lambda i: table.number(i, "devices"))
-    for i in order:
-        n = table.text(i, "devices")
-        if args.devices is None or table.number(i, "devices") == args.devices:
-            out.setdefault(n, []).append(i)
+    count = {i: table.count(i, "devices", "a positive whole number of devices")
+             for i in range(len(table.rows))}
+    for i in sorted(count, key=lambda i: count[i]):  # "8" and "8.0" are one panel
+        if args.devices is None or count[i] == args.devices:
+            out.setdefault(count[i], []).append(i)
     if not out:
-        counts = sorted({table.text(i, "devices") for i in range(len(table.rows))}, key=float)
+        counts = sorted(set(count.values()))
         raise npcsv.InputError(f"{table.path}: no row with devices = {args.devices:g} "
-                               f"(the file has {', '.join(counts)})")
+                               f"(the file has {', '.join(str(c) for c in counts)})")
     return out
 
 
@@ -145,6 +142,8 @@ def draw_panel(ax, table, rows, args, cap, palette, many):
     if cap is not None and args.cut > 0:
         fitting = [m for i, m in zip(kept_all, mem_all) if feasible(table, i)]
         right = min(right, max([args.cut * cap] + fitting))
+    if not right > 0:  # every plan drawn needs 0 bytes: an axis up to the capacity (or 1 GB)
+        right = cap if cap is not None else 1.0
     right *= 1.04
     cut_off = sum(1 for m in mem_all if m > right)
     times_in = [table.number(i, "iteration_s") for i, m in zip(kept_all, mem_all) if m <= right]
@@ -208,11 +207,20 @@ def best_text(table, rows):
     return f"fastest that fits: {seconds} s, {point_label(table, best)}"
 
 
+def check(table):
+    """Every row's values (InputError), before matplotlib is imported (half a
+    second): feasible, the time where there is one, the memory."""
+    for i in range(len(table.rows)):
+        if has_time(table, i):
+            memory_gb(table, i)
+
+
 def plot(table, args):
-    plt = npcsv.pyplot()
-    palette = plt.get_cmap("tab10")
     cap = capacity_of(table)
     parts = panels(table, args)
+    check(table)
+    plt = npcsv.pyplot()
+    palette = plt.get_cmap("tab10")
     n = len(parts)
     many = n > 1
     cols = min(n, 4 if n > 4 else n)
@@ -223,7 +231,7 @@ def plot(table, args):
     notes = []
     for ax, (count, rows) in zip(axes.flat, parts.items()):
         undrawn, cut_off, right = draw_panel(ax, table, rows, args, cap, palette, many)
-        head = f"{int(float(count)):,} NPUs" if count else ""
+        head = f"{count:,} NPUs" if count != "" else ""
         sub = best_text(table, rows)
         extra = []
         if cut_off:
@@ -258,24 +266,33 @@ def plot(table, args):
     npcsv.save(fig, args.output)
 
 
+def positive_count(text):
+    """--devices: a whole number of 1 or more (argparse names the option)."""
+    x = npcsv.parse_number(text)
+    if x is None or not (npcsv.in_range(x) and x >= 1 and x == int(x)):
+        raise argparse.ArgumentTypeError(f"expected a positive whole number of devices, "
+                                         f"got '{text}'")
+    return int(x)
+
+
 def run():
-    ap = argparse.ArgumentParser(description="Pareto frontier of plans, time vs memory.")
+    ap = npcsv.ArgumentParser(description="Pareto frontier of plans, time vs memory.")
     ap.add_argument("csv", help="frontier CSV (columns in analysis/README.md)")
     ap.add_argument("-o", "--output", required=True,
                     help="figure to write: a .png, .pdf or .svg file")
     ap.add_argument("--group", help="column whose values get separate frontiers")
     ap.add_argument("--title", help="figure title; name the workload and platform (the "
                     "frontier CSV does not record them)")
-    ap.add_argument("--devices", type=float, metavar="N",
+    ap.add_argument("--devices", type=positive_count, metavar="N",
                     help="only the plans of N devices (default: one panel per device count "
                     "of the devices column)")
-    ap.add_argument("--cut", type=float, default=2.0, metavar="F",
+    ap.add_argument("--cut", type=npcsv.finite_option(0, 1e6), default=2.0, metavar="F",
                     help="draw memory up to F x the capacity (or the largest plan that fits), "
                     "counting the plans beyond; 0 draws every plan (default: 2)")
     ap.add_argument("--linear", action="store_true",
                     help="a linear time axis even where times span two decades")
     args = ap.parse_args()
-    npcsv.check_output(args.output)  # before reading: a bad -o writes nothing
+    npcsv.check_output(args.output, inputs=[args.csv])  # before reading: a bad -o writes nothing
     table = npcsv.read_table(args.csv, COLUMNS + ([args.group] if args.group else []))
     plot(table, args)
 

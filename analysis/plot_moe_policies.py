@@ -11,9 +11,13 @@ all-to-all time next to the expert copies' broadcasts and reductions, and
 the wasted work (padding FLOPs, and the share of assignments dropped).
 Prints the per-policy means as a table.  PNG may also name a .pdf or .svg
 file.  Exit 2 on bad input, naming the file (npcsv, analysis/README.md).
-"""
 
-import argparse
+Every row must be a run of one configuration: the same workload, platform,
+--set overrides and routing trace (SAME), and one row per policy and step;
+rows of several runs would be averaged together into bars of no run.  Times,
+byte and FLOP counts are 0 or more, iteration times and assignments
+positive, the dropped assignments at most the assignments.
+"""
 
 import npcsv
 
@@ -21,32 +25,67 @@ POLICIES = ["none", "switch", "fastermoe", "efficientmoe"]
 NUMBERS = ["moe_trace_step", "iteration_s", "moe_alltoall_s", "moe_copy_s", "moe_padding_flops",
            "moe_dropped_tokens", "moe_assignments", "peak_bytes"]
 NEEDED = ["workload", "platform", "moe_policy"] + NUMBERS
+# Columns every row must share (those of SAME that the CSV has): what makes a
+# run's configuration.
+SAME = ["workload", "platform", "overrides", "moe_trace_sha256"]
+# What each number must be (Table.number's ok and what).
+CHECKS = {
+    "moe_trace_step": (lambda x: x >= 0 and x == int(x), "a trace step (0, 1, 2, ...)"),
+    "iteration_s": (lambda x: x > 0, "a positive time in seconds"),
+    "moe_alltoall_s": (lambda x: x >= 0, "a time of 0 s or more"),
+    "moe_copy_s": (lambda x: x >= 0, "a time of 0 s or more"),
+    "moe_padding_flops": (lambda x: x >= 0, "a FLOP count of 0 or more"),
+    "moe_dropped_tokens": (lambda x: x >= 0, "a count of 0 or more"),
+    "moe_assignments": (lambda x: x > 0, "a positive number"),
+    "peak_bytes": (lambda x: x >= 0, "a byte count of 0 or more"),
+}
 
 
 def read(path):
     """(workload, platform, {policy: [{column: value}, one per row]})."""
     table = npcsv.read_table(path, NEEDED)
-    data = {}
+    same = [c for c in SAME if c in table.columns]
+    data, seen = {}, {}
     for i, r in enumerate(table.rows):
+        for c in same:
+            if r[c] != table.rows[0][c]:
+                raise npcsv.InputError(
+                    f"{table.where(i, c)}: '{r[c]}', but line {table.lines[0]} has "
+                    f"'{table.rows[0][c]}': the policies of one run are compared (one "
+                    f"{', '.join(same)}); plot each run's rows separately")
         p = r["moe_policy"]
         if p not in POLICIES:
             raise npcsv.InputError(f"{path}:{table.lines[i]}: column 'moe_policy': '{p}', "
                                    f"expected one of {', '.join(POLICIES)}")
-        v = {c: table.number(i, c) for c in NUMBERS}
-        if not v["moe_assignments"] > 0:  # the dropped share divides by it
-            raise npcsv.InputError(f"{path}:{table.lines[i]}: column 'moe_assignments': "
-                                   f"expected a positive number, got '{r['moe_assignments']}'")
+        v = {c: table.number(i, c, *CHECKS[c]) for c in NUMBERS}
+        if v["moe_dropped_tokens"] > v["moe_assignments"]:
+            raise npcsv.InputError(f"{table.where(i, 'moe_dropped_tokens')}: "
+                                   f"'{r['moe_dropped_tokens']}' dropped of "
+                                   f"'{r['moe_assignments']}' assignments (moe_assignments): "
+                                   "expected at most the assignments")
+        key = (p, v["moe_trace_step"])
+        if key in seen:
+            raise npcsv.InputError(f"{path}:{table.lines[i]}: a second row of policy '{p}' at "
+                                   f"trace step {r['moe_trace_step']} (the first is line "
+                                   f"{seen[key]}): rows of one run, one per policy and step, "
+                                   "are expected")
+        seen[key] = table.lines[i]
         data.setdefault(p, []).append(v)
     return table.rows[0]["workload"], table.rows[0]["platform"], data
 
 
 def stats(values):
-    m = sum(values) / len(values)
-    return m, m - min(values), max(values) - m
+    """(mean, mean - smallest, largest - mean): the bar and its error bars.
+    Rounding can put the mean of equal values a hair outside them; the mean
+    is held between the two and the error bars at 0 or more (matplotlib
+    refuses a negative one)."""
+    lo, hi = min(values), max(values)
+    m = min(max(sum(values) / len(values), lo), hi)
+    return m, max(m - lo, 0.0), max(hi - m, 0.0)
 
 
 def run():
-    ap = argparse.ArgumentParser(
+    ap = npcsv.ArgumentParser(
         description="The MoE policies compared: iteration time, all-to-all and copy time, "
         "padding and dropped assignments, each the mean over the trace steps with the "
         "smallest and largest step as error bars; prints the means as a table.")
@@ -58,7 +97,7 @@ def run():
                     help="the title's description of the trace and steps (default: the "
                     "21B experiment's, '%(default)s')")
     args = ap.parse_args()
-    npcsv.check_output(args.png, None)  # before reading: a bad PNG name writes nothing
+    npcsv.check_output(args.png, None, [args.csv])  # before reading: a bad PNG name writes nothing
     workload, platform, data = read(args.csv)
     plt = npcsv.pyplot()
     names = [p for p in POLICIES if p in data]

@@ -21,7 +21,6 @@ Columns read (docs/csv-format.md): platform, workload, overrides,
 planner, schedule, recompute, iteration_s, bubble_ratio, peak_fraction.
 """
 
-import argparse
 from collections import OrderedDict
 
 import npcsv
@@ -90,38 +89,49 @@ def short_overrides(overrides):
     return ", ".join(parts)
 
 
-def group_title(key, npus=""):
+def group_title(key, npus=None):
     """'llama on 16k_npu (16,384 NPUs)', and the --set overrides on a line of their own."""
     workload, platform, overrides = key
     title = f"{npcsv.short_name(workload)} on {npcsv.short_name(platform)}"
     if npus:
-        title += f" ({int(npus):,} NPUs)" if npus.isdigit() else f" ({npus} NPUs)"
+        title += f" ({npus:,} NPUs)"
     return f"{title}\n{short_overrides(overrides)}" if overrides else title
 
 
+def one_line(title):
+    """A panel title (its overrides on a line of their own) for a one-line message."""
+    return title.replace("\n", ", ")
+
+
 def plot(table, baseline, out_path, rows=None):
-    plt = npcsv.pyplot()
     rows = list(range(len(table.rows))) if rows is None else rows
     groups = configurations(table, rows)
     planner_names = PLANNER_ORDER + sorted({table.text(i, "planner") for i in rows}
                                            - set(PLANNER_ORDER))
-    palette = plt.get_cmap("tab10")
-    colour = {p: palette(k % 10) for k, p in enumerate(planner_names)}
 
-    data = []
+    data = []  # every value checked before matplotlib is imported (half a second)
     for key, rows in groups.items():
         base = [i for i in rows if table.text(i, "planner") == baseline]
         if not base:
             present = sorted({table.text(i, "planner") for i in rows})
             raise npcsv.InputError(
-                f"{table.path}: {group_title(key)}: no row of baseline planner '{baseline}' "
-                f"(planners present: {', '.join(present)}; choose one with --baseline)")
-        times = [table.number(i, "iteration_s") for i in rows]
-        base_time = table.number(base[0], "iteration_s")
-        if min(times) <= 0:
-            raise npcsv.InputError(f"{table.path}: {group_title(key)}: iteration_s must be "
-                                   "positive")
+                f"{table.path}: {one_line(group_title(key))}: no row of baseline planner "
+                f"'{baseline}' (planners present: {', '.join(present)}; choose one with "
+                "--baseline)")
+        times = [table.positive(i, "iteration_s", "a positive time in seconds") for i in rows]
+        base_time = times[rows.index(base[0])]
+        # ratios: 0 or more (a bubble exceeds 100% when the pipeline idles longer than it
+        # computes; a plan may need more than the capacity)
+        for i in rows:
+            for column in ("bubble_ratio", "peak_fraction"):
+                table.non_negative(i, column, "a ratio of 0 or more")
         data.append((key, rows, times, base_time, rows.index(base[0])))
+        if "npus" in table.columns and table.text(rows[0], "npus"):
+            table.count(rows[0], "npus", "a positive whole number of NPUs")
+
+    plt = npcsv.pyplot()
+    palette = plt.get_cmap("tab10")
+    colour = {p: palette(k % 10) for k, p in enumerate(planner_names)}
 
     height = sum(1.1 + 0.32 * len(rows) for _, rows, _, _, _ in data) + 0.4
     fig, axes = plt.subplots(len(data), 3, figsize=(14, height), squeeze=False,
@@ -140,7 +150,8 @@ def plot(table, baseline, out_path, rows=None):
         for yy, t in zip(y, times):
             ax_t.text(k * t, yy, f" {k * t:.3g} {unit}  {base_time / t:.2f}x", va="center",
                       fontsize=8)
-        npus = table.text(rows[0], "npus") if "npus" in table.columns else ""
+        npus = (table.count(rows[0], "npus", "a positive whole number of NPUs")
+                if "npus" in table.columns and table.text(rows[0], "npus") else None)
         ax_t.set_title(f"{group_title(key, npus)}\niteration time (speed-up vs {labels[base_k]})",
                        fontsize=9, loc="left", fontweight="bold")
         ax_t.set_xlabel(f"iteration time ({unit})")
@@ -172,7 +183,7 @@ def plot(table, baseline, out_path, rows=None):
 
 
 def run():
-    ap = argparse.ArgumentParser(description="Iteration time (with speed-up), bubble and peak "
+    ap = npcsv.ArgumentParser(description="Iteration time (with speed-up), bubble and peak "
                                  "memory per planner, one row of panels per configuration.")
     ap.add_argument("csv", help="results CSV written by simrun --csv")
     ap.add_argument("-o", "--output", required=True,
@@ -182,7 +193,7 @@ def run():
     ap.add_argument("--where", action="append", metavar="COLUMN=VALUE",
                     help="keep only rows where COLUMN equals VALUE (repeatable)")
     args = ap.parse_args()
-    npcsv.check_output(args.output)  # before reading: a bad -o writes nothing
+    npcsv.check_output(args.output, inputs=[args.csv])  # before reading: a bad -o writes nothing
     table = npcsv.read_table(args.csv, COLUMNS)
     plot(table, args.baseline, args.output, npcsv.parse_where(table, args.where))
 

@@ -15,14 +15,16 @@ span two decades or more is logarithmic (--linear keeps it linear; --logx,
 --logy force a log axis, and refuse a value of 0 or less in the rows drawn,
 naming its line).  The title names the workloads and platforms of the
 rows drawn (their CSV columns).  --where keeps the rows whose COLUMN equals
-VALUE (repeatable).
+VALUE (repeatable).  --ymin must be a finite number below the largest value
+drawn (above 0 with --logy).  Every value drawn is a finite number
+(npcsv.Table.number): nan or inf in the y column, or in an x column of
+numbers, is an error naming its row, not a point left out.
 
 Two rows with the same group and x value are an error unless --agg says how
 to combine them: a sweep over one parameter that also varies another would
 otherwise draw a zig-zag that looks like data.
 """
 
-import argparse
 from collections import OrderedDict
 
 import npcsv
@@ -31,11 +33,14 @@ MAX_TICKS = 12
 
 
 def is_number(text):
-    try:
-        float(text)
-        return True
-    except ValueError:
-        return False
+    """text reads as a number (nan and inf too: a numeric column holding one
+    is an error naming its row, npcsv.Table.number, not a category)."""
+    return npcsv.parse_number(text) is not None
+
+
+def is_finite_number(text):
+    x = npcsv.parse_number(text)
+    return x is not None and npcsv.in_range(x)
 
 
 DECADES = 100  # max / min at which an axis becomes logarithmic
@@ -65,11 +70,14 @@ def aggregate(values, how):
 def series(table, rows, args):
     """OrderedDict group -> OrderedDict x text -> list of y values."""
     out = OrderedDict()
+    numeric = all(is_number(table.text(i, args.x)) for i in rows)
     for i in rows:
         group = table.text(i, args.group) if args.group else ""
         x = table.text(i, args.x)
         if x == "":
             raise npcsv.InputError(f"{table.path}:{table.lines[i]}: column '{args.x}' is empty")
+        if numeric:
+            table.number(i, args.x)  # a numeric x axis: nan, inf are errors naming the row
         y = table.number(i, args.y) * scale(args.y)
         out.setdefault(group, OrderedDict()).setdefault(x, []).append(y)
     if not args.agg:
@@ -84,15 +92,30 @@ def series(table, rows, args):
     return out
 
 
+def check_ymin(data, args):
+    """--ymin below the largest value drawn, and above 0 with --logy."""
+    if args.ymin is None:
+        return
+    top = max(aggregate(ys, args.agg) for points in data.values() for ys in points.values())
+    if args.ymin >= top:
+        raise npcsv.InputError(f"--ymin {npcsv.short(args.ymin)}: the y axis would start above "
+                               f"every value drawn (the largest is {top:g} in the axis' unit)")
+    if args.logy and args.ymin <= 0:
+        raise npcsv.InputError(f"--ymin {npcsv.short(args.ymin)}: a logarithmic y axis (--logy) "
+                               "cannot start at 0 or below")
+
+
 def plot(table, rows, args):
-    plt = npcsv.pyplot()
     data = series(table, rows, args)
+    check_ymin(data, args)
+    npcsv.describe_runs(table, rows)  # its values checked before matplotlib's half second
+    plt = npcsv.pyplot()
     numeric = all(is_number(table.text(i, args.x)) for i in rows)
     categories = list(OrderedDict.fromkeys(table.text(i, args.x) for i in rows))
     fig, ax = plt.subplots(figsize=(7.5, 4.8))
     all_x, all_y = [], []
     groups = list(data)
-    if all(is_number(g) for g in groups):  # numeric groups (pp = 4, 8, ...) in order
+    if all(is_finite_number(g) for g in groups):  # numeric groups (pp = 4, 8, ...) in order
         groups.sort(key=float)
     for group in groups:
         points = data[group]
@@ -110,6 +133,8 @@ def plot(table, rows, args):
         all_y += yv
     logx = args.logx or (numeric and not args.linear and spans_decades(all_x))
     logy = args.logy or (not args.linear and spans_decades(all_y))
+    if logy and args.ymin is not None and args.ymin <= 0:
+        logy = False  # --ymin 0 asks for a linear axis from 0: no automatic log axis
     if logx:
         ax.set_xscale("log")
     if not numeric:
@@ -151,7 +176,7 @@ def plot(table, rows, args):
 
 
 def run():
-    ap = argparse.ArgumentParser(description="Line plot of one CSV column against another.")
+    ap = npcsv.ArgumentParser(description="Line plot of one CSV column against another.")
     ap.add_argument("csv", help="CSV with a header (e.g. simrun --csv rows)")
     ap.add_argument("--x", required=True, help="column on the x axis")
     ap.add_argument("--y", required=True, help="numeric column on the y axis")
@@ -166,14 +191,15 @@ def run():
                     help="logarithmic y axis (default: when y spans two decades)")
     ap.add_argument("--linear", action="store_true",
                     help="no automatic log axis (--logx and --logy still apply)")
-    ap.add_argument("--ymin", type=float, metavar="Y",
-                    help="start the y axis at Y in the axis' unit (e.g. 0), not at the data")
+    ap.add_argument("--ymin", type=npcsv.finite_option(), metavar="Y",
+                    help="start the y axis at Y in the axis' unit (e.g. 0), not at the data; "
+                    "below the largest value drawn")
     ap.add_argument("--title", help="figure title (default: 'Y vs X' in words); the "
                     "workloads and platforms drawn are always named under it")
     ap.add_argument("-o", "--output", required=True,
                     help="figure to write: a .png, .pdf or .svg file")
     args = ap.parse_args()
-    npcsv.check_output(args.output)  # before reading: a bad -o writes nothing
+    npcsv.check_output(args.output, inputs=[args.csv])  # before reading: a bad -o writes nothing
     needed = [args.x, args.y] + ([args.group] if args.group else [])
     table = npcsv.read_table(args.csv, needed)
     rows = npcsv.parse_where(table, args.where)

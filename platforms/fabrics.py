@@ -169,14 +169,20 @@ def _head(p, num_npus, per_node):
             "Host speed: %s." % p["speed_src"]]
 
 
+def _ratio(o):
+    """A ratio for a message: 4 -> '4', 1e308 -> '1e308'."""
+    return ("%g" % o).replace("e+", "e")
+
+
 def _oversub_text(o):
     return "%g:1" % o
 
 
 def clos3_platform(preset, num_npus, per_node=None, leaf_hosts=32, leaves_per_pod=32,
-                   oversub=(1.0, 1.0), scaleup=False):
+                   oversub=(1.0, 1.0), scaleup=False, oversub_text=None):
     """3-tier Clos (module comment).  oversub = (leaf, pod spine): the ratio
-    of down- to up-link capacity at that tier; 1 is non-blocking."""
+    of down- to up-link capacity at that tier; 1 is non-blocking.
+    oversub_text: --oversub as given, for messages."""
     gp = _gp()
     p = gp.PRESETS[preset]
     per_node = _per_node(p, per_node)
@@ -192,6 +198,26 @@ def clos3_platform(preset, num_npus, per_node=None, leaf_hosts=32, leaves_per_po
                          "capacity)" % ",".join("%g" % o for o in oversub))
     bw, lat = p["nic_Bps"], p["link_latency_s"]
     pods = num_npus // (leaf_hosts * leaves_per_pod)
+    leaves = num_npus // leaf_hosts
+    # simrun counts the leaves' crossbar clusters (a host, its link up and
+    # down); the zone routes, n(n + 1) for a group of n, are written one by
+    # one, so they count here too.
+    gp.check_elements(3 * num_npus + pods * leaves_per_pod * (leaves_per_pod + 1)
+                      + (pods * (pods + 1) if pods > 1 else 0) + (3 * num_npus if scaleup else 0),
+                      "--npus %d --leaf-hosts %d --leaves-per-pod %d (%d leaves in %d pod%s)"
+                      % (num_npus, leaf_hosts, leaves_per_pod, leaves, pods,
+                         "s" if pods > 1 else ""))
+    given = "--oversub %s" % (oversub_text or ",".join(_ratio(o) for o in oversub))
+    if pods == 1 and oversub_text is not None and "," in oversub_text:
+        raise ValueError("%s: the pod-spine ratio O2 applies to a Clos of several pods; "
+                         "--npus %d in leaves of %d and pods of %d leaves is 1 pod"
+                         % (given, num_npus, leaf_hosts, leaves_per_pod))
+    gp.check_link(given, "each leaf's up-link (%d hosts x %s B/s / %s)"
+                  % (leaf_hosts, gp.fmt(bw), _ratio(oversub[0])), leaf_hosts * bw / oversub[0])
+    if pods > 1:
+        gp.check_link(given, "each pod's up-link (%d leaves x their up-link / %s)"
+                      % (leaves_per_pod, _ratio(oversub[1])),
+                      leaves_per_pod * (leaf_hosts * bw / oversub[0]) / oversub[1])
     taper = [("fabric_taper", gp.fmt(1.0 / max(oversub)),
               "up-link over down-link capacity of the most tapered tier (1/%g)" % max(oversub))]
     props = _props(p, per_node, scaleup, taper if max(oversub) > 1 else [])
@@ -290,6 +316,10 @@ def rail_platform(preset, num_npus, per_node=None, su_servers=None, oversub=1.0,
     bw, lat = p["nic_Bps"] / planes, p["link_latency_s"]
     sus = servers // su_servers
     leaves = sus * per_node
+    gp.check_elements(planes * gp.fat_tree_elements([su_servers, leaves], [1, int(spines)], [1, 1])
+                      + (3 * num_npus if scaleup else 0),
+                      "--npus %d --fabric rail (%d leaves of %d servers)"
+                      % (num_npus, leaves, su_servers))
     order = [(s * su_servers + k) * per_node + rail
              for s in range(sus) for rail in range(per_node) for k in range(su_servers)]
     topo = "2;%d,%d;1,%d;1,1" % (su_servers, leaves, int(spines))
@@ -354,12 +384,15 @@ def torus_platform(preset, num_npus, dims, per_node=None, scaleup=False):
         d = gp.whole_numbers(dims)
     except ValueError:
         d = [0]
-    if min(d) < 1:
-        raise ValueError("--torus %s: expected X,Y[,Z], positive whole numbers whose product "
-                         "is --npus" % dims)
+    if len(d) not in (2, 3) or min(d) < 1:
+        raise ValueError("--torus %s: expected X,Y[,Z], 2 or 3 positive whole numbers whose "
+                         "product is --npus" % dims)
     if math.prod(d) != num_npus:
         raise ValueError("--torus %s holds %d hosts, not --npus %d"
                          % (dims, math.prod(d), num_npus))
+    # a host, its private link up and down, and a link per dimension and direction
+    gp.check_elements((3 + 2 * len(d)) * num_npus + (3 * num_npus if scaleup else 0),
+                      "--torus %s" % dims)
     props = _props(p, per_node, scaleup)
     body = gp.cluster_xml(num_npus, p["speed_flops"], p["nic_Bps"], p["link_latency_s"],
                           '\n           topology="TORUS" topo_parameters="%s"' % dims, props)
@@ -383,9 +416,10 @@ def dragonfly_platform(preset, num_npus, params, per_node=None, scaleup=False):
         parts = [gp.whole_numbers(part) for part in params.split(";")]
     except ValueError:
         parts = []
-    if [len(part) for part in parts] != [2, 2, 2, 1] or min(min(part) for part in parts) < 1:
-        raise ValueError('--dragonfly "%s": expected "G,GL;C,CL;R,RL;N", positive whole numbers'
-                         % params)
+    if ([len(part) for part in parts] != [2, 2, 2, 1]
+            or not all(1 <= x <= gp.MAX_NPUS for part in parts for x in part)):
+        raise ValueError('--dragonfly "%s": expected "G,GL;C,CL;R,RL;N", whole numbers from 1 '
+                         "to %d" % (params, gp.MAX_NPUS))
     hosts = parts[0][0] * parts[1][0] * parts[2][0] * parts[3][0]
     if hosts != num_npus:
         raise ValueError('--dragonfly "%s" holds %d hosts, not --npus %d'
@@ -396,6 +430,12 @@ def dragonfly_platform(preset, num_npus, params, per_node=None, scaleup=False):
         # its tables (a crash on this machine).
         raise ValueError('--dragonfly "%s": %d groups but %d routers per chassis; SimGrid '
                          "needs groups <= routers per chassis" % (params, parts[0][0], parts[2][0]))
+    # simrun's count (sim/net/platform_file.c): a host and its links, the routers, the
+    # links inside a chassis and a group, one between every two groups
+    g, c, r = parts[0][0], parts[1][0], parts[2][0]
+    gp.check_elements(3 * hosts + g * c * r + g * c * r * (r - 1) // 2 + g * r * c * (c - 1) // 2
+                      + g * (g - 1) // 2 + (3 * num_npus if scaleup else 0),
+                      '--dragonfly "%s"' % params)
     props = _props(p, per_node, scaleup)
     body = gp.cluster_xml(num_npus, p["speed_flops"], p["nic_Bps"], p["link_latency_s"],
                           '\n           topology="DRAGONFLY" topo_parameters="%s"' % params, props)
@@ -526,7 +566,7 @@ def build(a, fat_tree_platform):
         return clos3_platform(a.preset, a.npus, a.npus_per_node,
                               64 if a.leaf_hosts is None else a.leaf_hosts,
                               16 if a.leaves_per_pod is None else a.leaves_per_pod,
-                              tuple(o), a.scaleup_sim)
+                              tuple(o), a.scaleup_sim, a.oversub)
     if fabric == "rail":
         if a.su_servers is not None and a.su_servers < 2:
             raise ValueError("--su-servers %d: expected at least 2 servers per scalable unit"

@@ -20,22 +20,34 @@
 # results/moe/deepseek16k_policies.csv (simrun's columns and a trace_step
 # column) and results/moe/deepseek16k_policies.png.  The trace (6 MB) is
 # generated in a scratch folder and not kept.
+# BUILD_DIR (default build) must hold moetrace and simrun: checked first,
+# one line and exit 1 when one is missing.  Every output is made in the
+# scratch folder and moved over the one in results/moe only when all of them
+# are complete, so a run that fails (a simrun error, a missing tool,
+# interrupted) leaves results/moe as it was.
 set -eu
 BUILD=${1:-build}
 cd "$(dirname "$0")/.."
+for tool in moetrace simrun; do
+    if [ ! -f "$BUILD/$tool" ] || [ ! -x "$BUILD/$tool" ]; then
+        echo "moe16k_experiment.sh: $BUILD/$tool: not found or not executable; build first (cmake --build $BUILD -j2) or give the build folder as the argument" >&2
+        exit 1
+    fi
+done
 OUT=results/moe
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
-mkdir -p "$OUT"
+trap 'exit 130' INT
+trap 'exit 143' TERM
+mkdir "$TMP/out"
 P=platforms/16k_npu.xml
 W=workloads/deepseek_v3_class.json
 
 "$BUILD/moetrace" -o "$TMP/skew.trace" --workload "$W" --top2-share 0.2 --drift 0.05 --steps 2 \
     --seed 2026
-"$BUILD/moetrace" --stats "$TMP/skew.trace" >"$OUT/deepseek16k_trace_stats.csv"
+"$BUILD/moetrace" --stats "$TMP/skew.trace" >"$TMP/out/deepseek16k_trace_stats.csv"
 
-CSV=$OUT/deepseek16k_policies.csv
-rm -f "$CSV"
+CSV=$TMP/out/deepseek16k_policies.csv
 for step in 1; do
     "$BUILD/simrun" --quiet --csv "$TMP/step$step.csv" --fold-dp 64 --moe-sample-mb 1 \
         --ep-alltoall-algorithm pairwise \
@@ -45,7 +57,7 @@ for step in 1; do
     fi
     tail -n +2 "$TMP/step$step.csv" | sed "s/\$/,$step/" >>"$CSV"
 done
-/usr/bin/python3 analysis/plot_moe_policies.py "$CSV" "$OUT/deepseek16k_policies.png" \
+/usr/bin/python3 analysis/plot_moe_policies.py "$CSV" "$TMP/out/deepseek16k_policies.png" \
     "skewed trace (top-2 share 0.2), pairwise all-to-all, --fold-dp 64 --moe-sample-mb 1, step 1"
 
 # Combined 1F1B at 16K (docs/moe.md, "Overlapping the all-to-alls"): interleaved
@@ -53,8 +65,7 @@ done
 # workload's uneven first and last stages replaced), balanced routing, with and
 # without the overlap, at 16 and 32 micro-batches (global batch 16384, 32768:
 # interleaving needs a multiple of PP); about 82 s of simulation (6 December 2026).  results/moe/deepseek16k_overlap.csv
-OV=$OUT/deepseek16k_overlap.csv
-rm -f "$OV"
+OV=$TMP/out/deepseek16k_overlap.csv
 for gbs in 16384 32768; do
     for overlap in false true; do
         "$BUILD/simrun" --quiet --csv "$OV" --fold-dp 64 --moe-sample-mb 1 --schedule interleaved \
@@ -63,4 +74,17 @@ for gbs in 16384 32768; do
             --set virtual_pipeline_model_parallel_size=2 --set global_batch_size=$gbs \
             --set overlap_moe_expert_parallel_comm=$overlap $P $W
     done
+done
+
+# Every output is complete: each goes over the shipped one by a rename in
+# results/moe (a copy beside it first, as the scratch folder may be on another
+# file system), so no file there is ever half written.
+mkdir -p "$OUT"
+for name in deepseek16k_trace_stats.csv deepseek16k_policies.csv deepseek16k_policies.png \
+    deepseek16k_overlap.csv; do
+    if ! cp "$TMP/out/$name" "$OUT/.$name.part" || ! mv -f "$OUT/.$name.part" "$OUT/$name"; then
+        rm -f "$OUT/.$name.part"
+        echo "moe16k_experiment.sh: cannot write $OUT/$name" >&2
+        exit 1
+    fi
 done

@@ -11,31 +11,44 @@
 # same steps again with combined 1F1B (model.overlap_moe_expert_parallel_comm,
 # docs/moe.md) for every policy but FasterMoE, which it does not combine
 # with: results/moe/overlap.csv.
+# BUILD_DIR (default build) must hold moetrace and simrun: checked first,
+# one line and exit 1 when one is missing.  Every output is made in a
+# scratch folder and moved over the one in results/moe only when all of them
+# are complete, so a run that fails (a simrun error, a missing tool,
+# interrupted) leaves results/moe as it was.
 set -eu
 BUILD=${1:-build}
 cd "$(dirname "$0")/.."
+for tool in moetrace simrun; do
+    if [ ! -f "$BUILD/$tool" ] || [ ! -x "$BUILD/$tool" ]; then
+        echo "moe_experiment.sh: $BUILD/$tool: not found or not executable; build first (cmake --build $BUILD -j2) or give the build folder as the argument" >&2
+        exit 1
+    fi
+done
 OUT=results/moe
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
-mkdir -p "$OUT"
+trap 'exit 130' INT
+trap 'exit 143' TERM
+mkdir "$TMP/out"
 
 "$BUILD/moetrace" -o "$TMP/skew.trace" --workload workloads/moe_21b_32npu.json \
     --top2-share 0.7 --drift 0.05 --steps 5 --seed 2026
-"$BUILD/moetrace" --stats "$TMP/skew.trace" >"$OUT/trace_stats.csv"
+"$BUILD/moetrace" --stats "$TMP/skew.trace" >"$TMP/out/trace_stats.csv"
 
-rm -f "$OUT/policies.csv"
+CSV=$TMP/out/policies.csv
 for step in 1 2 3 4; do
     "$BUILD/simrun" --quiet --csv "$TMP/step$step.csv" --moe-trace "$TMP/skew.trace" \
         --moe-trace-step "$step" --moe-policy all platforms/moe_32npu.xml \
         workloads/moe_21b_32npu.json
-    if [ ! -f "$OUT/policies.csv" ]; then
-        head -1 "$TMP/step$step.csv" | sed 's/$/,trace_step/' >"$OUT/policies.csv"
+    if [ ! -f "$CSV" ]; then
+        head -1 "$TMP/step$step.csv" | sed 's/$/,trace_step/' >"$CSV"
     fi
-    tail -n +2 "$TMP/step$step.csv" | sed "s/\$/,$step/" >>"$OUT/policies.csv"
+    tail -n +2 "$TMP/step$step.csv" | sed "s/\$/,$step/" >>"$CSV"
 done
-/usr/bin/python3 analysis/plot_moe_policies.py "$OUT/policies.csv" "$OUT/policies.png"
+/usr/bin/python3 analysis/plot_moe_policies.py "$CSV" "$TMP/out/policies.png"
 
-rm -f "$OUT/overlap.csv"
+OV=$TMP/out/overlap.csv
 for policy in none switch efficientmoe; do
     for step in 1 2 3 4; do
         rm -f "$TMP/ov.csv"
@@ -43,9 +56,21 @@ for policy in none switch efficientmoe; do
             --moe-trace-step "$step" --moe-policy "$policy" \
             --set overlap_moe_expert_parallel_comm=true platforms/moe_32npu.xml \
             workloads/moe_21b_32npu.json
-        if [ ! -f "$OUT/overlap.csv" ]; then
-            head -1 "$TMP/ov.csv" | sed 's/$/,trace_step/' >"$OUT/overlap.csv"
+        if [ ! -f "$OV" ]; then
+            head -1 "$TMP/ov.csv" | sed 's/$/,trace_step/' >"$OV"
         fi
-        tail -n +2 "$TMP/ov.csv" | sed "s/\$/,$step/" >>"$OUT/overlap.csv"
+        tail -n +2 "$TMP/ov.csv" | sed "s/\$/,$step/" >>"$OV"
     done
+done
+
+# Every output is complete: each goes over the shipped one by a rename in
+# results/moe (a copy beside it first, as the scratch folder may be on another
+# file system), so no file there is ever half written.
+mkdir -p "$OUT"
+for name in trace_stats.csv policies.csv policies.png overlap.csv; do
+    if ! cp "$TMP/out/$name" "$OUT/.$name.part" || ! mv -f "$OUT/.$name.part" "$OUT/$name"; then
+        rm -f "$OUT/.$name.part"
+        echo "moe_experiment.sh: cannot write $OUT/$name" >&2
+        exit 1
+    fi
 done

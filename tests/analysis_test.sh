@@ -314,6 +314,271 @@ assert ax_m.get_xlabel() == "peak device memory (% of HBM capacity)"
 EOF
 then ok; else ko "figures carry labels in words, titles naming the runs, panels per device count"; fi
 
+# ---- numbers the plots cannot draw, and values out of their range -------------
+# setcol FILE COLUMN ROW VALUE: FILE with COLUMN of line ROW (or of every data line:
+# all) set to VALUE, on stdout.
+setcol() {
+    awk -F, -v col="$2" -v row="$3" -v val="$4" 'BEGIN { OFS = "," }
+        NR == 1 { for (i = 1; i <= NF; i++) if ($i == col) c = i }
+        NR > 1 && (row == "all" || NR == row) { $c = val } { print }' "$1"
+}
+# nan, inf and 1e308 were read by float(): a traceback from matplotlib, or points
+# silently left out of a sweep; now one line naming the file, line and column.
+setcol "$R" iteration_s 2 nan >"$TMP/p_nan.csv"
+expect_error "planners iteration_s nan (was a traceback)" \
+    "p_nan.csv:2: column 'iteration_s': expected a finite number" plot_planners.py "$TMP/p_nan.csv" -o "$TMP/bad.png"
+setcol "$R" bubble_ratio 3 1e308 >"$TMP/p_big.csv"
+expect_error "planners bubble_ratio 1e308 (was a traceback)" "p_big.csv:3: column 'bubble_ratio'" \
+    plot_planners.py "$TMP/p_big.csv" -o "$TMP/bad.png"
+setcol "$R" peak_fraction 2 -0.5 >"$TMP/p_neg.csv"
+expect_error "planners negative peak_fraction" "p_neg.csv:2: column 'peak_fraction': expected a ratio of 0 or more" \
+    plot_planners.py "$TMP/p_neg.csv" -o "$TMP/bad.png"
+setcol "$R" npus all nan >"$TMP/p_npus.csv"
+expect_error "planners npus nan (was '(nan NPUs)' in the title)" "p_npus.csv:2: column 'npus'" \
+    plot_planners.py "$TMP/p_npus.csv" -o "$TMP/bad.png"
+setcol "$R" iteration_s 2 -1 >"$TMP/p_negt.csv"
+expect_error "planners negative time names its line" "p_negt.csv:2: column 'iteration_s': expected a positive time" \
+    plot_planners.py "$TMP/p_negt.csv" -o "$TMP/bad.png"
+[ "$(wc -l <"$TMP/err")" -eq 1 ] && ok || ko "planners negative time: one line (the panel title's overrides were a second)"
+setcol "$S" bubble_ratio 2 nan >"$TMP/s_nan.csv"
+expect_error "sweep y nan (was left out silently)" "s_nan.csv:2: column 'bubble_ratio': expected a finite number" \
+    plot_sweep.py "$TMP/s_nan.csv" --x num_micro_batches --y bubble_ratio --agg mean -o "$TMP/bad.png"
+setcol "$S" bubble_ratio all inf >"$TMP/s_inf.csv"
+expect_error "sweep y all inf (was a traceback)" "s_inf.csv:2: column 'bubble_ratio'" \
+    plot_sweep.py "$TMP/s_inf.csv" --x num_micro_batches --y bubble_ratio --agg mean -o "$TMP/bad.png"
+setcol "$S" num_micro_batches 3 inf >"$TMP/s_xinf.csv"
+expect_error "sweep x inf (was drawn off the axis)" "s_xinf.csv:3: column 'num_micro_batches'" \
+    plot_sweep.py "$TMP/s_xinf.csv" --x num_micro_batches --y bubble_ratio --agg mean -o "$TMP/bad.png"
+expect_error "sweep --ymin nan" "argument --ymin: expected a finite number" plot_sweep.py "$S" \
+    --x num_micro_batches --y bubble_ratio --agg mean --ymin nan -o "$TMP/bad.png"
+[ "$(wc -l <"$TMP/err")" -eq 1 ] && ok || ko "sweep --ymin nan: one line (argparse's usage was more)"
+expect_error "sweep --ymin above every value" "--ymin 1e9: the y axis would start above every value" \
+    plot_sweep.py "$S" --x num_micro_batches --y bubble_ratio --agg mean --ymin 1e9 -o "$TMP/bad.png"
+expect_error "sweep --ymin 0 --logy" "--ymin 0: a logarithmic y axis (--logy) cannot start at 0" \
+    plot_sweep.py "$S" --x num_micro_batches --y bubble_ratio --agg mean --ymin 0 --logy -o "$TMP/bad.png"
+sed '2s/^8,/nan,/' $D/frontier_devices.csv >"$TMP/f_dev.csv"
+expect_error "frontier devices nan (was a traceback)" "f_dev.csv:2: column 'devices'" \
+    plot_frontier.py "$TMP/f_dev.csv" -o "$TMP/bad.png"
+sed '2s/^8,/0,/' $D/frontier_devices.csv >"$TMP/f_dev0.csv"
+expect_error "frontier devices 0" "f_dev0.csv:2: column 'devices': expected a positive whole number of devices" \
+    plot_frontier.py "$TMP/f_dev0.csv" -o "$TMP/bad.png"
+for cap in 0 -1 1e-320; do
+    sed "s/,80e9\$/,$cap/" "$F" >"$TMP/f_cap.csv"
+    expect_error "frontier capacity $cap (was a traceback or an axis of inf %)" \
+        "f_cap.csv:2: column 'capacity_bytes': expected a positive capacity" plot_frontier.py "$TMP/f_cap.csv" -o "$TMP/bad.png"
+done
+setcol "$F" iteration_s 2 1e308 >"$TMP/f_big.csv"
+expect_error "frontier iteration_s 1e308 (was an IndexError)" "f_big.csv:2: column 'iteration_s'" \
+    plot_frontier.py "$TMP/f_big.csv" -o "$TMP/bad.png"
+expect_error "frontier --cut nan" "argument --cut: expected a finite number" plot_frontier.py "$F" --cut nan \
+    -o "$TMP/bad.png"
+expect_error "frontier --devices 8.5" "argument --devices: expected a positive whole number" plot_frontier.py \
+    $D/frontier_devices.csv --devices 8.5 -o "$TMP/bad.png"
+# the largest and smallest numbers accepted draw without a warning
+for t in 1e29 1e-29; do
+    setcol "$F" iteration_s all $t >"$TMP/f_eq.csv"
+    expect_png "frontier every time $t" "$TMP/f.png" plot_frontier.py "$TMP/f_eq.csv" -o "$TMP/f.png"
+    [ ! -s "$TMP/err" ] && ok || ko "frontier every time $t: said something on stderr"
+done
+setcol "$F" memory_bytes all 0 >"$TMP/f_mem0.csv"
+expect_png "frontier every plan of 0 bytes" "$TMP/f.png" plot_frontier.py "$TMP/f_mem0.csv" -o "$TMP/f.png"
+[ ! -s "$TMP/err" ] && ok || ko "frontier every plan of 0 bytes: a warning (identical x limits)"
+
+# plot_moe_policies: rows of several runs, counts out of range, the error bars
+# (three steps of results/moe/policies.csv)
+head -1 results/moe/policies.csv >"$TMP/moe3.csv"
+grep -E ',[123]$' results/moe/policies.csv >>"$TMP/moe3.csv"
+setcol "$TMP/moe3.csv" platform 6 platforms/other.xml >"$TMP/moe_mixed.csv"
+expect_error "moe rows of two platforms (were averaged together)" \
+    "moe_mixed.csv:6: column 'platform': 'platforms/other.xml', but line 2 has" \
+    plot_moe_policies.py "$TMP/moe_mixed.csv" "$TMP/bad.png"
+awk 'NR == 2 { print } { print }' "$TMP/moe3.csv" >"$TMP/moe_dup.csv"
+expect_error "moe a row twice (was averaged in)" "moe_dup.csv:3: a second row of policy" \
+    plot_moe_policies.py "$TMP/moe_dup.csv" "$TMP/bad.png"
+setcol "$TMP/moe3.csv" moe_dropped_tokens 2 1e20 >"$TMP/moe_drop.csv"
+expect_error "moe more dropped than assignments (a share over 100%)" \
+    "moe_drop.csv:2: column 'moe_dropped_tokens': '1e20' dropped of" plot_moe_policies.py "$TMP/moe_drop.csv" "$TMP/bad.png"
+setcol "$TMP/moe3.csv" moe_copy_s 3 -1 >"$TMP/moe_neg.csv"
+expect_error "moe negative copy time" "moe_neg.csv:3: column 'moe_copy_s': expected a time of 0 s or more" \
+    plot_moe_policies.py "$TMP/moe_neg.csv" "$TMP/bad.png"
+setcol "$TMP/moe3.csv" moe_padding_flops 2 nan >"$TMP/moe_nan.csv"
+expect_error "moe padding nan (was a traceback)" "moe_nan.csv:2: column 'moe_padding_flops'" \
+    plot_moe_policies.py "$TMP/moe_nan.csv" "$TMP/bad.png"
+setcol "$TMP/moe3.csv" iteration_s 2 1e308 >"$TMP/moe_big.csv"
+expect_error "moe iteration_s 1e308 (was a negative yerr traceback)" "moe_big.csv:2: column 'iteration_s'" \
+    plot_moe_policies.py "$TMP/moe_big.csv" "$TMP/bad.png"
+# three equal times whose mean rounds below them: the error bar was -9e-16 (a traceback)
+setcol "$TMP/moe3.csv" iteration_s all 7.215400323407826 >"$TMP/moe_eq.csv"
+expect_png moe_equal_steps "$TMP/m3.png" plot_moe_policies.py "$TMP/moe_eq.csv" "$TMP/m3.png" "three steps"
+
+# A figure is never written over its input (a CSV named .svg, by any name for it).
+cp "$S" "$TMP/in.svg"
+ln -s in.svg "$TMP/link.svg"
+ln "$TMP/in.svg" "$TMP/hard.svg"
+for out in in.svg link.svg hard.svg; do
+    expect_error "sweep -o $out = the input" "is the input file" plot_sweep.py "$TMP/in.svg" \
+        --x num_micro_batches --y bubble_ratio --agg mean -o "$TMP/$out"
+done
+cp "$R" "$TMP/r.svg" && cp "$F" "$TMP/f.svg" && cp "$TMP/moe.csv" "$TMP/m.svg"
+expect_error "planners -o = the input" "-o $TMP/r.svg: is the input file" plot_planners.py "$TMP/r.svg" -o "$TMP/r.svg"
+expect_error "frontier -o = the input" "-o $TMP/f.svg: is the input file" plot_frontier.py "$TMP/f.svg" -o "$TMP/f.svg"
+expect_error "moe_policies PNG = the input" "$TMP/m.svg: is the input file" plot_moe_policies.py "$TMP/m.svg" "$TMP/m.svg"
+cmp -s "$TMP/in.svg" "$S" && cmp -s "$TMP/r.svg" "$R" && cmp -s "$TMP/f.svg" "$F" && cmp -s "$TMP/m.svg" "$TMP/moe.csv" &&
+    ok || ko "an input given as the output was overwritten"
+expect_error "sweep -o ''" "-o '': empty file name" plot_sweep.py "$S" --x num_micro_batches --y bubble_ratio \
+    --agg mean -o ""
+expect_error "planners without -o: one line" "the following arguments are required: -o" plot_planners.py "$R"
+[ "$(wc -l <"$TMP/err")" -eq 1 ] && ok || ko "argparse's own error: one line"
+if "$PYTHON" - <<'EOF' 2>"$TMP/err"
+import sys
+sys.path.insert(0, "analysis")
+import npcsv, plot_moe_policies
+for v in ([7.215400323407826] * 3, [1e29, 3e29, 2e29], [0.1, 0.2, 0.7]):
+    m, lo, hi = plot_moe_policies.stats(v)
+    assert min(v) <= m <= max(v) and lo >= 0 and hi >= 0, (v, m, lo, hi)
+t = npcsv.Table("t.csv", ["a"], [{"a": x} for x in ("0", "1e-30", "-1e30", "2.5")], [2, 3, 4, 5])
+assert [t.number(i, "a") for i in range(4)] == [0, 1e-30, -1e30, 2.5]
+for x in ("nan", "inf", "-inf", "1e400", "1e31", "1e-31", "1e-320", "1_000", "0x10", ""):
+    t.rows[0]["a"] = x
+    try:
+        t.number(0, "a")
+    except npcsv.InputError as e:
+        assert str(e).startswith("t.csv:2: column 'a': expected "), e
+    else:
+        raise AssertionError(f"{x} read as a number")
+EOF
+then ok; else ko "npcsv.Table.number refuses nan, inf, magnitudes out of 1e-30..1e30; stats' error bars >= 0"; fi
+
+# ---- tests/validation/validate.py: the command line, before anything runs ----------
+# (--only opt-175b is not simulated: instant.)  The page is the whole validation; an
+# existing file that is not a page it wrote is never overwritten.
+V=tests/validation/validate.py
+# expect_refusal NAME PATTERN ARGS...: exit 2, one line on stderr containing PATTERN,
+# no traceback.
+expect_refusal() {
+    name=$1 pattern=$2
+    shift 2
+    "$PYTHON" "$V" --build build "$@" >"$TMP/out" 2>"$TMP/err"
+    got=$?
+    if [ "$got" -ne 2 ]; then
+        ko "validate.py $name: exit $got, expected 2"
+    elif grep -q Traceback "$TMP/err"; then
+        ko "validate.py $name: Python traceback"
+    elif [ "$(wc -l <"$TMP/err")" -ne 1 ] || ! grep -q -F -- "$pattern" "$TMP/err"; then
+        ko "validate.py $name: stderr is not one line containing '$pattern'"
+    else
+        ok
+    fi
+}
+mkdir "$TMP/v"
+printf 'my notes\n' >"$TMP/v/notes.md"
+: >"$TMP/v/afile"
+expect_refusal "--write-docs with --only (rewrote the page with one entry)" \
+    "--write-docs with --only opt-175b: the page is the whole validation" --only opt-175b --write-docs "$TMP/v/page.md"
+expect_refusal "--write-docs a directory (IsADirectoryError after the run)" \
+    "--write-docs $TMP/v: is a directory" --only opt-175b --write-docs "$TMP/v"
+expect_refusal "--write-docs in a missing folder (FileNotFoundError after the run)" \
+    "folder $TMP/v/none does not exist" --only opt-175b --write-docs "$TMP/v/none/page.md"
+expect_refusal "--write-docs onto a file it did not write" \
+    "--write-docs $TMP/v/notes.md: exists and is not a page validate.py wrote" --only opt-175b \
+    --write-docs "$TMP/v/notes.md"
+expect_refusal '--write-docs ""' '--write-docs "": empty file name' --only opt-175b --write-docs ""
+expect_refusal "--jobs 0 (ValueError)" "argument --jobs: expected a whole number of simrun processes, at least 1, got '0'" \
+    --only opt-175b --jobs 0
+expect_refusal "--jobs -3" "got '-3'" --only opt-175b --jobs -3
+expect_refusal "--keep a file (FileExistsError)" "--keep $TMP/v/afile: exists and is not a directory" \
+    --only opt-175b --keep "$TMP/v/afile"
+[ "$(cat "$TMP/v/notes.md")" = "my notes" ] && [ "$(ls -A "$TMP/v" | tr '\n' ' ')" = "afile notes.md " ] &&
+    ok || ko "validate.py refusals: a file changed or was left in the folder"
+# the page is written whole, over a page it wrote only, keeping its mode
+if "$PYTHON" - "$TMP/v" <<'EOF' 2>"$TMP/err"
+import os, sys
+sys.path.insert(0, "tests/validation")
+import validate
+d = sys.argv[1]
+page = os.path.join(d, "page.md")
+validate.write_page(page, "# V\n\n" + validate.PAGE_MARKER + " -->\nold\n")
+os.chmod(page, 0o640)
+validate.check_page_target(page)            # a page it wrote: may be replaced
+validate.write_page(page, "# V\n\n" + validate.PAGE_MARKER + " -->\nnew\n")
+assert open(page).read().endswith("new\n") and os.stat(page).st_mode & 0o777 == 0o640
+assert sorted(os.listdir(d)) == ["afile", "notes.md", "page.md"], os.listdir(d)
+for name in ("notes.md", "afile"):
+    try:
+        validate.check_page_target(os.path.join(d, name))
+    except validate.UsageError:
+        pass
+    else:
+        raise AssertionError(name)
+with open("docs/validation.md") as f:   # the shipped page carries the mark
+    assert any(l.startswith(validate.PAGE_MARKER) for l in f.readlines()[:10])
+EOF
+then ok; else ko "validate.write_page replaces a page whole, check_page_target knows its pages"; fi
+
+# ---- scripts/moe_experiment.sh, moe16k_experiment.sh: results/moe stays whole -------
+# Run on a copy of what they need in $TMP/tree, never on results/: with a build folder
+# without simrun they deleted results/moe/policies.csv, and a simrun failing half way
+# left it half rebuilt.  Fake moetrace and simrun replay results/moe/policies.csv.
+mkdir -p "$TMP/tree/scripts" "$TMP/tree/analysis" "$TMP/tree/results/moe" "$TMP/fake" "$TMP/nosim"
+cp scripts/moe_experiment.sh scripts/moe16k_experiment.sh "$TMP/tree/scripts/"
+cp analysis/*.py "$TMP/tree/analysis/"
+for f in trace_stats policies overlap deepseek16k_trace_stats deepseek16k_policies deepseek16k_overlap; do
+    printf 'shipped %s\n' "$f" >"$TMP/tree/results/moe/$f.csv"
+done
+cat >"$TMP/fake/moetrace" <<'EOF'
+#!/bin/sh
+case $1 in -o) echo trace >"$2" ;; --stats) printf 'step,share\n0,0.7\n' ;; esac
+EOF
+cat >"$TMP/fake/simrun" <<'EOF'
+#!/bin/sh
+# the rows of $FAKE_SRC (last column: the step) of --moe-trace-step and --moe-policy,
+# appended to --csv without that column; exit 1 at call $FAKE_FAIL_AT
+n=$(($(cat "$FAKE_COUNT" 2>/dev/null || echo 0) + 1)); echo $n >"$FAKE_COUNT"
+[ "$n" = "${FAKE_FAIL_AT:-0}" ] && { echo "simrun: failed" >&2; exit 1; }
+csv= step=1 policy=all
+while [ $# -gt 0 ]; do
+    case $1 in --csv) csv=$2; shift ;; --moe-trace-step) step=$2; shift ;; --moe-policy) policy=$2; shift ;; esac
+    shift
+done
+[ -f "$csv" ] || head -1 "$FAKE_SRC" | sed 's/,trace_step$//' >"$csv"
+awk -F, -v s="$step" -v p="$policy" 'NR == 1 { for (i = 1; i <= NF; i++) if ($i == "moe_policy") c = i; next }
+    $NF == s && (p == "all" || $c == p) { sub(/,[^,]*$/, ""); print }' "$FAKE_SRC" >>"$csv"
+EOF
+cp "$TMP/fake/moetrace" "$TMP/nosim/moetrace"
+chmod +x "$TMP/fake/moetrace" "$TMP/fake/simrun" "$TMP/nosim/moetrace"
+(cd "$TMP/tree/results/moe" && cksum *.csv) >"$TMP/shipped.sum"
+shipped_intact() { (cd "$TMP/tree/results/moe" && cksum *.csv) | cmp -s - "$TMP/shipped.sum" &&
+    [ "$(ls -A "$TMP/tree/results/moe" | grep -c '^\.')" -eq 0 ]; }
+for s in moe_experiment moe16k_experiment; do
+    sh "$TMP/tree/scripts/$s.sh" "$TMP/nosim" >"$TMP/out" 2>"$TMP/err"
+    got=$?
+    if [ "$got" -ne 1 ] || [ "$(wc -l <"$TMP/err")" -ne 1 ] || ! grep -q "^$s.sh: $TMP/nosim/simrun: not found" "$TMP/err"; then
+        ko "$s.sh without simrun: exit $got, expected 1 and one line naming simrun"
+    elif shipped_intact; then ok; else ko "$s.sh without simrun: results/moe changed"; fi
+    export FAKE_SRC="$PWD/results/moe/policies.csv" FAKE_COUNT="$TMP/fake/count"
+    [ $s = moe16k_experiment ] && FAKE_SRC="$PWD/results/moe/deepseek16k_policies.csv"
+    fails="2 6"   # among the policies' runs (4), then the overlap runs
+    [ $s = moe16k_experiment ] && fails="1 3"   # its one policies run, then the overlap runs
+    for at in $fails; do
+        rm -f "$FAKE_COUNT"
+        FAKE_FAIL_AT=$at sh "$TMP/tree/scripts/$s.sh" "$TMP/fake" >"$TMP/out" 2>"$TMP/err"
+        got=$?
+        if [ "$got" -eq 0 ]; then ko "$s.sh with simrun failing at run $at: exit 0"
+        elif shipped_intact; then ok; else ko "$s.sh with simrun failing at run $at: results/moe changed"; fi
+    done
+    rm -f "$FAKE_COUNT"
+    if sh "$TMP/tree/scripts/$s.sh" "$TMP/fake" >"$TMP/out" 2>"$TMP/err"; then
+        p=policies && [ $s = moe16k_experiment ] && p=deepseek16k_policies
+        if cmp -s "$TMP/tree/results/moe/$p.csv" "$FAKE_SRC" && is_png "$TMP/tree/results/moe/$p.png" &&
+            [ "$(ls -A "$TMP/tree/results/moe" | grep -c '^\.')" -eq 0 ]; then ok; else
+            ko "$s.sh: the results were not all replaced, or a temporary file was left"; fi
+    else
+        ko "$s.sh with a working build: exit $?"
+    fi
+    unset FAKE_SRC FAKE_COUNT
+    (cd "$TMP/tree/results/moe" && cksum *.csv) >"$TMP/shipped.sum"
+done
+
 # ---- the frontier against brute force ---------------------------------------
 if "$PYTHON" - <<'EOF' 2>"$TMP/err"
 import random, sys

@@ -113,6 +113,42 @@ bad "--preset without --npus" 2 "--preset needs --npus" --preset 910b
 bad "--fabric torus without --torus" 2 "needs --torus" --preset 910b --npus 64 --fabric torus
 bad "argparse's own error is one line" 2 "argument --flat: invalid int value" --flat abc
 
+# --- platforms simrun refuses: not written ------------------------------------
+# (each was written, and simrun then refused it)
+bad "--oversub 1e308 on clos3 (a 2e-297 B/s link)" 2 \
+    "--oversub 1e308: makes each leaf's up-link (8 hosts x 25e9 B/s / 1e308) 2e-297 B/s, outside simrun's link range 1e3 to 1e30 B/s" \
+    --preset 910b --npus 64 --fabric clos3 --leaf-hosts 8 --leaves-per-pod 2 --oversub 1e308
+bad "--oversub 1,1e308 on clos3 (pod up-links)" 2 "--oversub 1,1e308: makes each pod's up-link" \
+    --preset 910b --npus 64 --fabric clos3 --leaf-hosts 8 --leaves-per-pod 2 --oversub 1,1e308
+bad "--oversub O1,O2 on a clos3 of one pod (O2 ignored)" 2 "--oversub 1,4: the pod-spine ratio O2 applies to a Clos of several pods" \
+    --preset 910b --npus 64 --fabric clos3 --leaf-hosts 8 --leaves-per-pod 8 --oversub 1,4
+bad "--topo with a count over simrun's" 2 '--topo "2;8,8;1,99999999999;1,1": expected .* whole numbers from 1 to 1000000000' \
+    --preset 910b --npus 64 --topo "2;8,8;1,99999999999;1,1"
+bad "--topo of 9 levels (simrun reads 8)" 2 '--topo "9;.*L from 1 to 8' --preset 910b --npus 64 \
+    --topo "9;1,1,1,1,1,1,1,8,8;1,1,1,1,1,1,1,1,8;1,1,1,1,1,1,1,1,1"
+bad "--topo over simrun's 2e6 elements" 2 '--topo "2;8,8;1,999999;1,1": a platform of about 9e+06 hosts, switches and links, over simrun.s bound of 2e6' \
+    --preset 910b --npus 64 --topo "2;8,8;1,999999;1,1"
+bad "--npus over simrun's 2e6 elements" 2 "--npus 1048576: a platform of about 3.15e+06" --preset 910b --npus 1048576
+bad "--fabric rail of a billion NPUs (a hang building its radical)" 2 "--npus 1000000000 --fabric rail .*over simrun" \
+    --preset 910b --npus 1000000000 --fabric rail
+bad "--leaves-per-pod 8192 (67M zone routes)" 2 "--leaves-per-pod 8192 .*over simrun" --preset 910b --npus 65536 \
+    --fabric clos3 --leaf-hosts 8 --leaves-per-pod 8192
+bad "--flat 1000000 over simrun's elements" 2 "--flat 1000000: a platform of about 3e+06" --flat 1000000
+bad "--free-comm over simrun's elements" 2 "--free-comm 1000000: a platform" --free-comm 1000000
+bad "--torus of 4 dimensions" 2 "--torus 4,4,4,1: expected X,Y\[,Z\], 2 or 3" --preset 910b --npus 64 \
+    --fabric torus --torus 4,4,4,1
+bad "--torus of 1 dimension" 2 "--torus 64: expected X,Y\[,Z\], 2 or 3" --preset 910b --npus 64 \
+    --fabric torus --torus 64
+bad "--dragonfly with a count over simrun's" 2 '--dragonfly "4,1;2,1;4,1;2000000000": expected' --preset 910b \
+    --npus 64 --fabric dragonfly --dragonfly "4,1;2,1;4,1;2000000000"
+bad "--allow-large with --all" 2 "--allow-large: applies to --preset, --flat and --free-comm, not --all" \
+    --all "$TMP/out" --allow-large
+rm -f "$TMP"/out/* 2>/dev/null
+# --allow-large writes what simrun --allow-large loads
+"$PY" "$GEN" --preset 910b --npus 64 --topo "2;8,8;1,999999;1,1" --allow-large -o "$OUT" 2>"$TMP/err" &&
+    grep -q 'topo_parameters="2;8,8;1,999999;1,1"' "$OUT" && ok || ko "--allow-large writes a platform over the bound"
+rm -f "$OUT"
+
 # --- options that do not apply: refused, not ignored -------------------------
 bad "--planes 2 on the fat tree (wrote one plane)" 2 "--planes 2: applies to --fabric rail only" \
     --preset 910b --npus 1024 --planes 2
@@ -152,6 +188,8 @@ if [ -w /dev/full ]; then
     out "-o /dev/full" "-o /dev/full: cannot write: No space left on device" --flat 4 -o /dev/full
 fi
 out "--all into a missing folder" "--all /nonexistent/x: not a directory" --all /nonexistent/x
+"$PY" "$GEN" --flat 4 -o "" >"$TMP/stdout" 2>"$TMP/err"
+check_refusal '-o "" (was written beside the working folder)' 2 '-o "": empty file name' $? && ok
 rm -f "$TMP"/out/* "$TMP"/out/.[!.]* 2>/dev/null
 bad "-o with --all" 2 "-o $OUT: does not apply to --all" --all "$TMP/out"
 
@@ -176,11 +214,43 @@ got=$?
 check_refusal "standard output full" 1 "cannot write standard output" $got && ok
 
 # --- what is written ---------------------------------------------------------
-# A good run replaces the target whole and keeps its permissions.
-printf 'old\n' >"$OUT" && chmod 600 "$OUT"
+# A good run replaces a platform it wrote whole and keeps its permissions.
+cp platforms/test_8npu.xml "$OUT" && chmod 600 "$OUT"
 if "$PY" "$GEN" --preset 910b --npus 16 -o "$OUT" 2>"$TMP/err" && cmp -s "$OUT" platforms/test_16npu.xml &&
     [ "$(ls -l "$OUT" | cut -c1-10)" = "-rw-------" ] && [ "$(ls -A "$TMP/out")" = p.xml ]; then ok; else
     ko "a good run replaces the target whole, keeping its mode"; fi
+# ... and an empty file (mktemp's)
+rm -f "$OUT" && : >"$OUT"
+"$PY" "$GEN" --preset 910b --npus 16 -o "$OUT" 2>"$TMP/err" && cmp -s "$OUT" platforms/test_16npu.xml &&
+    ok || ko "-o an empty file writes the platform"
+
+# Any other existing file is never overwritten (a workload JSON given as -o became
+# XML): one line naming it, exit 1, the file as it was, nothing left beside it; the
+# same through a symbolic link, and with --all into a folder holding such a file.
+for content in '{"model": {}}' 'a platform written by hand, not generated'; do
+    rm -f "$TMP"/out/* "$TMP"/out/.[!.]* 2>/dev/null
+    printf '%s\n' "$content" >"$OUT"
+    "$PY" "$GEN" --preset 910b --npus 16 -o "$OUT" >"$TMP/stdout" 2>"$TMP/err"
+    if check_refusal "-o an existing file that is not a platform ($content)" 1 \
+        "-o $OUT: exists and is not a platform gen_platform.py wrote" $?; then
+        [ "$(cat "$OUT")" = "$content" ] && [ "$(ls -A "$TMP/out")" = p.xml ] && ok ||
+            ko "-o an existing file: it changed or a file was left beside it"
+    fi
+done
+ln -s "$OUT" "$TMP/out/link.xml"
+"$PY" "$GEN" --flat 4 -o "$TMP/out/link.xml" >"$TMP/stdout" 2>"$TMP/err"
+check_refusal "-o a link to a file that is not a platform" 1 "exists and is not a platform" $? &&
+    { [ "$(cat "$OUT")" = "a platform written by hand, not generated" ] && ok || ko "-o a link: the file changed"; }
+mkdir "$TMP/allx"
+printf 'mine\n' >"$TMP/allx/test_torus_64.xml"
+"$PY" "$GEN" --all "$TMP/allx" >"$TMP/stdout" 2>"$TMP/err"
+if check_refusal "--all into a folder with another file of a shipped name" 1 \
+    "--all $TMP/allx/test_torus_64.xml: exists and is not a platform" $?; then
+    [ "$(ls -A "$TMP/allx")" = test_torus_64.xml ] && [ "$(cat "$TMP/allx/test_torus_64.xml")" = mine ] && ok ||
+        ko "--all wrote some files before refusing one"
+fi
+rm -rf "$TMP/allx" "$TMP/out/link.xml"
+rm -f "$TMP"/out/* "$TMP"/out/.[!.]* 2>/dev/null
 "$PY" "$GEN" --preset 910b --npus 16 -o - >"$TMP/stdout" 2>"$TMP/err" &&
     cmp -s "$TMP/stdout" platforms/test_16npu.xml && ok || ko "-o - writes standard output"
 
