@@ -55,7 +55,13 @@
 
 double cm_roofline_s(const cl_cluster *c, double flops, double bytes, double efficiency)
 {
-    double compute_s = flops > 0 ? flops / (c->peak_flops * efficiency) : 0.0;
+    return cm_roofline_at_peak_s(c, c->peak_flops, flops, bytes, efficiency);
+}
+
+double cm_roofline_at_peak_s(const cl_cluster *c, double peak_flops, double flops, double bytes,
+                             double efficiency)
+{
+    double compute_s = flops > 0 ? flops / (peak_flops * efficiency) : 0.0;
     double memory_s = bytes > 0 ? bytes / cm_hbm_bandwidth_Bps(c) : 0.0;
     return fmax(compute_s, memory_s) + c->kernel_launch_s;
 }

@@ -266,6 +266,9 @@ double cm_korthikanti_activation_bytes(double s, double b, double h, double a, i
 /* Roofline time of one operator: max(flops/(peak·efficiency), bytes/HBM bw)
  * + launch, the HBM bandwidth the achieved one (cm_hbm_bandwidth_Bps). */
 double cm_roofline_s(const cl_cluster *c, double flops, double bytes, double efficiency);
+/* The same roofline against another peak (FP8 GEMMs: the cluster's fp8_peak_flops). */
+double cm_roofline_at_peak_s(const cl_cluster *c, double peak_flops, double flops, double bytes,
+                             double efficiency);
 /* Ring all-reduce of `bytes` over `ranks` NPUs: 2(N−1)(α + S/(N·B)) on the
  * scale-up fabric (scale-out when the group is wider than a node). */
 double cm_ring_allreduce_s(const cl_cluster *c, int ranks, double bytes);

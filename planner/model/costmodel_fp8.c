@@ -42,7 +42,6 @@
  * parameter all-gather moves 1 byte per parameter (cm_precision.gather;
  * the norms' few parameters counted at 1 byte too).
  */
-#include <math.h>
 
 #include "costmodel_internal.h"
 
@@ -50,6 +49,7 @@ void cm_fp8_shape(shape *x, const wl_workload *w, const cl_cluster *c)
 {
     x->fp8 = w->training.fp8_format != WL_FP8_NONE && c->fp8_peak_flops > 0;
     x->fp8_peak = c->fp8_peak_flops;
+    x->fp8_params = x->fp8 && w->training.fp8_param_gather;
 }
 
 /* A linear layer's GEMM [m×k]·[k×n], `count` times (the experts'). */
@@ -59,10 +59,8 @@ double cm_linear_s(const shape *x, double m, double k, double n, double count)
         return cm_gemm_s(x, m, k, n, count);
     double flops = 2.0 * m * k * n * count;
     double bytes = ((m * k + k * n) * FP8_BYTES + m * n * x->D) * count;
-    double efficiency = cm_gemm_efficiency(x->c, m, k, n);
-    double compute_s = flops / (x->fp8_peak * efficiency);
-    double memory_s = bytes / cm_hbm_bandwidth_Bps(x->c);
-    return fmax(compute_s, memory_s) + x->c->kernel_launch_s;
+    return cm_roofline_at_peak_s(x->c, x->fp8_peak, flops, bytes,
+                                 cm_gemm_efficiency(x->c, m, k, n));
 }
 
 double cm_fp8_cast_s(const shape *x, double elements)
@@ -78,6 +76,5 @@ double cm_linear_input_bytes(const shape *x, double elements)
 double cm_fp8_weight_cache_bytes(const shape *x, double linear_params)
 {
     /* fp8_param_gather: the FP8 parameter and its transpose are the weight */
-    bool params = x->w->training.fp8_param_gather;
-    return x->fp8 && !params ? 2.0 * FP8_BYTES * linear_params : 0.0;
+    return x->fp8 && !x->fp8_params ? 2.0 * FP8_BYTES * linear_params : 0.0;
 }

@@ -77,7 +77,7 @@ typedef struct shape {
     double rq, rkv, dr;
     /* FP8 linear layers (training.fp8_format on a platform with fp8_flops):
      * costmodel_fp8.c. */
-    bool fp8;
+    bool fp8, fp8_params; /* fp8_params: fp8_param_gather */
     double fp8_peak;
 } shape;
 
