@@ -228,7 +228,6 @@ def plot(table, args):
     size = (8.5, 5.5) if not many else (4.3 * cols, 3.5 * rows_n + 0.8)
     fig, axes = plt.subplots(rows_n, cols, figsize=size, squeeze=False)
     handles = {}
-    notes = []
     for ax, (count, rows) in zip(axes.flat, parts.items()):
         undrawn, cut_off, right = draw_panel(ax, table, rows, args, cap, palette, many)
         head = f"{count:,} NPUs" if count != "" else ""

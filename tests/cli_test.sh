@@ -170,12 +170,19 @@ done
 expect_error "an empty --moe-trace" 1 "option --moe-trace: expected a value, got an empty one" \
     --moe-trace "" "$P8" "$W8"
 expect_error "an empty --plan" 1 "option --plan: expected a value" --plan "" "$P8" "$W8"
-# a planner refusing the schedule --schedule gave names the command line, not
-# the workload (whose schedule is 1f1b); a --set schedule names the workload
-expect_error "--schedule refused by a planner" 1 "<command line>: --schedule: planner ft models the 1f1b" \
+# a planner refusing a schedule the command line gave (--schedule, which is
+# the override schedule="X", or --set) names the command line, not the
+# workload (whose schedule is 1f1b): wl_key_source()
+expect_error "--schedule refused by a planner" 2 "<command line>: schedule: planner ft models the 1f1b" \
     --planner ft --schedule gpipe "$P8" "$W8"
-expect_error "--set schedule refused by a planner" 2 "small_gpt.json: schedule: planner ft" \
+expect_error "--set schedule refused by a planner" 2 "<command line>: schedule: planner ft" \
     --planner ft --set 'schedule="gpipe"' "$P8" "$W8"
+# ... and a value of the file, with other keys set, names the file
+sed -e 's/"schedule": "1f1b"/"schedule": "interleaved"/' \
+    -e 's/"data_parallel_size": 2/"data_parallel_size": 2, "virtual_pipeline_model_parallel_size": 2/' \
+    "$W8" >"$TMP/interleaved_small.json"
+expect_error "the file's schedule refused by a planner" 2 "interleaved_small.json: schedule: planner csimd" \
+    --planner csimd --set training.micro_batch_size=1 "$P8" "$TMP/interleaved_small.json"
 # SimGrid options whose values crash or corrupt a run (docs/design.md,
 # "SimGrid options"), each refused by name before SimGrid sees it: parallel
 # contexts segfaulted at 16K NPUs, a 4 KiB stack segfaulted, a bandwidth

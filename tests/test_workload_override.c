@@ -210,6 +210,47 @@ static void test_cluster_mismatch_from_an_override_is_blamed_on_the_command_line
     wl_free(&w);
 }
 
+/* wl_key_source(): the keys the overrides set (by any spelling: bare,
+ * dotted, a layer's with either index form) and the keys inside an object an
+ * override replaced name the command line; every other key, including the
+ * object holding an overridden key, names the file. */
+static void test_key_source_names_what_the_overrides_set(void)
+{
+    const char *const set[] = {"schedule=gpipe", "micro_batch_size=1", "model.layers.1.params=5"};
+    wl_workload w;
+    np_error err;
+    CU_ASSERT_EQUAL_FATAL(test_wl_load_with("workloads/vgg16.json", set, 3, &w, &err), 0);
+    CU_ASSERT_STRING_EQUAL(wl_key_source(&w, "schedule"), "<command line>");
+    CU_ASSERT_STRING_EQUAL(wl_key_source(&w, "training.micro_batch_size"), "<command line>");
+    CU_ASSERT_STRING_EQUAL(wl_key_source(&w, "model.layers[1].params"), "<command line>");
+    CU_ASSERT_STRING_EQUAL(wl_key_source(&w, "training"), w.path);
+    CU_ASSERT_STRING_EQUAL(wl_key_source(&w, "training.global_batch_size"), w.path);
+    CU_ASSERT_STRING_EQUAL(wl_key_source(&w, "model.layers[10].params"), w.path);
+    CU_ASSERT_STRING_EQUAL(wl_key_source(&w, "planner"), w.path);
+    wl_free(&w);
+    /* no overrides: every key is the file's */
+    CU_ASSERT_EQUAL_FATAL(test_wl_load_with("workloads/small_gpt.json", NULL, 0, &w, &err), 0);
+    CU_ASSERT_STRING_EQUAL(wl_key_source(&w, "schedule"), w.path);
+    wl_free(&w);
+}
+
+/* More overrides than the loader records is refused, not half-recorded. */
+static void test_too_many_overrides_are_refused(void)
+{
+    const char *set[WL_MAX_OVERRIDES + 1];
+    for (int i = 0; i <= WL_MAX_OVERRIDES; i++)
+        set[i] = "micro_batch_size=1";
+    wl_workload w;
+    np_error err;
+    CU_ASSERT_EQUAL(test_wl_load_with("workloads/small_gpt.json", set, WL_MAX_OVERRIDES, &w, &err),
+                    0);
+    wl_free(&w);
+    CU_ASSERT_EQUAL(
+        test_wl_load_with("workloads/small_gpt.json", set, WL_MAX_OVERRIDES + 1, &w, &err),
+        NP_EXIT_USAGE);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.text, "expected at most 80"));
+}
+
 void register_workload_override_tests(void)
 {
     TEST_SUITE(
@@ -238,5 +279,7 @@ void register_workload_override_tests(void)
         {"rule broken by an override is blamed on the command line",
          test_rule_broken_by_an_override_is_blamed_on_the_command_line},
         {"cluster mismatch from an override is blamed on the command line",
-         test_cluster_mismatch_from_an_override_is_blamed_on_the_command_line});
+         test_cluster_mismatch_from_an_override_is_blamed_on_the_command_line},
+        {"key source names what the overrides set", test_key_source_names_what_the_overrides_set},
+        {"too many overrides are refused", test_too_many_overrides_are_refused});
 }

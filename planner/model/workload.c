@@ -74,16 +74,28 @@
 
 /* -------------------------------------------------------------- context */
 
-/* Did the value at key (or an object containing it) come from an override? */
-static bool ctx_key_overridden(const load_ctx *c, const char *key)
+/* Is key one of the n canonical keys, or inside an object one of them names? */
+static bool key_among(const char *key, const char (*keys)[KEY_CAPACITY], int n)
 {
-    for (int i = 0; i < c->num_overridden; i++) {
-        size_t n = strlen(c->overridden[i]);
-        if (strncmp(key, c->overridden[i], n) == 0 &&
-            (key[n] == '\0' || key[n] == '.' || key[n] == '['))
+    for (int i = 0; i < n; i++) {
+        size_t len = strlen(keys[i]);
+        if (strncmp(key, keys[i], len) == 0 &&
+            (key[len] == '\0' || key[len] == '.' || key[len] == '['))
             return true;
     }
     return false;
+}
+
+/* Did the value at key (or an object containing it) come from an override? */
+static bool ctx_key_overridden(const load_ctx *c, const char *key)
+{
+    return key_among(key, (const char(*)[KEY_CAPACITY])c->overridden, c->num_overridden);
+}
+
+const char *wl_key_source(const wl_workload *w, const char *key)
+{
+    return key_among(key, w->command_line_keys, w->num_command_line_keys) ? CMDLINE_SOURCE
+                                                                          : w->path;
 }
 
 static int ctx_fail_at(const load_ctx *c, int code, const char *source, const char *key,
@@ -199,6 +211,9 @@ int wl_load(const char *path, const char *const *overrides, int num_overrides, w
     np_error scratch; /* callers may pass err = NULL */
     load_ctx c = {.path = path, .err = err ? err : &scratch};
     np_error_clear(c.err);
+    if (num_overrides > WL_MAX_OVERRIDES)
+        return np_error_set(c.err, NP_EXIT_USAGE, CMDLINE_SOURCE, "", 0,
+                            "%d overrides; expected at most %d", num_overrides, WL_MAX_OVERRIDES);
     json_t *root = load_json(&c);
     if (!root)
         return c.err->code;
@@ -211,6 +226,10 @@ int wl_load(const char *path, const char *const *overrides, int num_overrides, w
     if (!rc)
         rc = wl_check_combinations(&c, out);
     json_decref(root);
+    out->num_command_line_keys = c.num_overridden;
+    for (int i = 0; i < c.num_overridden; i++)
+        snprintf(out->command_line_keys[i], sizeof out->command_line_keys[i], "%s",
+                 c.overridden[i]);
     free(c.overridden);
     if (rc)
         wl_free(out);

@@ -100,6 +100,8 @@ typedef struct wl_layer_spec {
 #define WL_MAX_LAYERS 10000
 /* Largest workload file read: far above any layer-by-layer model. */
 #define WL_MAX_FILE_BYTES ((size_t)64 << 20)
+/* Most overrides one wl_load() applies (simrun: 64 --set and --schedule). */
+#define WL_MAX_OVERRIDES 80
 typedef struct wl_moe_layer_freq {
     int every;                                  /* N, or 0 when a pattern is given */
     char pattern[256];                          /* the pattern as given, or "" */
@@ -236,13 +238,24 @@ typedef struct wl_workload {
     wl_parallel parallel;
     schedule_kind schedule;
     char planner[32];
+    /* The canonical keys ("schedule", "training.micro_batch_size") whose
+     * values came from wl_load()'s overrides, for wl_key_source(). */
+    int num_command_line_keys;
+    char command_line_keys[WL_MAX_OVERRIDES][128];
 } wl_workload;
 
-/* Loads and checks path, applying num_overrides "key=value" strings first.
- * Returns 0, or an np_exit_code with err filled.  wl_free() releases it. */
+/* Loads and checks path, applying num_overrides "key=value" strings first
+ * (at most WL_MAX_OVERRIDES).  Returns 0, or an np_exit_code with err filled.
+ * wl_free() releases it. */
 int wl_load(const char *path, const char *const *overrides, int num_overrides, wl_workload *out,
             np_error *err);
 void wl_free(wl_workload *w);
+
+/* Where the value of key came from, as an error on it names it: "<command
+ * line>" when an override set the key or an object holding it (simrun's
+ * --set, or --schedule, which is the override schedule="X"), else the
+ * workload file.  Planners that refuse a loaded value name it so. */
+const char *wl_key_source(const wl_workload *w, const char *key);
 
 /* Checks the job against a cluster of num_npus devices:
  * tp·cp·dp·pp == num_npus, divisibility the schedule needs, etc. */

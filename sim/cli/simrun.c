@@ -242,11 +242,6 @@ static int run_planner(const cli *c, job *j, const planner_desc *pd, np_error *e
     bool waivable = pd->run == planner_megatron && po.recompute >= 0;
     po.skip_memory_check = true; /* check_before_shift() below */
     int rc = planner_run(pd, &j->cm, &j->pf.cluster, &j->w, &po, &pl, err);
-    if (rc && c->schedule && strcmp(err->key, "schedule") == 0) { /* --schedule's, refused */
-        snprintf(err->source, sizeof err->source, "<command line>");
-        snprintf(err->key, sizeof err->key, "--schedule");
-        rc = err->code = NP_EXIT_USAGE;
-    }
     if (rc == NP_EXIT_NOFIT && strcmp(err->source, c->workload_path) != 0) {
         /* a planner that found nothing that fits names itself, not the workload */
         char prefix[sizeof err->source + sizeof err->key + 4]; /* key: Merak's rule */

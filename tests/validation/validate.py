@@ -40,9 +40,7 @@ import argparse
 import concurrent.futures
 import copy
 import csv
-import datetime
 import json
-import math
 import os
 import shutil
 import subprocess
@@ -340,9 +338,7 @@ def platform_for(spec, npus, tmp, overrides=None):
             gen_platform.PRESETS[name][src] = spec.get("why", "changed by validate.py") + \
                 " (%s = %s)" % (k, changes[k])
     text = gen_platform.fat_tree_platform(name, npus)
-    with open(path + ".part", "w") as f:
-        f.write(text)
-    os.replace(path + ".part", path)
+    gen_platform.write(text, path, "platform")
     return path
 
 
@@ -1061,32 +1057,14 @@ def check_page_target(path):
 
 
 def write_page(path, text):
-    """text into path, whole or not at all: a temporary file in its folder,
-    renamed over path when complete (a link is written through).  A failure
-    is one line on standard error and exit status 1; no file is left."""
-    target = os.path.realpath(path)
-    tmp = None
+    """text into path, whole or not at all, by the platform generator's own
+    writer (a temporary file in its folder, renamed over path when complete;
+    a link is written through).  A failure is one line on standard error and
+    exit status 1; no file is left."""
     try:
-        mode = (os.stat(target).st_mode & 0o7777) if os.path.exists(target) else None
-        fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(target) + ".", suffix=".tmp",
-                                   dir=os.path.dirname(target))
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        if mode is None:
-            umask = os.umask(0)
-            os.umask(umask)
-            mode = 0o666 & ~umask
-        os.chmod(tmp, mode)
-        os.replace(tmp, target)
-        tmp = None
-    except OSError as e:
-        sys.exit("validate.py: --write-docs %s: cannot write: %s" % (path, e.strerror or e))
-    finally:
-        if tmp is not None:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
+        gen_platform.write(text, path, "--write-docs")
+    except gen_platform.WriteError as e:
+        sys.exit("validate.py: %s" % e)
 
 
 def check_keep(path):
