@@ -87,17 +87,21 @@ expect_error "plan for another batch" 2 "global_batch_size" --plan "$TMP/plan.js
     ok || ko "--dp-overlap with another algorithm runs"
 expect_error "fold on a tapered fabric" 1 "tapered" --fold-dp 2 tests/data/test_64npu_tapered.xml "$W8" \
     --set data_parallel_size=16
+# parallel links count once (SimGrid routes one of them per destination):
+# "2;8,8;1,4;1,2" is 2:1, and folding on it came out 1.1% fast
+expect_error "fold on parallel links" 1 "tapered fat tree (2:1)" --fold-dp 2 \
+    tests/data/test_64npu_parallel_links.xml "$W8" --set data_parallel_size=16
 for fabric in dragonfly torus rail; do
     expect_error "fold on a $fabric" 1 "cannot fold on platforms/test_${fabric}_64.xml: it is" \
         --fold-dp 2 "platforms/test_${fabric}_64.xml" "$W8" --set data_parallel_size=16
 done
-# SimGrid's max-min update mode follows the fabric (selective update on a
-# torus or a dragonfly, the whole system on fat trees): the default run gives
-# exactly the selective-update times, every mode the same times within 0.1%
-# (the modes solve the same max-min problem in a different order: on the
-# torus, with the data-parallel channels of 8 replicas per server, Full
-# differs by 0.014%; docs/design.md, SimGrid facts), and a mode given with
-# --cfg is used
+# SimGrid's max-min update mode: the full solve, except on a torus or a
+# dragonfly above 4,096 NPUs, where the full solve is many times slower and
+# selective update is taken, with a note (SimGrid's selective update can miss
+# the max-min solution: +3.3% on a butterfly all-reduce of a 64-NPU
+# dragonfly, docs/design.md).  On the 64-NPU test torus and dragonfly the
+# default run gives exactly the full solve's times, the other modes the same
+# within 0.1% on this plan, and a mode given with --cfg is used
 for fabric in torus dragonfly; do
     rm -f "$TMP/modes.csv"
     for mode in "" --cfg=network/maxmin-selective-update:yes --cfg=network/optim:Full \
@@ -106,24 +110,33 @@ for fabric in torus dragonfly; do
             --set data_parallel_size=16 --dp-overlap 2>>"$TMP/err"
     done
     if [ "$(awk -F, 'NR>1' "$TMP/modes.csv" | wc -l)" -eq 4 ] &&
-        [ "$(awk -F, 'NR==2 || NR==3 {print $14, $22}' "$TMP/modes.csv" | sort -u | wc -l)" -eq 1 ] &&
+        [ "$(awk -F, 'NR==2 || NR==4 {print $14, $22}' "$TMP/modes.csv" | sort -u | wc -l)" -eq 1 ] &&
         awk -F, 'NR==2{t=$14} NR>2{d=($14-t)/t; if (d<0) d=-d; if (d>1e-3) bad=1} END{exit bad}' \
             "$TMP/modes.csv" &&
         grep -q 'network/optim:Lazy' "$TMP/modes.csv"; then ok; else
-        ko "$fabric: the selective-update times by default, the same within 0.1% in every mode"
+        ko "$fabric: the full solve's times by default, the same within 0.1% in every mode"
     fi
 done
-# a mode set inside a multi-setting --cfg is the user's too (SimGrid splits
-# one --cfg at commas and spaces): the network's max-min system (SimGrid's
-# second) keeps selective update off on the torus
-"$SIMRUN" --quiet --log=ker_lmm.thresh:debug "--cfg=network/crosstraffic:0,network/maxmin-selective-update:no" \
-    platforms/test_torus_64.xml "$W8" --set data_parallel_size=16 2>"$TMP/lmm" >/dev/null
-"$SIMRUN" --quiet --log=ker_lmm.thresh:debug platforms/test_torus_64.xml "$W8" \
-    --set data_parallel_size=16 2>"$TMP/lmm_auto" >/dev/null
-if [ "$(grep selective_update_active "$TMP/lmm" | sed -n 2p | grep -o '[01]$')" = 0 ] &&
-    [ "$(grep selective_update_active "$TMP/lmm_auto" | sed -n 2p | grep -o '[01]$')" = 1 ]; then ok; else
-    ko "torus: selective update by default, off when a multi-setting --cfg says so"
+# the mode SimGrid's network max-min system (its second) was built with:
+# full on the 64-NPU torus; selective on an 8,192-NPU one, unless a mode is
+# set, also inside a multi-setting --cfg (SimGrid splits one --cfg at commas
+# and spaces).  The 8-NPU workload is refused after the platform is built.
+lmm_flag() { # platform [--cfg...]: the flag of the network's max-min system
+    plat=$1
+    shift
+    "$SIMRUN" --quiet --log=ker_lmm.thresh:debug "$@" "$plat" "$W8" 2>&1 >/dev/null |
+        grep selective_update_active | sed -n 2p | grep -o '[01]$'
+}
+if [ "$(lmm_flag platforms/test_torus_64.xml)" = 0 ] && [ "$(lmm_flag tests/data/test_torus_8k.xml)" = 1 ] &&
+    [ "$(lmm_flag tests/data/test_torus_8k.xml "--cfg=network/crosstraffic:0,network/maxmin-selective-update:no")" = 0 ]; then
+    ok
+else
+    ko "torus: selective update above 4,096 NPUs only, off when a multi-setting --cfg says so"
 fi
+"$SIMRUN" tests/data/test_torus_8k.xml "$W8" --set tensor_model_parallel_size=8 --set data_parallel_size=256 \
+    --set global_batch_size=256 2>"$TMP/err" >/dev/null &&
+    grep -q "simrun: note: tests/data/test_torus_8k.xml: SimGrid's selective max-min update on this torus of 8192 NPUs" \
+        "$TMP/err" && ok || ko "selective update on the 8,192-NPU torus, with a note"
 # Megatron-Core asserts that --tp-comm-overlap comes with sequence parallelism
 expect_error "tp_comm_overlap without SP" 2 "training.tp_comm_overlap: needs training.sequence_parallel" \
     "$P8" "$W8" --set training.tp_comm_overlap=true --set training.sequence_parallel=false

@@ -217,6 +217,42 @@ static void test_cp_peers_in_a_server_use_the_scale_up_fabric(void)
     cm_free(&cm);
 }
 
+static void test_a_ring_goes_at_its_slowest_edge(void)
+{
+    /* CP 8 x DP 2 on test_flat_16_4pn: replica 0's ring is NPUs 0..7, two
+     * servers of 4, so the edges 3->4 and 7->0 cross the network (α = 10 µs,
+     * 1e9 B/s: 0.2 s a forward message) and the other six stay in a server
+     * (α_u = 2 µs, 4e9 B/s: 0.05 s, hidden behind the 0.1 s block).  A rank
+     * forwards at each step what it received at the step before and waits
+     * for its send and its receive, so the two slow edges set every rank's
+     * pace: each op exposes k·max(0, d_max − block), as if every edge were
+     * slow (engine_cp.c).  Replaying one message per op without the ring's
+     * barrier let the ranks inside a server run micro-batches ahead of the
+     * slow edges, and the iteration came out 13% short (17.67 s). */
+    const int cp = 8, layers = 1, m = 4;
+    const double fwd_msg = 0.2e9, fwd_block = 0.1, bwd_msg = 0.4e9, bwd_block = 0.2;
+    cm_model cm;
+    cp_model(&cm, layers, cp, fwd_msg, fwd_block, bwd_msg, bwd_block);
+    plan pl;
+    test_uniform_plan(&pl, 1, m, layers, SCHED_1F1B);
+    pl.data_parallel = 2;
+    /* the blocks fit in the layer's compute (F = 1, B = 2) */
+    CU_ASSERT(cm.layers[0].cp_forward.overlap_s < 1.0 && cm.layers[0].cp_backward.overlap_s < 2.0);
+    test_sim_result r;
+    CU_ASSERT_EQUAL_FATAL(test_simulate_plan("platforms/test_flat_16_4pn.xml", &cm, &pl, NULL, &r),
+                          0);
+    CU_ASSERT_EQUAL_FATAL(r.rc, 0);
+    int k = cp - 1;
+    double e_fwd = exposed_s(k, ALPHA_S, B_BPS, fwd_msg, fwd_block);
+    double e_bwd = exposed_s(k, ALPHA_S, B_BPS, bwd_msg, bwd_block);
+    CU_ASSERT(e_fwd > 0.5 && e_bwd > 1.0);
+    CU_ASSERT(exposed_s(k, 2e-6, 4e9, fwd_msg, fwd_block) == 0.0); /* the fast edges alone */
+    CU_ASSERT(exposed_s(k, 2e-6, 4e9, bwd_msg, bwd_block) == 0.0);
+    ASSERT_REL(r.iteration_s, m * (1.0 + e_fwd + 2.0 + e_bwd), 1e-9);
+    plan_free(&pl);
+    cm_free(&cm);
+}
+
 static void test_the_cluster_counts_tp_cp_dp_pp(void)
 {
     wl_workload w;
@@ -359,6 +395,7 @@ void register_context_parallel_tests(void)
         {"the exchange is its alpha-beta formula", test_cp_exchange_is_its_alpha_beta_formula},
         {"the ring exchange on a flat platform is its formula",
          test_cp_ring_exchange_on_a_flat_platform_is_its_formula},
+        {"a ring goes at its slowest edge", test_a_ring_goes_at_its_slowest_edge},
         {"CP peers in a server use the scale-up fabric",
          test_cp_peers_in_a_server_use_the_scale_up_fabric},
         {"the cluster counts tp x cp x dp x pp", test_the_cluster_counts_tp_cp_dp_pp},

@@ -25,6 +25,8 @@ static void test_the_crashing_values_are_refused(void)
     CU_ASSERT_EQUAL(check("network/bandwidth-factor", "0", why), -1);
     CU_ASSERT_EQUAL(check("surf/precision", "1", why), -1);
     CU_ASSERT_EQUAL(check("maxmin/precision", "0.001", why), -1);
+    CU_ASSERT_EQUAL(check("maxmin/precision", "1e-10", why), -1); /* crashed the solver */
+    CU_ASSERT_PTR_NOT_NULL(strstr(why, "at least 1e-9"));
     CU_ASSERT_EQUAL(check("maxmin/concurrency-limit", "1", why), -1);
     /* files of their own: tracing, and every option not on the list */
     CU_ASSERT_EQUAL(check("tracing", "yes", why), -1);
@@ -50,6 +52,7 @@ static void test_simgrids_spellings_pass(void)
         {"network/TCP-gamma", "1e15"},      {"network/TCP-gamma", "0"},
         {"network/latency-factor", "0"},    {"network/bandwidth-factor", "0.97"},
         {"surf/precision", "1e-9"},         {"maxmin/precision", "1e-5"},
+        {"maxmin/precision", "1e-9"},       {"surf/precision", "1e-15"},
         {"maxmin/concurrency-limit", "-1"}, {"contexts/stack-size", "64"},
         {"contexts/factory", "thread"},     {"contexts/nthreads", "1"},
         {"host/model", "ptask_L07"},        {"cpu/optim", "TI"},

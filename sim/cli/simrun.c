@@ -362,6 +362,13 @@ static int load_inputs(cli *c, job *j, np_error *err)
     lim.tune_solver = !c->cfg_sets_solver; /* the user's mode wins over the fabric's */
     if ((rc = platform_load_with(c->platform_path, &lim, &j->pf, err)))
         return rc;
+    if (j->pf.selective_update[0] && !c->quiet)
+        fprintf(stderr,
+                "simrun: note: %s: SimGrid's selective max-min update on this %s (the full "
+                "solve is many times slower at this size); it can differ from the full solve "
+                "by a few percent (docs/design.md): --cfg=network/maxmin-selective-update:0 "
+                "solves in full\n",
+                c->platform_path, j->pf.selective_update);
     if ((rc = wl_check_cluster(&j->w, j->pf.num_npus, err)))
         return rc;
     if (!(j->overrides = join_overrides(c)) || !(j->cfg = cli_join(c->cfg, c->num_cfg)))

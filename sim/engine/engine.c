@@ -137,6 +137,8 @@ static int workers_create(engine *e, np_error *err)
         w->simulated = d < e->fold;
         if (!w->simulated)
             w->collective_start = sg_sem_init(0);
+        if (w->simulated && e->cp > 1 && c == 0)
+            w->cp_ring = sg_barrier_init((unsigned)e->cp);
         if (w->simulated && e->overlap)
             overlap_worker_init(w);
     }
@@ -177,6 +179,8 @@ static void workers_destroy(engine *e)
         }
         if (w->collective_start)
             sg_sem_destroy(w->collective_start);
+        if (w->cp_ring)
+            sg_barrier_destroy(w->cp_ring);
         overlap_worker_destroy(w);
         free(w->spans);
     }

@@ -59,8 +59,9 @@ typedef struct worker {
     channel chan[CH_COUNT];
     struct engine *eng;
     sg_sem_t collective_start; /* folded-away replicas: released by the representative */
-    sg_sem_t bucket_ready;     /* --dp-overlap: a gradient bucket can be reduced */
-    sg_sem_t buckets_done;     /* --dp-overlap: every bucket is reduced */
+    sg_bar_t cp_ring; /* CP rank 0 of a simulated (stage, replica), cp > 1: its ring's barrier */
+    sg_sem_t bucket_ready; /* --dp-overlap: a gradient bucket can be reduced */
+    sg_sem_t buckets_done; /* --dp-overlap: every bucket is reduced */
     sg_sem_t params_ready; /* --dp-overlap, distributed optimizer: a parameter bucket is gathered */
     sg_sem_t params_launch; /* --dp-overlap, interleaved: the next chunk's gather may start */
     sg_sem_t zero_rs_done;  /* --dp-overlap, ZeRO-2/3: a reduce-scatter has ended */

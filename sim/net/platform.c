@@ -15,6 +15,7 @@
  *      the fabric's own properties and scale-up ports (platform_fabric.c).
  */
 #include <ctype.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
@@ -79,6 +80,8 @@ int platform_load_with(const char *path, const platform_limits *lim, sim_platfor
     np_error_clear(err);
     platform_scan scan;
     int rc = platform_precheck(path, lim, &scan, err);
+    bool selective = !rc && lim->tune_solver && !scan.file_sets_solver &&
+                     scan.solver == SOLVER_SELECTIVE && sg_host_count() == 0;
     if (!rc && lim->tune_solver && !scan.file_sets_solver)
         set_solver(scan.solver);
     if (!rc)
@@ -109,6 +112,8 @@ int platform_load_with(const char *path, const platform_limits *lim, sim_platfor
         platform_free(out);
     else {
         out->cluster.fabric_taper = scan.taper;
+        if (selective)
+            memcpy(out->selective_update, scan.solver_cluster, sizeof out->selective_update);
         if (scan.fold_blocker[0])
             memcpy(out->fold_blocker, scan.fold_blocker, sizeof out->fold_blocker);
         else if (!out->fold_blocker[0] && scan.taper < 1) /* 16% fast folded at 4:1 */

@@ -37,6 +37,10 @@ typedef struct sim_platform {
      * flows and another's collectives can meet on a link that binds
      * (engine_run refuses). */
     char fold_blocker[192];
+    /* Set when the reader turned SimGrid's selective max-min update on (a
+     * torus or dragonfly above SELECTIVE_UPDATE_MIN_HOSTS NPUs): the cluster,
+     * for simrun's note; "" under the full solve. */
+    char selective_update[64];
 } sim_platform;
 
 /* How a transfer between two NPUs of a dual-plane platform uses the planes

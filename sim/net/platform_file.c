@@ -176,12 +176,19 @@ static double fat_tree_elements(int levels, const double *m, const double *w, co
     return total;
 }
 
-/* The smallest (w_{i+1}·p_{i+1}) / (m_i·p_i) over the levels below the top. */
-static double fat_tree_taper(int levels, const double *m, const double *w, const double *p)
+/* The smallest w_{i+1} / m_i over the levels below the top: a switch's
+ * parents over its children.  The p_i parallel links of a pair count once:
+ * SimGrid 3.32's FAT_TREE routing picks one of them by the destination, so
+ * flows to different hosts meet on one link while its twin idles (on
+ * "2;8,8;1,4;1,2", which w·p/m would call non-blocking, npu-0 -> npu-8 and
+ * npu-4 -> npu-12 share a down-link, and a ring all-reduce over 64 NPUs
+ * takes 1.95x its time on "2;8,8;1,8;1,1"; with --fold-dp accepted there
+ * the run came out 1.1% fast). */
+static double fat_tree_taper(int levels, const double *m, const double *w)
 {
     double taper = 1.0;
     for (int i = 0; i + 1 < levels; i++)
-        taper = fmin(taper, w[i + 1] * p[i + 1] / (m[i] * p[i]));
+        taper = fmin(taper, w[i + 1] / m[i]);
     return taper;
 }
 
@@ -306,7 +313,15 @@ static int dragonfly_size(const char *path, const char *text, const char *tag, c
  * 8.5 s Full and 6.0 s selective on a 16x32x32 torus, 517 s Full and 35 s
  * selective on a 16-group dragonfly (scripts/bench_solver.sh, 5 December
  * 2026, the same iteration times; SimGrid's Lazy update, 7.2 s and 27 s,
- * also updates progress lazily and is not used; docs/design.md). */
+ * also updates progress lazily and is not used; docs/design.md).  But
+ * SimGrid 3.32's selective update does not always reach the max-min
+ * solution the full solve finds: a butterfly all-reduce on a 64-NPU
+ * dragonfly (TP 8 x DP 8) took 0.0961 s selective, 0.0931 s Full (+3.3%),
+ * and the exact TP fold then differed from --per-rank-flows, which it
+ * matches under Full.  So selective update is taken only where Full is
+ * slow: above SELECTIVE_UPDATE_MIN_HOSTS NPUs (a 4,096-NPU dragonfly Llama
+ * run: 5.6 s Full, 2.8 s selective; 1,024 NPUs: 0.17 s and 0.15 s), and
+ * simrun says so in a note. */
 static int cluster_size(const char *path, const char *text, const char *tag, const char *end,
                         double *elements, platform_scan *scan, np_error *err)
 {
@@ -317,8 +332,6 @@ static int cluster_size(const char *path, const char *text, const char *tag, con
         snprintf(scan->fold_blocker, sizeof scan->fold_blocker,
                  "a %s (cluster topology %s, line %d)", torus ? "torus" : "dragonfly", topology,
                  line_of(text, tag));
-    if (torus || dragonfly)
-        scan->solver = SOLVER_SELECTIVE;
     int has_params = tag_attribute(tag, end, "topo_parameters", params, sizeof params);
     double hosts = tag_radical_hosts(tag, end, radical, sizeof radical);
     if (hosts < 0)
@@ -326,6 +339,11 @@ static int cluster_size(const char *path, const char *text, const char *tag, con
                             "expected host numbers or ranges (non-negative integers) separated "
                             "by commas, e.g. \"0-127\" or \"0,2,4-7\", got \"%.60s%s\"",
                             radical, strlen(radical) >= sizeof radical - 1 ? "..." : "");
+    if ((torus || dragonfly) && hosts > SELECTIVE_UPDATE_MIN_HOSTS) {
+        scan->solver = SOLVER_SELECTIVE;
+        snprintf(scan->solver_cluster, sizeof scan->solver_cluster, "%s of %.0f NPUs",
+                 torus ? "torus" : "dragonfly", hosts);
+    }
     if (strcmp(topology, "FAT_TREE") == 0 && has_params) {
         int levels;
         double m[MAX_FAT_TREE_LEVELS], w[MAX_FAT_TREE_LEVELS], p[MAX_FAT_TREE_LEVELS];
@@ -343,7 +361,7 @@ static int cluster_size(const char *path, const char *text, const char *tag, con
                                 "m_i), radical=\"%.60s%s\" lists %.0f: expected the same count",
                                 params, leaves, radical, strlen(radical) > 60 ? "..." : "", hosts);
         *elements += fat_tree_elements(levels, m, w, p);
-        scan->taper = fmin(scan->taper, fat_tree_taper(levels, m, w, p));
+        scan->taper = fmin(scan->taper, fat_tree_taper(levels, m, w));
         return 0;
     }
     if (strcmp(topology, "DRAGONFLY") == 0 && has_params)
@@ -474,6 +492,7 @@ int platform_precheck(const char *path, const platform_limits *lim, platform_sca
     scan->taper = 1.0;
     scan->fold_blocker[0] = '\0';
     scan->solver = SOLVER_FULL;
+    scan->solver_cluster[0] = '\0';
     scan->file_sets_solver = 0;
     char *text;
     size_t len;

@@ -28,12 +28,16 @@
  * heavily contended one (docs/design.md).  Which is faster depends on how
  * far a change reaches through shared links. */
 typedef enum { SOLVER_FULL, SOLVER_SELECTIVE } platform_solver;
+/* A torus or dragonfly takes selective update above this many NPUs only
+ * (platform_file.c, cluster_size). */
+#define SELECTIVE_UPDATE_MIN_HOSTS 4096
 
 /* What the scan of the text found besides errors (platform_file.c). */
 typedef struct platform_scan {
-    double taper;           /* the fabric taper: 1 unless a tapered FAT_TREE */
-    char fold_blocker[192]; /* a torus or dragonfly cluster, "" if none */
-    platform_solver solver; /* the update mode for its clusters */
+    double taper;            /* the fabric taper: 1 unless a tapered FAT_TREE */
+    char fold_blocker[192];  /* a torus or dragonfly cluster, "" if none */
+    platform_solver solver;  /* the update mode for its clusters */
+    char solver_cluster[64]; /* SOLVER_SELECTIVE: the cluster that chose it */
     /* its <config> sets network/optim or network/maxmin-selective-update */
     int file_sets_solver;
 } platform_scan;

@@ -50,8 +50,9 @@ static const sg_option options[] = {
     {"surf/precision", OPT_NUMBER, NULL, 1e-15, 1e-9,
      "seconds, at most SimGrid's default: a coarser one rounds the microsecond latencies and "
      "the event times; 1 turns a 26 s iteration into 31 s"},
-    {"maxmin/precision", OPT_NUMBER, NULL, 1e-15, 1e-5,
-     "at most SimGrid's default: a coarser one leaves flows without a share"},
+    {"maxmin/precision", OPT_NUMBER, NULL, 1e-9, 1e-5,
+     "at most SimGrid's default (a coarser one leaves flows without a share) and at least "
+     "1e-9 (1e-10 crashed the solver on a butterfly all-reduce on a dragonfly)"},
     {"maxmin/concurrency-limit", OPT_INTEGER, NULL, -1, -1,
      "-1, no limit: a limit would queue flows the schedule expects to run"},
     {"contexts/factory", OPT_CHOICE, "raw|ucontext|boost|thread", 0, 0, ""},
