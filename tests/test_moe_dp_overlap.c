@@ -31,6 +31,7 @@
 #include "engine_internal.h"
 #include "moe_policy.h"
 #include "moe_testutil.h"
+#include "predict.h"
 #include "testutil.h"
 
 enum { EP = 8, EDP = 32 / EP };
@@ -154,6 +155,7 @@ typedef struct run_outcome {
     char error[320];
     bool replayed;
     double iteration_s, dp_s, alltoall_s;
+    double predicted_s; /* Megatron's prediction of the plan, as simrun prints it */
 } run_outcome;
 
 typedef struct run_case {
@@ -189,6 +191,10 @@ static void run_in_child(void *ctx, int fd)
         o.moe_trace = &t;
     }
     engine_result r = {0};
+    j.cm.zero_overlap = c->overlap; /* as simrun sets it for --dp-overlap */
+    if (!out.rc)
+        out.predicted_s =
+            predict_1f1b_iteration_s(&j.cm, &pf.cluster, &j.pl, PREDICT_SENDS_RANK_ORDER);
     if (!out.rc)
         out.rc = engine_run(&pf, &j.w, &j.cm, &j.pl, &j.sc, &o, &r, &err);
     if (out.rc)
@@ -221,11 +227,14 @@ static run_outcome simulate(const run_case *c)
 
 /* Overlapped, balanced or traced: replayed, the exposed data-parallel time
  * smaller, and the iteration shorter by no more than the blocking sync's
- * whole time.  The server-local all-to-alls move the same bytes in the same
- * closed-form time; what a worker's all-to-all time also holds is its wait
- * for a later peer, and the overlap skews the peers only by their waits for
- * parameter buckets: balanced, all wait alike and the time is the same;
- * traced, it differs by less than the exposed data-parallel time. */
+ * whole time.  The server-local all-to-alls move the same bytes over the
+ * scale-up ports, which the overlapped sync's legs inside a server now share
+ * with them; what a worker's all-to-all time also holds is its wait for a
+ * later peer, and the overlap skews the peers only by their waits for
+ * parameter buckets: balanced, the all-to-all is no faster and slower by
+ * less than the blocking sync's time (0.0207 s blocking, 0.0244 s
+ * overlapped, beside a 0.49 s sync); traced, it differs by less than the
+ * exposed data-parallel time. */
 static void check_overlap_hides_dp_time(bool trace)
 {
     run_case blocking = {.trace = trace, .ep = EP};
@@ -235,12 +244,25 @@ static void check_overlap_hides_dp_time(bool trace)
     if (trace) {
         CU_ASSERT(fabs(o.alltoall_s - b.alltoall_s) < o.dp_s);
     } else {
-        ASSERT_REL(o.alltoall_s, b.alltoall_s, 1e-9);
+        /* balanced: the overlapped sync's legs inside a server queue with
+         * the all-to-all's at the scale-up ports (transport_scaleup.c), so
+         * it can only be slower, and by less than the blocking sync took */
+        CU_ASSERT(o.alltoall_s >= b.alltoall_s * (1 - 1e-9));
+        CU_ASSERT(o.alltoall_s - b.alltoall_s < b.dp_s);
     }
     CU_ASSERT(b.dp_s > 0);
     CU_ASSERT(o.dp_s < b.dp_s);
     CU_ASSERT(o.iteration_s <= b.iteration_s);
     CU_ASSERT(o.iteration_s >= b.iteration_s - b.dp_s - 1e-9);
+    if (!trace) {
+        /* The prediction reduces the experts' buckets over the expert-DP
+         * group, one NIC per member, as the engine does: within 1.5% of the
+         * run overlapped (it had put every bucket on the data-parallel
+         * group's 8 channels per server: 31% short here), and blocking within
+         * 2 µs (1.227 s). */
+        ASSERT_REL(b.predicted_s, b.iteration_s, 1e-5);
+        ASSERT_REL(o.predicted_s, o.iteration_s, 0.015);
+    }
 }
 
 static void test_balanced_overlap_hides_dp_time(void) { check_overlap_hides_dp_time(false); }

@@ -314,6 +314,12 @@ double cm_backward_extra_s(const cm_layer *l);
  * and the buckets of `params` parameters (ZeRO-2's gather of the update is
  * cut the same way). */
 double cm_dp_bucket_bytes(const cm_model *m, double given, int dp);
+/* The order a chunk's dense and expert gradient buckets are handed over in
+ * (a MoE model's experts reduced apart), each kind's buckets spread evenly
+ * over the op: whether the next one, after jd of nd dense and je of ne
+ * expert ones, is an expert one.  The engine reduces them in this order and
+ * the planners' prediction follows it. */
+bool cm_dp_expert_bucket_next(int jd, int nd, int je, int ne);
 /* Whether ZeRO-2/3's collectives run overlapped (zero_overlap: simrun
  * --dp-overlap) and move anything (sharded over at least 2 replicas). */
 bool cm_zero_overlapped(const cm_model *cm);

@@ -94,6 +94,13 @@ double cm_dp_bucket_bytes(const cm_model *m, double given, int dp)
     return given > 0 ? given : cm_model_precision(m).grad * fmax(40e6, (double)dp * 1e6);
 }
 
+bool cm_dp_expert_bucket_next(int jd, int nd, int je, int ne)
+{
+    if (je >= ne)
+        return false;
+    return jd >= nd || (double)(je + 1) / ne < (double)(jd + 1) / nd;
+}
+
 bool cm_zero_overlapped(const cm_model *cm)
 {
     return cm->zero_overlap && cm->sharding >= WL_SHARD_OPTIM_GRADS && cm->data_parallel >= 2;

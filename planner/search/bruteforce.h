@@ -61,7 +61,7 @@ long bf_count(int num_layers, int num_chunks, unsigned option_mask);
 /* The BMPipe objective (docs/planners.md "BMPipe") as a bf_cost_fn.  With
  *   F_s + B_s = Σ over the layers of stage s of cm_forward_total_s +
  *               cm_backward_total_s(layer, its recompute option),
- *   c_k       = cl_p2p_time(output bytes of chunk k's last layer, scale-out)
+ *   c_k       = cm_boundary_s(output bytes of chunk k's last layer, scale-out)
  *               for every chunk but the last (0 with a NULL cluster),
  *   τ         = max_s (F_s + B_s + 2 Σ_{chunks k of s} c_k),
  * it returns T = Σ_s (F_s + B_s) / v + (m − 1/v)·τ, i.e. the 1F1B critical

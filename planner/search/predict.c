@@ -163,24 +163,56 @@ static bool dp_buckets_overlapped(const cm_model *cm, const plan *pl)
     return cm->zero_overlap && cm->sharding < WL_SHARD_OPTIM_GRADS && dp_group(cm, pl) >= 2;
 }
 
+/* The expert-data-parallel group of a MoE model whose experts' gradients
+ * are reduced apart (sync_split_s): its size, 0 when they are not. */
+static int expert_group(const cm_model *cm, int dp, double expert_grad_bytes)
+{
+    int ep = cm->has_source ? cm->source.parallel.expert_model_parallel_size : 1;
+    return ep >= 2 && dp % ep == 0 && expert_grad_bytes > 0 ? dp / ep : 0;
+}
+
 double predict_dp_bucket_exposed_s(const cm_model *cm, const cl_cluster *c, const plan *pl,
                                    int first, int last)
 {
     double grad_bytes = 0.0, backward_s = 0.0; /* the backward op, its recompute apart */
+    double expert_param = 0.0, expert_grad = 0.0;
     for (int l = first; l < last; l++) {
         grad_bytes += cm->layers[l].grad_bytes;
         backward_s += cm_backward_total_s(&cm->layers[l], RECOMPUTE_NONE);
     }
+    expert_bytes(cm, first, last, &expert_param, &expert_grad);
     if (!c || grad_bytes <= 0 || !dp_buckets_overlapped(cm, pl))
         return 0.0;
-    double n = ceil(grad_bytes / cm_dp_bucket_bytes(cm, cm->dp_bucket_bytes, pl->data_parallel));
-    double r = predict_dp_allreduce_s(c, pl->tensor_parallel, dp_group(cm, pl), grad_bytes / n);
-    if (cm->sharding == WL_SHARD_OPTIM)
-        r /= 2.0; /* the reduce-scatter: half the ring */
-    /* bucket k handed over at (k+1)/n of the backward, the buckets one
-     * after another: the last ends max_k ((k+1)·d/n + (n−k)·r), k = 0 or
-     * n − 1, after the backward's start */
-    return fmax(r, n * r - (n - 1.0) * backward_s / n);
+    /* As the engine cuts them (sim/engine/engine_overlap.c): with a MoE
+     * model's experts reduced apart, the dense gradients in buckets over the
+     * data-parallel group and the experts' in buckets of their own over the
+     * expert-data-parallel group, tp·cp·ep NPUs apart (none when that group
+     * has one member); else every gradient over the data-parallel group. */
+    int tp = pl->tensor_parallel, cp = cm->context_parallel > 1 ? cm->context_parallel : 1;
+    int ep = cm->has_source ? cm->source.parallel.expert_model_parallel_size : 1;
+    int edp = expert_group(cm, pl->data_parallel, expert_grad);
+    double bucket = cm_dp_bucket_bytes(cm, cm->dp_bucket_bytes, pl->data_parallel);
+    double dense = edp ? fmax(0.0, grad_bytes - expert_grad) : grad_bytes;
+    double ex = edp >= 2 ? expert_grad : 0.0;
+    double nd = dense > 0 ? ceil(dense / bucket) : 0, ne = ex > 0 ? ceil(ex / bucket) : 0;
+    double half = cm->sharding == WL_SHARD_OPTIM ? 0.5 : 1.0; /* a reduce-scatter: half the ring */
+    double rd = nd ? half * predict_dp_allreduce_s(c, tp, dp_group(cm, pl), dense / nd) : 0.0;
+    double re = ne ? half * predict_dp_allreduce_s(c, tp * cp * ep, edp, ex / ne) : 0.0;
+    /* dense bucket k is handed over at (k+1)/nd of the backward, expert
+     * bucket k at (k+1)/ne, the earlier first (cm_dp_expert_bucket_next), and one
+     * collective runs at a time: the last ends this long after the
+     * backward's end (with one kind alone, max_k ((k+1)·d/n + (n−k)·r) − d) */
+    double t = 0.0;
+    for (int jd = 0, je = 0; jd + je < nd + ne;) {
+        if (cm_dp_expert_bucket_next(jd, (int)nd, je, (int)ne)) {
+            t = fmax(t, (je + 1.0) / ne * backward_s) + re;
+            je++;
+        } else {
+            t = fmax(t, (jd + 1.0) / nd * backward_s) + rd;
+            jd++;
+        }
+    }
+    return fmax(0.0, t - backward_s);
 }
 
 /* The bytes a stage's sync reduces: its parameters (at the weights'
@@ -233,6 +265,8 @@ double predict_zero_update_exposed_s(const cm_model *cm, const cl_cluster *c, co
                                      predict_sends sends)
 {
     int dp = pl->data_parallel, group = dp_group(cm, pl);
+    int cp = cm->context_parallel > 1 ? cm->context_parallel : 1;
+    int ep = cm->has_source ? cm->source.parallel.expert_model_parallel_size : 1;
     bool optim = dp_buckets_overlapped(cm, pl) && cm->sharding == WL_SHARD_OPTIM;
     if (!(zero2_update_overlapped(cm) || optim) || !c || group < 2)
         return 0.0;
@@ -248,16 +282,39 @@ double predict_zero_update_exposed_s(const cm_model *cm, const cl_cluster *c, co
             forward_s += cm_forward_total_s(&cm->layers[l]);
         }
         /* ZeRO-2 cuts the update by parameters, the distributed optimizer
-         * into as many buckets as the gradients */
-        double b =
-            optim ? ceil(grad_bytes / bucket_bytes) : cm_dp_param_buckets(cm, params, bucket_bytes);
+         * into as many buckets as the gradients, with a MoE model's experts
+         * in buckets of their own over the expert-data-parallel group (as
+         * the engine's gradients: predict_dp_bucket_exposed_s) */
+        double expert_param = 0.0, expert_grad = 0.0;
+        expert_bytes(cm, first, last, &expert_param, &expert_grad);
+        int edp = optim ? expert_group(cm, dp, expert_grad) : 0;
+        double param_bytes = params * cm_model_gather_bytes(cm);
+        double dense = edp ? fmax(0.0, param_bytes - expert_param) : param_bytes;
+        double ex = edp >= 2 ? expert_param : 0.0;
+        double nd =
+            optim ? ceil((edp ? fmax(0.0, grad_bytes - expert_grad) : grad_bytes) / bucket_bytes)
+                  : cm_dp_param_buckets(cm, params, bucket_bytes);
+        double ne = ex > 0 ? ceil(expert_grad / bucket_bytes) : 0;
+        if (dense <= 0)
+            nd = 0;
+        double gd = nd ? cm_dp_ring_allgather_s(c, pl->tensor_parallel, group, dense / nd) : 0.0;
+        double ge =
+            ne ? cm_dp_ring_allgather_s(c, pl->tensor_parallel * cp * ep, edp, ex / ne) : 0.0;
+        double b = nd + ne;
         if (params > 0 && b > 0) {
-            double g = cm_dp_ring_allgather_s(c, pl->tensor_parallel, group,
-                                              params * cm_model_gather_bytes(cm) / b);
-            /* piece k of the forward after bucket k: it ends at
-             * max_k ((k+1)·g + (b−k)·F/b), k = 0 or b − 1 */
-            double late = fmax(g, b * g - (b - 1.0) * forward_s / b) - start;
-            exposed = fmax(exposed, late);
+            /* one gather at a time, in the engine's order; piece k of the
+             * forward after bucket k: it ends at max_k (T_k + (b−k)·F/b),
+             * T_k the end of gather k (with one kind alone, max((k+1)·g +
+             * (b−k)·F/b) over k = 0 or b − 1) */
+            double t = 0.0, end = 0.0;
+            for (int jd = 0, je = 0; jd + je < b;) {
+                bool expert = cm_dp_expert_bucket_next(jd, (int)nd, je, (int)ne);
+                t += expert ? ge : gd;
+                end = fmax(end, t + (b - (jd + je)) * forward_s / b);
+                jd += !expert;
+                je += expert;
+            }
+            exposed = fmax(exposed, end - forward_s - start);
         }
         start += forward_s + predict_boundary_s(cm, c, pl, s, sends);
         if (s < pl->num_stages - 1)

@@ -292,6 +292,7 @@ int engine_run(const sim_platform *pf, const wl_workload *w, const cm_model *cm,
     sg_barrier_destroy(e.finish);
     out->tp_fold = e.net.symmetry ? e.tp : 1;
     tp_symmetry_free(e.net.symmetry); /* the links get their bandwidth back */
+    transport_destroy(&e.net);
     rc = metrics_collect(&e, w, cm, out);
     engine_moe_collect(&e, out); /* MoE hook */
     out->wall_s = (t_end.tv_sec - t_start.tv_sec) + 1e-9 * (t_end.tv_nsec - t_start.tv_nsec);

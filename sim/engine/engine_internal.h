@@ -99,7 +99,7 @@ typedef struct overlap_plan {
     double *gather_bytes;  /* [num_gather_chunks]: parameter bytes of each bucket */
     bool *gather_waits;    /* [num_gather_chunks]: starts only when launched */
     /* With the MoE replay: each chunk's expert parameter buckets, gathered
-     * over the expert-data-parallel group, merged in (overlap_expert_next);
+     * over the expert-data-parallel group, merged in (cm_dp_expert_bucket_next);
      * NULL without */
     int *gather_expert_buckets;  /* [num_gather_chunks] */
     double *gather_expert_bytes; /* [num_gather_chunks] */
@@ -244,10 +244,6 @@ int overlap_num_actors(const engine *e);
  * likewise the distributed optimizer's parameter gathers).  0, or -1 out of
  * memory. */
 int overlap_split_experts(engine *e, const cm_model *cm, int edp);
-/* The order dense and expert buckets of one chunk are handed over in, each
- * kind's buckets evenly spread over the op: whether the next one, after jd
- * of nd dense and je of ne expert ones, is an expert one. */
-bool overlap_expert_next(int jd, int nd, int je, int ne);
 
 /* ---- engine_fold.c ----------------------------------------------------------- */
 

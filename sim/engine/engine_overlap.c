@@ -101,13 +101,6 @@ static double chunk_grad_bytes(const cm_model *cm, const plan *pl, int s, int ch
     return chunk_grads(cm, pl, s, chunk, false);
 }
 
-bool overlap_expert_next(int jd, int nd, int je, int ne)
-{
-    if (je >= ne)
-        return false;
-    return jd >= nd || (double)(je + 1) / ne < (double)(jd + 1) / nd;
-}
-
 /* A chunk's gradients (parameters: ratio bytes per gradient byte) in buckets:
  * with the MoE replay (edp > 0) the dense ones over the data-parallel group,
  * the experts' apart (over the expert-data-parallel group when edp ≥ 2, else
@@ -176,7 +169,7 @@ static int overlap_stage(const cm_model *cm, const plan *pl, const sched_stage *
     for (int i = 0; o->bucket_bytes && (edp <= 0 || o->bucket_expert) && i < st->num_ops; i++) {
         int ne = experts_at[i], nd = o->buckets_at_op[i] - ne;
         for (int jd = 0, je = 0; jd + je < nd + ne; b++) {
-            bool ex = overlap_expert_next(jd, nd, je, ne);
+            bool ex = cm_dp_expert_bucket_next(jd, nd, je, ne);
             o->bucket_bytes[b] = ex ? expert_bytes[i] : o->bytes_at_op[i];
             if (o->bucket_expert)
                 o->bucket_expert[b] = ex;

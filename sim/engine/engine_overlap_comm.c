@@ -137,7 +137,7 @@ static void gather_update(worker *w, const overlap_plan *ov)
         int nd = ov->gather_buckets[n];
         int ne = ov->gather_expert_buckets ? ov->gather_expert_buckets[n] : 0;
         for (int jd = 0, je = 0; jd + je < nd + ne;) {
-            if (overlap_expert_next(jd, nd, je, ne)) { /* MoE: expert-DP group */
+            if (cm_dp_expert_bucket_next(jd, nd, je, ne)) { /* MoE: expert-DP group */
                 engine_moe_edp_collective(w->eng, w, OP_PARAM_GATHER, ov->gather_expert_bytes[n]);
                 je++;
             } else {

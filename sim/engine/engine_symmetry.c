@@ -99,6 +99,7 @@ tp_symmetry *engine_tp_symmetry(const sim_platform *pf, const cm_model *cm, cons
                                q.inter_next % cp);
         }
     }
+    transport_destroy(&t);
     if (!ok) {
         tp_symmetry_free(sym);
         return NULL;

@@ -127,6 +127,7 @@ int coll_bench_alltoallv(const sim_platform *pf, int n, const double *matrix, co
         if (m[i].end_s > out->time_s)
             out->time_s = m[i].end_s;
     out->activities = t.activities;
+    transport_destroy(&t);
     sg_barrier_destroy(finish);
     free(eps);
     free(members);

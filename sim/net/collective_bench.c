@@ -117,6 +117,7 @@ int coll_bench_run(const sim_platform *pf, const coll_bench_spec *s, coll_bench_
         if (members[i].end_s > out->time_s)
             out->time_s = members[i].end_s;
     out->activities = t.activities;
+    transport_destroy(&t);
     sg_barrier_destroy(finish);
     free(endpoints);
     free(group_members);

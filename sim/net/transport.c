@@ -26,6 +26,13 @@ void transport_init(transport *t, const sim_platform *pf, int tp)
     t->symmetry = NULL;
     t->record = NULL;
     t->fold_error[0] = '\0';
+    t->port_free = NULL;
+}
+
+void transport_destroy(transport *t)
+{
+    free(t->port_free);
+    t->port_free = NULL;
 }
 
 sg_exec_t transport_flow_start(sg_host_t src, sg_host_t dst, double bytes)

@@ -5,7 +5,8 @@
  * collective member), TP rank r on hosts[r] with global rank ranks[r].  A
  * TRANSFER from endpoint a to endpoint b moves `bytes` from every rank r of a
  * to rank r of b: one SimGrid flow per rank, or, when the two NPUs share a
- * server, a scale-up delay of cl_p2p_time() that no XML link carries (or a
+ * server, a scale-up delay of cl_p2p_time() that no XML link carries, queued
+ * behind the earlier closed-form legs of the two NPUs' ports (or a
  * flow between their scale-up ports when the platform simulates the scale-up
  * fabric, and a relay through it for cross-rail PXN: transport_scaleup.c).  The
  * sender starts it and never waits; whoever holds the transfer (the receiver)
@@ -47,6 +48,10 @@ typedef struct transport {
     /* Set when a pair first met during the run fails the fold's check: the
      * transport then kills every actor (the run cannot go on exactly). */
     char fold_error[512];
+    /* Closed-form scale-up legs (transport_scaleup.c): when each NPU's port
+     * is next free to send ([0, n)) and to receive ([n, 2n)), in seconds
+     * since the origin; allocated at the first such leg, NULL before. */
+    double *port_free;
 } transport;
 
 typedef struct endpoint {
@@ -64,6 +69,9 @@ typedef struct transfer {
 /* A transport for endpoints of tp NPUs on pf, its origin the current
  * simulated clock, no activity counted yet. */
 void transport_init(transport *t, const sim_platform *pf, int tp);
+
+/* Releases what the transport allocated (not the platform). */
+void transport_destroy(transport *t);
 
 /* Simulated seconds since the origin. */
 static inline double transport_now(const transport *t) { return simgrid_get_clock() - t->t0; }
