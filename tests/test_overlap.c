@@ -198,6 +198,25 @@ static void test_overlapped_param_gather_before_each_forward_piece(void)
     double gather = ring_half_s(5e6), forward_end = 4 * gather + 0.25e-3;
     ASSERT_REL(run_forward(true, 10e6, 0, 0.5, 1e-3, NULL, 0),
                forward_end + 0.401 + ring_half_s(10e6), 1e-6);
+    /* The timeline draws the forward as its 1 ms of compute, the waits for
+     * the buckets between its pieces as data-parallel time: its spans add
+     * up to the busy time, m(F + B) = 402 ms (the first forward's span had
+     * held the waits, 4·3.78 ms more). */
+    cm_model cm;
+    plan pl;
+    case_model(1e-3, 0.5, true, 10e6, &cm, &pl);
+    engine_options o;
+    engine_init_options(&o);
+    o.dp_overlap = true;
+    o.dp_bucket_bytes = 10e6;
+    o.dp_param_gather_ratio = 0.5;
+    o.record_spans = true;
+    test_sim_result out;
+    CU_ASSERT_EQUAL_FATAL(test_simulate_plan("platforms/test_flat_4.xml", &cm, &pl, &o, &out), 0);
+    ASSERT_REL(out.stage_busy_s[0], 0.402, 1e-9);
+    ASSERT_REL(out.stage_pass_time_s[0], 0.402, 1e-9);
+    plan_free(&pl);
+    cm_free(&cm);
     ASSERT_REL(predicted(true, 10e6, 0.5, 1e-3), forward_end + 0.401 + ring_half_s(10e6), 1e-12);
 }
 

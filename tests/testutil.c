@@ -307,6 +307,16 @@ static double worker_span_s(const engine_result *r, int worker)
     return first < 0 ? 0 : last - first;
 }
 
+/* The summed length of a worker's F/B/W/recompute spans. */
+static double worker_pass_time_s(const engine_result *r, int worker)
+{
+    double sum = 0;
+    for (int i = 0; r->num_spans && i < r->num_spans[worker]; i++)
+        if (is_pass(r->spans[worker][i].kind))
+            sum += r->spans[worker][i].end_s - r->spans[worker][i].start_s;
+    return sum;
+}
+
 void test_sim_summarize(const engine_result *res, const plan *pl, test_sim_result *out)
 {
     out->iteration_s = res->iteration_s;
@@ -320,6 +330,7 @@ void test_sim_summarize(const engine_result *res, const plan *pl, test_sim_resul
         out->stage_peak_bytes[s] = res->stages[s].peak_bytes;
         out->stage_dp_comm_s[s] = res->stages[s].dp_comm_s;
         out->stage_span_s[s] = worker_span_s(res, s * pl->data_parallel);
+        out->stage_pass_time_s[s] = worker_pass_time_s(res, s * pl->data_parallel);
     }
 }
 

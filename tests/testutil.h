@@ -157,6 +157,8 @@ typedef struct test_sim_result {
     double stage_dp_comm_s[TEST_MAX_STAGES]; /* exposed data-parallel time (largest replica) */
     /* First F/B/W/recompute start to last end on replica 0 (record_spans). */
     double stage_span_s[TEST_MAX_STAGES];
+    /* The summed length of those spans on replica 0 (record_spans). */
+    double stage_pass_time_s[TEST_MAX_STAGES];
     long activities; /* SimGrid activities started */
     int tp_fold;     /* TP ranks per network flow (engine_result.tp_fold) */
 } test_sim_result;
