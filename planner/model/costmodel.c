@@ -265,20 +265,17 @@ int cm_build(const wl_workload *w, const cl_cluster *c, int micro_batch_size, cm
     memset(out, 0, sizeof *out);
     int b = micro_batch_size > 0 ? micro_batch_size : w->training.micro_batch_size;
     if (b <= 0)
-        return np_error_set(err, NP_EXIT_INPUT, wl_key_source(w, "training.micro_batch_size"),
-                            "training.micro_batch_size", 0, "expected a positive integer, got %d",
-                            b);
+        return wl_key_error(err, NP_EXIT_INPUT, w, "training.micro_batch_size",
+                            "expected a positive integer, got %d", b);
     shape x;
     cm_shape_init(&x, w, c, b);
     bool custom = w->model.num_layer_specs > 0;
     if (w->training.fp8_format != WL_FP8_NONE && custom)
-        return np_error_set(err, NP_EXIT_INPUT, wl_key_source(w, "training.fp8_format"),
-                            "training.fp8_format", 0,
+        return wl_key_error(err, NP_EXIT_INPUT, w, "training.fp8_format",
                             "FP8 is modelled for the transformer of the model keys, not for "
                             "model.layers (their times are given)");
     if (w->training.fp8_format != WL_FP8_NONE && c->fp8_peak_flops <= 0)
-        return np_error_set(err, NP_EXIT_INPUT, wl_key_source(w, "training.fp8_format"),
-                            "training.fp8_format", 0,
+        return wl_key_error(err, NP_EXIT_INPUT, w, "training.fp8_format",
                             "the platform %s gives no fp8_flops (the device's dense FP8 peak): "
                             "FP8 GEMMs cannot be priced on it",
                             c->name);

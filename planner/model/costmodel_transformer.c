@@ -492,7 +492,7 @@ static int check_divisible(const wl_workload *w, const char *key, long value, lo
 {
     if (by > 0 && value % by == 0)
         return 0;
-    return np_error_set(err, NP_EXIT_INPUT, wl_key_source(w, key), key, 0,
+    return wl_key_error(err, NP_EXIT_INPUT, w, key,
                         "%ld is not divisible by %s (%ld), as Megatron-LM requires", value, by_name,
                         by);
 }
@@ -503,7 +503,7 @@ int cm_check_transformer(const wl_workload *w, const shape *x, np_error *err)
     const char *tp = "parallel.tensor_model_parallel_size";
     if (md->num_layers <= 0 || md->hidden_size <= 0 || md->seq_length <= 0 ||
         md->num_attention_heads <= 0 || md->vocab_size <= 0 || md->ffn_hidden_size <= 0)
-        return np_error_set(err, NP_EXIT_INPUT, wl_key_source(w, "model"), "model", 0,
+        return wl_key_error(err, NP_EXIT_INPUT, w, "model",
                             "num_layers, hidden_size, ffn_hidden_size, num_attention_heads, "
                             "seq_length and vocab_size must be positive");
     int rc = check_divisible(w, "model.hidden_size", md->hidden_size, md->num_attention_heads,
@@ -519,8 +519,7 @@ int cm_check_transformer(const wl_workload *w, const shape *x, np_error *err)
     if (!rc)
         rc = check_divisible(w, "model.ffn_hidden_size", md->ffn_hidden_size, x->t, tp, err);
     if (!rc && x->mla && x->cp > 1)
-        rc = np_error_set(err, NP_EXIT_INPUT, wl_key_source(w, "parallel.context_parallel_size"),
-                          "parallel.context_parallel_size", 0,
+        rc = wl_key_error(err, NP_EXIT_INPUT, w, "parallel.context_parallel_size",
                           "context parallelism with model.multi_latent_attention is not modelled "
                           "(the K/V ring of costmodel_cp.c is MHA's): expected 1, got %d",
                           x->cp);

@@ -98,6 +98,17 @@ const char *wl_key_source(const wl_workload *w, const char *key)
                                                                           : w->path;
 }
 
+int wl_key_error(np_error *err, int code, const wl_workload *w, const char *key, const char *fmt,
+                 ...)
+{
+    char text[sizeof err->text];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(text, sizeof text, fmt, ap);
+    va_end(ap);
+    return np_error_set(err, code, wl_key_source(w, key), key, 0, "%s", text);
+}
+
 static int ctx_fail_at(const load_ctx *c, int code, const char *source, const char *key,
                        const char *fmt, va_list ap)
 {

@@ -256,6 +256,11 @@ void wl_free(wl_workload *w);
  * --set, or --schedule, which is the override schedule="X"), else the
  * workload file.  Planners that refuse a loaded value name it so. */
 const char *wl_key_source(const wl_workload *w, const char *key);
+/* np_error_set() for a value of key that the loader accepted and a later
+ * check (a planner, the cost model, the engine) refuses: the source is
+ * wl_key_source()'s.  Returns code. */
+int wl_key_error(np_error *err, int code, const wl_workload *w, const char *key, const char *fmt,
+                 ...) __attribute__((format(printf, 5, 6)));
 
 /* Checks the job against a cluster of num_npus devices:
  * tp·cp·dp·pp == num_npus, divisibility the schedule needs, etc. */

@@ -113,7 +113,7 @@ int frontier_compute_with(const wl_workload *w, const cl_cluster *c, int num_dev
     out->zero_overlap = zero_overlap;
     double t0 = now_s();
     if (num_devices <= 0)
-        return np_error_set(err, NP_EXIT_INPUT, wl_key_source(w, "parallel"), "parallel", 0,
+        return wl_key_error(err, NP_EXIT_INPUT, w, "parallel",
                             "expected a positive device count, got %d", num_devices);
     int valid = device_count_evaluate(w, c, num_devices, out, err);
     out->wall_s = now_s() - t0;
@@ -122,7 +122,7 @@ int frontier_compute_with(const wl_workload *w, const cl_cluster *c, int num_dev
         return -valid;
     }
     if (valid == 0)
-        return np_error_set(err, NP_EXIT_INPUT, wl_key_source(w, "parallel"), "parallel", 0,
+        return wl_key_error(err, NP_EXIT_INPUT, w, "parallel",
                             "no split of %d NPUs into tensor x pipeline x data parallel sizes "
                             "fits the model: tensor parallel must divide the heads (%d), query "
                             "groups and FFN width and stay within a server (%d NPUs), pipeline "

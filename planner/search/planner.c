@@ -69,7 +69,7 @@ int planner_require_one_chunk(const char *name, const wl_workload *w, const plan
 {
     if (o->schedule != SCHED_INTERLEAVED)
         return 0;
-    return np_error_set(err, NP_EXIT_INPUT, wl_key_source(w, "schedule"), "schedule", 0,
+    return wl_key_error(err, NP_EXIT_INPUT, w, "schedule",
                         "%s plans one model chunk per stage; expected 1f1b, gpipe, zb-h1, zb-h2, "
                         "pipedream or pipedream-2bw, got interleaved",
                         name);
@@ -81,10 +81,9 @@ int planner_require_layer_per_stage(const char *name, const cm_model *cm, const 
     int p = w->parallel.pipeline_model_parallel_size;
     if (cm->num_layers >= p)
         return 0;
-    return np_error_set(
-        err, NP_EXIT_INPUT, wl_key_source(w, "parallel.pipeline_model_parallel_size"),
-        "parallel.pipeline_model_parallel_size", 0,
-        "%s needs at least one layer per stage: %d stages, %d layers", name, p, cm->num_layers);
+    return wl_key_error(err, NP_EXIT_INPUT, w, "parallel.pipeline_model_parallel_size",
+                        "%s needs at least one layer per stage: %d stages, %d layers", name, p,
+                        cm->num_layers);
 }
 
 int planner_call_clean(planner_fn body, const cm_model *cm, const cl_cluster *c,

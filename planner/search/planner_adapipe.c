@@ -43,7 +43,7 @@ static int ap_plan(const cm_model *cm, const cl_cluster *c, const wl_workload *w
         rc = ap_search_bounded(&d, out, &cost);
     ap_model_free(&d);
     if (rc < -1)
-        return np_error_set(err, NP_EXIT_INPUT, wl_key_source(w, "model"), "model", 0,
+        return wl_key_error(err, NP_EXIT_INPUT, w, "model",
                             "adapipe needs every layer with recompute units to be identical; "
                             "layer %d (%s) differs from the first one",
                             -rc - 2, cm->layers[-rc - 2].name);

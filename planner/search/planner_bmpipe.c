@@ -222,9 +222,7 @@ int planner_bmpipe_form(const cm_model *cm, const cl_cluster *c, const wl_worklo
     bmp_problem pb = {0};
     double start = bmp_wall_s();
     if (p < 1 || v < 1 || p * v > cm->num_layers)
-        return np_error_set(err, NP_EXIT_INPUT,
-                            wl_key_source(w, "parallel.pipeline_model_parallel_size"),
-                            "parallel.pipeline_model_parallel_size", 0,
+        return wl_key_error(err, NP_EXIT_INPUT, w, "parallel.pipeline_model_parallel_size",
                             "BMPipe needs at least one layer per model chunk: %d layers, "
                             "%d stages × %d virtual chunks",
                             cm->num_layers, p, v);

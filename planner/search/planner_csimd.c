@@ -55,22 +55,19 @@ static int check_job(const cm_model *cm, const wl_workload *w, const planner_opt
 {
     const char *name = method_names[method];
     if (o->schedule != SCHED_GPIPE)
-        return np_error_set(err, NP_EXIT_INPUT, wl_key_source(w, "schedule"), "schedule", 0,
+        return wl_key_error(err, NP_EXIT_INPUT, w, "schedule",
                             "planner %s plans GPipe pipelines: expected schedule \"gpipe\" "
                             "(--schedule gpipe), got \"%s\"",
                             name, wl_schedule_name(o->schedule));
     long dp = w->parallel.data_parallel_size > 0 ? w->parallel.data_parallel_size : 1;
     long samples = w->training.global_batch_size / dp;
     if (samples > CSIMD_MAX_SAMPLES)
-        return np_error_set(err, NP_EXIT_INPUT, wl_key_source(w, "training.global_batch_size"),
-                            "training.global_batch_size", 0,
+        return wl_key_error(err, NP_EXIT_INPUT, w, "training.global_batch_size",
                             "planner %s splits at most %d samples per pipeline "
                             "(global_batch_size / data_parallel_size), got %ld",
                             name, CSIMD_MAX_SAMPLES, samples);
     if (cm->num_layers < w->parallel.pipeline_model_parallel_size)
-        return np_error_set(err, NP_EXIT_INPUT,
-                            wl_key_source(w, "parallel.pipeline_model_parallel_size"),
-                            "parallel.pipeline_model_parallel_size", 0,
+        return wl_key_error(err, NP_EXIT_INPUT, w, "parallel.pipeline_model_parallel_size",
                             "expected at most %d stages (one layer each), got %d", cm->num_layers,
                             w->parallel.pipeline_model_parallel_size);
     return 0;
@@ -132,8 +129,7 @@ static int plan_method(const cm_model *cm, const cl_cluster *c, const wl_workloa
     if (rc == NP_EXIT_INTERNAL)
         return np_error_set(err, rc, source, "", 0, "out of memory");
     if (rc == NP_EXIT_NOFIT)
-        return np_error_set(err, rc, wl_key_source(w, "training.recompute_granularity"),
-                            "training.recompute_granularity", 0,
+        return wl_key_error(err, rc, w, "training.recompute_granularity",
                             "planner %s found no division of the %d layers into %d GPipe stages "
                             "that fits in %.1f GB per device with %d samples in flight per stage",
                             source, cm->num_layers, p, cm->hbm_bytes / 1e9, samples);

@@ -153,7 +153,7 @@ int planner_frontier(const cm_model *cm, const cl_cluster *c, const wl_workload 
     if (refused)
         return refused;
     if (o->schedule != SCHED_1F1B)
-        return np_error_set(err, NP_EXIT_INPUT, wl_key_source(w, "schedule"), "schedule", 0,
+        return wl_key_error(err, NP_EXIT_INPUT, w, "schedule",
                             "planner ft models the 1f1b schedule only, got %s",
                             wl_schedule_name(o->schedule));
     const wl_parallel *par = &w->parallel;

@@ -140,10 +140,9 @@ static int mk_plan(const cm_model *cm, const cl_cluster *c, const wl_workload *w
         return rc;
     for (int s = 0; s < p; s++)
         if (out->chunk_start[s + 1] <= out->chunk_start[s])
-            return np_error_set(
-                err, NP_EXIT_INPUT, wl_key_source(w, "parallel.pipeline_model_parallel_size"),
-                "parallel.pipeline_model_parallel_size", 0,
-                "merak splits the layers evenly over %d stages; stage %d is empty", p, s);
+            return wl_key_error(err, NP_EXIT_INPUT, w, "parallel.pipeline_model_parallel_size",
+                                "merak splits the layers evenly over %d stages; stage %d is empty",
+                                p, s);
     int count;
     double *cand = mk_candidates(cm, out, &count);
     if (!cand)

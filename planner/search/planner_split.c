@@ -49,7 +49,7 @@ int planner_split_partition(const cm_model *cm, const wl_workload *w, plan *pl, 
     wl_split_error e;
     if (wl_pipeline_split(w, pl->num_stages, pl->num_chunks, counts, &e)) {
         free(counts);
-        return np_error_set(err, NP_EXIT_INPUT, wl_key_source(w, e.key), e.key, 0, "%s", e.text);
+        return wl_key_error(err, NP_EXIT_INPUT, w, e.key, "%s", e.text);
     }
     int next = first_decoder < 0 ? 0 : first_decoder, total = 0;
     pl->chunk_start[0] = 0;
@@ -89,8 +89,7 @@ int planner_refuse_context_parallel(const char *name, const wl_workload *w, np_e
     int cp = w->parallel.context_parallel_size;
     if (cp <= 1)
         return 0;
-    return np_error_set(err, NP_EXIT_INPUT, wl_key_source(w, "parallel.context_parallel_size"),
-                        "parallel.context_parallel_size", 0,
+    return wl_key_error(err, NP_EXIT_INPUT, w, "parallel.context_parallel_size",
                         "planner %s re-chooses tp, pp and dp over the NPUs and does not model "
                         "context parallelism; expected 1, got %d",
                         name, cp);

@@ -81,9 +81,7 @@ int engine_moe_refuse(const engine *e, const wl_workload *w, const char *why, np
     const engine_options *o = e->opt;
     const char *policy = moe_policy_name((moe_policy_kind)o->moe_policy);
     if (w->model.overlap_moe_expert_parallel_comm)
-        return np_error_set(err, NP_EXIT_USAGE,
-                            wl_key_source(w, "model.overlap_moe_expert_parallel_comm"),
-                            "model.overlap_moe_expert_parallel_comm", 0,
+        return wl_key_error(err, NP_EXIT_USAGE, w, "model.overlap_moe_expert_parallel_comm",
                             "overlaps the MoE replay's all-to-alls, which this run does not "
                             "have (%s; docs/moe.md, \"When it applies\"): expected false",
                             why);

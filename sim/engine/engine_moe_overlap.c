@@ -49,7 +49,7 @@ int engine_moe_overlap_check(const engine *e, const wl_workload *w, np_error *er
 {
     const char *key = "model.overlap_moe_expert_parallel_comm";
     if (e->pl->schedule != SCHED_1F1B && e->pl->schedule != SCHED_INTERLEAVED)
-        return np_error_set(err, NP_EXIT_USAGE, wl_key_source(w, key), key, 0,
+        return wl_key_error(err, NP_EXIT_USAGE, w, key,
                             "pairs the forward and backward of a 1F1B steady state: expected "
                             "schedule 1f1b or interleaved, got %s, or false",
                             wl_schedule_name(e->pl->schedule));
@@ -57,19 +57,19 @@ int engine_moe_overlap_check(const engine *e, const wl_workload *w, np_error *er
      * merged op holds each forward's output until a backward has run, and
      * the pipeline serialises (PP 2 on moe_32npu.xml: 0.87 s to 1.14 s) */
     if (e->pl->schedule == SCHED_1F1B && e->p > 1)
-        return np_error_set(err, NP_EXIT_USAGE, wl_key_source(w, key), key, 0,
+        return wl_key_error(err, NP_EXIT_USAGE, w, key,
                             "with %d pipeline stages needs the interleaved schedule (Megatron's "
                             "rule: plain 1F1B's merged op holds each forward's output until a "
                             "backward has run, and the stages serialise): expected schedule "
                             "interleaved, 1 stage, or false",
                             e->p);
     if (e->overlap)
-        return np_error_set(err, NP_EXIT_USAGE, wl_key_source(w, key), key, 0,
+        return wl_key_error(err, NP_EXIT_USAGE, w, key,
                             "is not modelled with --dp-overlap: the merged forward and backward "
                             "would have to hand over gradient buckets and wait for parameter "
                             "gathers part-way: expected false, or no --dp-overlap");
     if (e->opt->moe_policy == MOE_POLICY_FASTERMOE)
-        return np_error_set(err, NP_EXIT_USAGE, wl_key_source(w, key), key, 0,
+        return wl_key_error(err, NP_EXIT_USAGE, w, key,
                             "is not modelled with FasterMoE's pipelined exchange "
                             "(--moe-policy fastermoe), which overlaps the experts itself: "
                             "expected false");
