@@ -23,9 +23,11 @@
 /* How SimGrid's max-min system is re-solved after a flow starts or ends
  * (docs/design.md, SimGrid facts): whole at every event (network/optim:Full,
  * simrun's default), or only the constraints the change reaches (Full with
- * network/maxmin-selective-update).  Both solve the same max-min problem;
- * their times agree on the shipped fabric runs and differ by up to 0.3% on a
- * heavily contended one (docs/design.md).  Which is faster depends on how
+ * network/maxmin-selective-update).  Both are meant to solve the same
+ * max-min problem; their times agree on the shipped fabric runs, but
+ * SimGrid 3.32's selective update missed the solution by 3.3% on a
+ * butterfly all-reduce on a dragonfly (docs/design.md), so it is taken only
+ * where the full solve is slow (platform_file.c).  Which is faster depends on how
  * far a change reaches through shared links. */
 typedef enum { SOLVER_FULL, SOLVER_SELECTIVE } platform_solver;
 /* A torus or dragonfly takes selective update above this many NPUs only
