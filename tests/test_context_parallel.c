@@ -166,6 +166,24 @@ static double exposed_s(int k, double alpha, double bandwidth, double message, d
     return k * fmax(0.0, alpha + message / bandwidth - block);
 }
 
+/* cp_model()'s model on one stage, 1F1B over m micro-batches, TP tp and DP
+ * dp, simulated on platform into *r. */
+static void simulate_cp(const char *platform, int cp, int layers, int m, int tp, int dp,
+                        double fwd_msg, double fwd_block, double bwd_msg, double bwd_block,
+                        test_sim_result *r)
+{
+    cm_model cm;
+    cp_model(&cm, layers, cp, fwd_msg, fwd_block, bwd_msg, bwd_block);
+    plan pl;
+    test_uniform_plan(&pl, 1, m, layers, SCHED_1F1B);
+    pl.tensor_parallel = tp;
+    pl.data_parallel = dp;
+    CU_ASSERT_EQUAL_FATAL(test_simulate_plan(platform, &cm, &pl, NULL, r), 0);
+    CU_ASSERT_EQUAL_FATAL(r->rc, 0);
+    plan_free(&pl);
+    cm_free(&cm);
+}
+
 static void test_cp_ring_exchange_on_a_flat_platform_is_its_formula(void)
 {
     /* CP 4 on the 4 NPUs of test_flat_4: each rank sends to its successor on
@@ -173,13 +191,9 @@ static void test_cp_ring_exchange_on_a_flat_platform_is_its_formula(void)
      * layers per op, so an op's 2·3 = 6 steps run as one transfer. */
     const int cp = 4, layers = 2, m = 3;
     const double fwd_msg = 0.5e9, fwd_block = 0.1, bwd_msg = 0.2e9, bwd_block = 0.5;
-    cm_model cm;
-    cp_model(&cm, layers, cp, fwd_msg, fwd_block, bwd_msg, bwd_block);
-    plan pl;
-    test_uniform_plan(&pl, 1, m, layers, SCHED_1F1B);
     test_sim_result r;
-    CU_ASSERT_EQUAL_FATAL(test_simulate_plan("platforms/test_flat_4.xml", &cm, &pl, NULL, &r), 0);
-    CU_ASSERT_EQUAL_FATAL(r.rc, 0);
+    simulate_cp("platforms/test_flat_4.xml", cp, layers, m, 1, 1, fwd_msg, fwd_block, bwd_msg,
+                bwd_block, &r);
     int k = layers * (cp - 1);
     double e_fwd = exposed_s(k, ALPHA_S, B_BPS, fwd_msg, fwd_block);
     double e_bwd = exposed_s(k, ALPHA_S, B_BPS, bwd_msg, bwd_block);
@@ -187,8 +201,6 @@ static void test_cp_ring_exchange_on_a_flat_platform_is_its_formula(void)
     ASSERT_REL(r.iteration_s, m * (layers * 1.0 + e_fwd + layers * 2.0 + e_bwd), 1e-9);
     /* Busy includes the exposed exchange (it is part of the layer). */
     ASSERT_REL(r.stage_busy_s[0], r.iteration_s, 1e-9);
-    plan_free(&pl);
-    cm_free(&cm);
 }
 
 static void test_cp_peers_in_a_server_use_the_scale_up_fabric(void)
@@ -199,22 +211,13 @@ static void test_cp_peers_in_a_server_use_the_scale_up_fabric(void)
      * (tp-dp-cp would put them 8 apart, across servers.) */
     const int cp = 2, layers = 1, m = 2;
     const double fwd_msg = 4e9, fwd_block = 0.25, bwd_msg = 8e9, bwd_block = 1.0;
-    cm_model cm;
-    cp_model(&cm, layers, cp, fwd_msg, fwd_block, bwd_msg, bwd_block);
-    plan pl;
-    test_uniform_plan(&pl, 1, m, layers, SCHED_1F1B);
-    pl.tensor_parallel = 2;
-    pl.data_parallel = 4;
     test_sim_result r;
-    CU_ASSERT_EQUAL_FATAL(test_simulate_plan("platforms/test_flat_16_4pn.xml", &cm, &pl, NULL, &r),
-                          0);
-    CU_ASSERT_EQUAL_FATAL(r.rc, 0);
+    simulate_cp("platforms/test_flat_16_4pn.xml", cp, layers, m, 2, 4, fwd_msg, fwd_block, bwd_msg,
+                bwd_block, &r);
     double e_fwd = exposed_s(1, 2e-6, 4e9, fwd_msg, fwd_block);
     double e_bwd = exposed_s(1, 2e-6, 4e9, bwd_msg, bwd_block);
     CU_ASSERT(e_fwd > 0.5 && e_bwd > 0.5);
     ASSERT_REL(r.iteration_s, m * (1.0 + e_fwd + 2.0 + e_bwd), 1e-9);
-    plan_free(&pl);
-    cm_free(&cm);
 }
 
 static void test_a_ring_goes_at_its_slowest_edge(void)
@@ -231,26 +234,18 @@ static void test_a_ring_goes_at_its_slowest_edge(void)
      * slow edges, and the iteration came out 13% short (17.67 s). */
     const int cp = 8, layers = 1, m = 4;
     const double fwd_msg = 0.2e9, fwd_block = 0.1, bwd_msg = 0.4e9, bwd_block = 0.2;
-    cm_model cm;
-    cp_model(&cm, layers, cp, fwd_msg, fwd_block, bwd_msg, bwd_block);
-    plan pl;
-    test_uniform_plan(&pl, 1, m, layers, SCHED_1F1B);
-    pl.data_parallel = 2;
-    /* the blocks fit in the layer's compute (F = 1, B = 2) */
-    CU_ASSERT(cm.layers[0].cp_forward.overlap_s < 1.0 && cm.layers[0].cp_backward.overlap_s < 2.0);
-    test_sim_result r;
-    CU_ASSERT_EQUAL_FATAL(test_simulate_plan("platforms/test_flat_16_4pn.xml", &cm, &pl, NULL, &r),
-                          0);
-    CU_ASSERT_EQUAL_FATAL(r.rc, 0);
     int k = cp - 1;
+    /* the blocks fit in the layer's compute (F = 1, B = 2) */
+    CU_ASSERT(k * fwd_block < 1.0 && k * bwd_block < 2.0);
+    test_sim_result r;
+    simulate_cp("platforms/test_flat_16_4pn.xml", cp, layers, m, 1, 2, fwd_msg, fwd_block, bwd_msg,
+                bwd_block, &r);
     double e_fwd = exposed_s(k, ALPHA_S, B_BPS, fwd_msg, fwd_block);
     double e_bwd = exposed_s(k, ALPHA_S, B_BPS, bwd_msg, bwd_block);
     CU_ASSERT(e_fwd > 0.5 && e_bwd > 1.0);
     CU_ASSERT(exposed_s(k, 2e-6, 4e9, fwd_msg, fwd_block) == 0.0); /* the fast edges alone */
     CU_ASSERT(exposed_s(k, 2e-6, 4e9, bwd_msg, bwd_block) == 0.0);
     ASSERT_REL(r.iteration_s, m * (1.0 + e_fwd + 2.0 + e_bwd), 1e-9);
-    plan_free(&pl);
-    cm_free(&cm);
 }
 
 static void test_the_cluster_counts_tp_cp_dp_pp(void)
