@@ -112,6 +112,10 @@ def panels(table, args):
     devices column (simrun --frontier), in increasing order; one panel of
     every row without that column, or with --devices N."""
     if "devices" not in table.columns:
+        if args.devices is not None:  # it asks for a count the file cannot tell
+            raise npcsv.InputError(f"{table.path}: --devices {args.devices:g}: the file has no "
+                                   "devices column (simrun --frontier writes one), so its "
+                                   "plans cannot be chosen by device count: leave --devices out")
         return OrderedDict([("", list(range(len(table.rows))))])
     out = OrderedDict()
     count = {i: table.count(i, "devices", "a positive whole number of devices")

@@ -71,6 +71,16 @@ def read(path):
                                    "are expected")
         seen[key] = table.lines[i]
         data.setdefault(p, []).append(v)
+    # every policy over the same steps: a mean over other steps (a failed
+    # point left out, a row missing) is not comparable with the others'
+    steps = {p: sorted(v["moe_trace_step"] for v in rows) for p, rows in data.items()}
+    first = next(iter(steps))
+    for p, s in steps.items():
+        if s != steps[first]:
+            raise npcsv.InputError(
+                f"{path}: policy '{p}' has trace steps {', '.join(f'{x:g}' for x in s)}, policy "
+                f"'{first}' {', '.join(f'{x:g}' for x in steps[first])}: the means compare "
+                "policies over the same steps (re-run the missing or failed points)")
     return table.rows[0]["workload"], table.rows[0]["platform"], data
 
 

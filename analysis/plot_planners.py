@@ -14,8 +14,13 @@ bars, labelled "planner (recompute)"; where a planner appears more than once
 configuration mixes schedules, "planner (schedule, recompute)".  --where
 COLUMN=VALUE keeps the matching rows (repeatable).  Times under a second are shown in ms.  Each
 row's title names the workload and platform (and NPUs) of its runs.
-The baseline is the first row of the baseline planner in its configuration,
-and the panel title names it; a configuration without one is an error.
+Each bar's speed-up is against the baseline planner's run of the same
+schedule and options (--dp-algorithm and the other option columns) in its
+configuration, else against the baseline planner's first run there (in the
+order above), and the panel title says which; a configuration without a
+baseline run is an error.  Options that differ within a configuration are
+written in the labels.  The order of the rows in the file (the order a
+sweep's points finished in) changes nothing.
 
 Columns read (docs/csv-format.md): platform, workload, overrides,
 planner, schedule, recompute, iteration_s, bubble_ratio, peak_fraction.
@@ -40,34 +45,70 @@ def planner_rank(table, i):
     return PLANNER_ORDER.index(p) if p in PLANNER_ORDER else len(PLANNER_ORDER)
 
 
+# simrun's options that change a run without being a workload override
+# (docs/csv-format.md): where they differ within a configuration, the bars say
+# so, and each bar's speed-up is against the baseline run with the same ones.
+OPTION_COLUMNS = ["dp_algorithm", "dp_inter_algorithm", "ep_alltoall_algorithm", "fold_dp",
+                  "dp_overlap", "dp_bucket_bytes", "shifted_recompute", "placement", "moe_policy"]
+
+
+def options_of(table, i):
+    """Row i's values of the option columns the file has."""
+    return tuple(table.text(i, c) for c in OPTION_COLUMNS if c in table.columns)
+
+
 def configurations(table, rows):
     """OrderedDict (workload, platform, overrides) -> row indices: configurations
     of one workload together, workloads in file order, rows by planner in the
-    registry's order (then file order)."""
+    registry's order, then by schedule, recompute, options and time, so that
+    the order the rows finished in (a sweep's) changes nothing."""
     groups = OrderedDict()
-    for i in sorted(rows, key=lambda i: (planner_rank(table, i), i)):
+    for i in sorted(rows, key=lambda i: (planner_rank(table, i), table.text(i, "planner"),
+                                         table.text(i, "schedule"), table.text(i, "recompute"),
+                                         options_of(table, i), table.text(i, "iteration_s"))):
         key = (table.text(i, "workload"), table.text(i, "platform"), table.text(i, "overrides"))
         groups.setdefault(key, []).append(i)
     workloads = list(OrderedDict.fromkeys(table.text(i, "workload") for i in rows))
     return OrderedDict(sorted(groups.items(), key=lambda kv: workloads.index(kv[0][0])))
 
 
+def varying_options(table, rows):
+    """The option columns whose values differ among rows."""
+    return [c for c in OPTION_COLUMNS
+            if c in table.columns and len({table.text(i, c) for i in rows}) > 1]
+
+
+def baselines(table, rows, baseline):
+    """For each of rows, the row it is compared with: the first baseline row
+    of the same schedule and options, else the first baseline row."""
+    base = [i for i in rows if table.text(i, "planner") == baseline]
+    out = []
+    for i in rows:
+        same = [b for b in base if table.text(b, "schedule") == table.text(i, "schedule")
+                and options_of(table, b) == options_of(table, i)]
+        out.append((same or base)[0])
+    return out
+
+
 def bar_labels(table, rows):
-    """Planner names with their recompute, and the schedule where a planner
-    repeats."""
+    """Planner names with their recompute, the schedule where a planner
+    repeats or the configuration mixes schedules, the options that differ
+    among the rows, and #1, #2, ... on exact repeats."""
     planners = [table.text(i, "planner") for i in rows]
     several_schedules = len({table.text(i, "schedule") for i in rows}) > 1
+    varying = varying_options(table, rows)
     labels = []
     for i, p in zip(rows, planners):
+        parts = [table.text(i, "recompute")]
         if planners.count(p) > 1 or several_schedules:
-            p = f"{p} ({table.text(i, 'schedule')}, {table.text(i, 'recompute')})"
-        else:
-            p = f"{p} ({table.text(i, 'recompute')})"
-        labels.append(p)
+            parts.insert(0, table.text(i, "schedule"))
+        parts += [f"{c}={table.text(i, c)}" for c in varying]
+        labels.append(f"{p} ({', '.join(parts)})")
+    counts = {label: labels.count(label) for label in labels}
     seen = {}
     for k, label in enumerate(labels):
         seen[label] = seen.get(label, 0) + 1
-        if labels.count(label) > 1:
+        if counts[label] > 1:
             labels[k] = f"{label} #{seen[label]}"
     return labels
 
@@ -119,15 +160,17 @@ def plot(table, baseline, out_path, rows=None):
                 f"'{baseline}' (planners present: {', '.join(present)}; choose one with "
                 "--baseline)")
         times = [table.positive(i, "iteration_s", "a positive time in seconds") for i in rows]
-        base_time = times[rows.index(base[0])]
+        base_rows = baselines(table, rows, baseline)
+        base_times = [times[rows.index(b)] for b in base_rows]
         # ratios: 0 or more (a bubble exceeds 100% when the pipeline idles longer than it
         # computes; a plan may need more than the capacity)
         for i in rows:
             for column in ("bubble_ratio", "peak_fraction"):
                 table.non_negative(i, column, "a ratio of 0 or more")
-        data.append((key, rows, times, base_time, rows.index(base[0])))
-        if "npus" in table.columns and table.text(rows[0], "npus"):
-            table.count(rows[0], "npus", "a positive whole number of NPUs")
+        data.append((key, rows, times, base_times, [rows.index(b) for b in base_rows]))
+    for i in sorted(i for _, rows, _, _, _ in data for i in rows):  # the file's first bad one
+        if "npus" in table.columns and table.text(i, "npus"):
+            table.count(i, "npus", "a positive whole number of NPUs")
 
     plt = npcsv.pyplot()
     palette = plt.get_cmap("tab10")
@@ -136,7 +179,7 @@ def plot(table, baseline, out_path, rows=None):
     height = sum(1.1 + 0.32 * len(rows) for _, rows, _, _, _ in data) + 0.4
     fig, axes = plt.subplots(len(data), 3, figsize=(14, height), squeeze=False,
                              gridspec_kw={"height_ratios": [len(d[1]) + 2 for d in data]})
-    for r, (key, rows, times, base_time, base_k) in enumerate(data):
+    for r, (key, rows, times, base_times, base_ks) in enumerate(data):
         labels = bar_labels(table, rows)
         colours = [colour[table.text(i, "planner")] for i in rows]
         y = list(range(len(rows)))[::-1]
@@ -147,12 +190,13 @@ def plot(table, baseline, out_path, rows=None):
         ax_t.barh(y, [k * t for t in times], color=colours)
         ax_t.set_yticks(y, labels, fontsize=8)
         ax_t.set_xlim(0, k * max(times) * 1.35)
-        for yy, t in zip(y, times):
-            ax_t.text(k * t, yy, f" {k * t:.3g} {unit}  {base_time / t:.2f}x", va="center",
-                      fontsize=8)
+        for yy, t, b in zip(y, times, base_times):
+            ax_t.text(k * t, yy, f" {k * t:.3g} {unit}  {b / t:.2f}x", va="center", fontsize=8)
         npus = (table.count(rows[0], "npus", "a positive whole number of NPUs")
                 if "npus" in table.columns and table.text(rows[0], "npus") else None)
-        ax_t.set_title(f"{group_title(key, npus)}\niteration time (speed-up vs {labels[base_k]})",
+        against = (labels[base_ks[0]] if len(set(base_ks)) == 1 else
+                   f"{baseline} with the same schedule and options")
+        ax_t.set_title(f"{group_title(key, npus)}\niteration time (speed-up vs {against})",
                        fontsize=9, loc="left", fontweight="bold")
         ax_t.set_xlabel(f"iteration time ({unit})")
 

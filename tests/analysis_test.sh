@@ -154,6 +154,12 @@ expect_error "moe unknown policy" "moe_policy.csv:2: column 'moe_policy': 'somet
     plot_moe_policies.py "$TMP/moe_policy.csv" "$TMP/bad.png"
 expect_error "moe missing column" "cols.csv: missing column" plot_moe_policies.py "$TMP/cols.csv" \
     "$TMP/bad.png"
+# a policy averaged over other steps than the others (a failed or missing
+# point) is refused: efficientmoe's step 2 dropped
+awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) if ($i == "moe_policy") c = i }
+    !(NR > 1 && $c == "efficientmoe" && $NF == 2)' "$TMP/moe.csv" >"$TMP/moe_steps.csv"
+expect_error "moe policies over other steps" "policy 'efficientmoe' has trace steps 1, policy" \
+    plot_moe_policies.py "$TMP/moe_steps.csv" "$TMP/bad.png"
 
 # A name that is not a .png/.pdf/.svg file, or an existing directory, is refused
 # by all four scripts before anything is drawn (matplotlib itself would stop
@@ -244,6 +250,56 @@ expect_png frontier_one_count "$TMP/e.png" plot_frontier.py $D/frontier_devices.
     -o "$TMP/e.png"
 expect_error "frontier devices absent" "no row with devices = 3 (the file has 8, 16)" \
     plot_frontier.py $D/frontier_devices.csv --devices 3 -o "$TMP/bad.png"
+# --devices on a file without a devices column cannot choose: refused (it
+# drew every plan)
+expect_error "frontier --devices without the column" "--devices 999: the file has no devices column" \
+    plot_frontier.py $D/frontier_small.csv --devices 999 -o "$TMP/bad.png"
+# plot_planners: the figure does not depend on the order of the rows (a
+# sweep's points finish in any order), each bar's speed-up is against the
+# baseline's run of the same schedule, the options that differ are in the
+# labels, and exact repeats are #1, #2, #3
+{
+    echo "platform,workload,overrides,planner,schedule,recompute,iteration_s,bubble_ratio,peak_fraction,dp_algorithm"
+    echo "p.xml,w.json,,megatron,1f1b,none,0.0401087,0.1,0.5,ring-flow"
+    echo "p.xml,w.json,,megatron,zb-h1,none,0.036952,0.1,0.5,ring-flow"
+    echo "p.xml,w.json,,bmpipe,1f1b,none,0.036381,0.1,0.5,ring-flow"
+    echo "p.xml,w.json,,bmpipe,zb-h1,none,0.033542,0.1,0.5,ring-flow"
+} >"$TMP/order.csv"
+(head -1 "$TMP/order.csv"; tail -n +2 "$TMP/order.csv" | sort -r) >"$TMP/order_r.csv"
+{
+    echo "platform,workload,overrides,planner,schedule,recompute,iteration_s,bubble_ratio,peak_fraction,dp_algorithm"
+    for a in ring-flow butterfly ring; do echo "p.xml,w.json,,megatron,1f1b,none,0.04,0.1,0.5,$a"; done
+    for k in 1 2 3; do echo "p.xml,w.json,,bmpipe,1f1b,none,0.03,0.1,0.5,ring"; done
+} >"$TMP/repeats.csv"
+if "$PYTHON" - "$TMP" <<'EOF' 2>"$TMP/err"
+import sys
+sys.path.insert(0, "analysis")
+import npcsv, plot_planners
+T = sys.argv[1]
+figs = []
+npcsv.save = lambda fig, path: figs.append(fig)
+def bars(name):
+    t = npcsv.read_table(f"{T}/{name}", plot_planners.COLUMNS)
+    plot_planners.plot(t, "megatron", "x.png")
+    ax = figs[-1].axes[0]
+    return ([l.get_text() for l in ax.get_yticklabels()], [x.get_text() for x in ax.texts],
+            ax.get_title(loc="left"))
+a, b = bars("order.csv"), bars("order_r.csv")
+assert a == b, (a, b)
+labels, texts, title = a
+# a bar's label and its text, both in the bars' order
+speedups = dict(zip(labels, [x.split()[-1] for x in texts]))
+assert speedups["bmpipe (zb-h1, none)"] == "1.10x", speedups   # 36.952/33.542
+assert speedups["bmpipe (1f1b, none)"] == "1.10x", speedups    # 40.1087/36.381
+assert speedups["megatron (zb-h1, none)"] == "1.00x", speedups
+assert "megatron with the same schedule and options" in title, title
+labels, texts, title = bars("repeats.csv")
+assert sorted(labels) == sorted(["megatron (1f1b, none, dp_algorithm=ring-flow)",
+    "megatron (1f1b, none, dp_algorithm=butterfly)", "megatron (1f1b, none, dp_algorithm=ring)",
+    "bmpipe (1f1b, none, dp_algorithm=ring) #1", "bmpipe (1f1b, none, dp_algorithm=ring) #2",
+    "bmpipe (1f1b, none, dp_algorithm=ring) #3"]), labels
+EOF
+then ok; else ko "plot_planners: order-free, per-schedule speed-ups, options in labels, #1..#3"; cat "$TMP/err"; fi
 if "$PYTHON" - "$D" <<'EOF' 2>"$TMP/err"
 import sys
 from types import SimpleNamespace
