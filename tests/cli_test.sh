@@ -702,6 +702,13 @@ assert r[0]["iteration_s"] == r[1]["iteration_s"] != r[2]["iteration_s"], r
 assert r[0]["moe_trace"] == r[1]["moe_trace"] == sys.argv[2] and r[0]["moe_trace_sha256"], r
 assert r[2]["moe_trace"] == ""' "$TMP/mt.csv" "$TMP/mw/t.trace" 2>>"$TMP/err" && ok ||
         ko "model.moe_token_trace replays the trace as --moe-trace does"
+    # a skewed trace: the table says its extra expert activations are not in
+    # peak mem; balanced routing says nothing
+    "$SIMRUN" --moe-trace "$TMP/mw/t.trace" "$PM" "$TMP/mw/moe.json" >"$TMP/out" 2>>"$TMP/err" &&
+        grep -q "moe: peak mem prices each rank's expert activations at balanced rows" "$TMP/out" &&
+        "$SIMRUN" "$PM" "$TMP/mw/moe.json" >"$TMP/out" 2>>"$TMP/err" &&
+        ! grep -q "peak mem prices" "$TMP/out" && ok ||
+        ko "a skewed replay says its extra expert activations are not in peak mem"
 else
     ko "model.moe_token_trace: the runs"
 fi

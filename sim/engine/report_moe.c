@@ -31,6 +31,17 @@ void report_moe_print(FILE *out, const engine_result *r)
                            : "",
             r->moe_max_over_mean, r->moe_dropped_tokens, r->moe_assignments, 100 * dropped,
             r->moe_padding_tokens, r->moe_padding_flops);
+    /* The memory model keeps every rank's expert activations at the cost
+     * model's rows (balanced routing, or the static capacity): say so where
+     * the replay's rows differ (docs/moe.md, "Memory of an MoE layer"). */
+    bool efficient = r->moe_policy && strcmp(r->moe_policy, "efficientmoe") == 0;
+    if (r->moe_max_over_mean > 1.0 + 1e-9 || efficient)
+        fprintf(out,
+                "%-10s   moe: peak mem prices each rank's expert activations at balanced rows%s; "
+                "a rank that computes more here (max/mean expert load %.2f) holds more, not "
+                "counted (docs/moe.md)\n",
+                "", efficient ? " (not EfficientMoE's per-step padding)" : "",
+                r->moe_max_over_mean);
     if (r->moe_sample_mb > 0)
         fprintf(out,
                 "%-10s   moe: sampled (--moe-sample-mb %d): %.0f all-to-alls (counted per worker) "
