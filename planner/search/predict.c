@@ -104,6 +104,25 @@ static double sync_form_s(const cm_model *cm, const cl_cluster *c, int stride, i
     return predict_dp_allreduce_s(c, stride, group, grad_bytes);
 }
 
+/* The model's context- and expert-parallel sizes, 1 without. */
+static int model_cp(const cm_model *cm)
+{
+    return cm->context_parallel > 1 ? cm->context_parallel : 1;
+}
+
+static int model_ep(const cm_model *cm)
+{
+    return cm->has_source ? cm->source.parallel.expert_model_parallel_size : 1;
+}
+
+/* The expert-data-parallel group of a MoE model whose experts' gradients
+ * are reduced apart (sync_split_s): its size, 0 when they are not. */
+static int expert_group(const cm_model *cm, int dp, double expert_grad_bytes)
+{
+    int ep = model_ep(cm);
+    return ep >= 2 && dp % ep == 0 && expert_grad_bytes > 0 ? dp / ep : 0;
+}
+
 /* The sync with the experts' share (expert_params and expert_grad_bytes of
  * the same layers) reduced apart, as the engine does: over the
  * expert-data-parallel group, the dp/ep replicas holding the same experts,
@@ -113,9 +132,8 @@ static double sync_split_s(const cm_model *cm, const cl_cluster *c, int tp, int 
                            double param_bytes, double grad_bytes, double expert_param_bytes,
                            double expert_grad_bytes)
 {
-    int cp = cm->context_parallel > 1 ? cm->context_parallel : 1;
-    int ep = cm->has_source ? cm->source.parallel.expert_model_parallel_size : 1;
-    if (ep < 2 || dp % ep || expert_grad_bytes <= 0)
+    int cp = model_cp(cm), ep = model_ep(cm);
+    if (!expert_group(cm, dp, expert_grad_bytes))
         return sync_form_s(cm, c, tp, dp * cp, param_bytes, grad_bytes);
     return sync_form_s(cm, c, tp, dp * cp, fmax(0.0, param_bytes - expert_param_bytes),
                        fmax(0.0, grad_bytes - expert_grad_bytes)) +
@@ -149,10 +167,7 @@ static bool zero2_update_overlapped(const cm_model *cm)
     return cm_zero_overlapped(cm) && cm->sharding == WL_SHARD_OPTIM_GRADS;
 }
 
-static int dp_group(const cm_model *cm, const plan *pl)
-{
-    return pl->data_parallel * (cm->context_parallel > 1 ? cm->context_parallel : 1);
-}
+static int dp_group(const cm_model *cm, const plan *pl) { return pl->data_parallel * model_cp(cm); }
 
 /* --dp-overlap without ZeRO-2/3 (no_shard, or the distributed optimizer):
  * gradient buckets reduced during the last backward, and with the
@@ -161,14 +176,6 @@ static int dp_group(const cm_model *cm, const plan *pl)
 static bool dp_buckets_overlapped(const cm_model *cm, const plan *pl)
 {
     return cm->zero_overlap && cm->sharding < WL_SHARD_OPTIM_GRADS && dp_group(cm, pl) >= 2;
-}
-
-/* The expert-data-parallel group of a MoE model whose experts' gradients
- * are reduced apart (sync_split_s): its size, 0 when they are not. */
-static int expert_group(const cm_model *cm, int dp, double expert_grad_bytes)
-{
-    int ep = cm->has_source ? cm->source.parallel.expert_model_parallel_size : 1;
-    return ep >= 2 && dp % ep == 0 && expert_grad_bytes > 0 ? dp / ep : 0;
 }
 
 double predict_dp_bucket_exposed_s(const cm_model *cm, const cl_cluster *c, const plan *pl,
@@ -188,8 +195,7 @@ double predict_dp_bucket_exposed_s(const cm_model *cm, const cl_cluster *c, cons
      * data-parallel group and the experts' in buckets of their own over the
      * expert-data-parallel group, tp·cp·ep NPUs apart (none when that group
      * has one member); else every gradient over the data-parallel group. */
-    int tp = pl->tensor_parallel, cp = cm->context_parallel > 1 ? cm->context_parallel : 1;
-    int ep = cm->has_source ? cm->source.parallel.expert_model_parallel_size : 1;
+    int tp = pl->tensor_parallel, cp = model_cp(cm), ep = model_ep(cm);
     int edp = expert_group(cm, pl->data_parallel, expert_grad);
     double bucket = cm_dp_bucket_bytes(cm, cm->dp_bucket_bytes, pl->data_parallel);
     double dense = edp ? fmax(0.0, grad_bytes - expert_grad) : grad_bytes;
@@ -265,8 +271,7 @@ double predict_zero_update_exposed_s(const cm_model *cm, const cl_cluster *c, co
                                      predict_sends sends)
 {
     int dp = pl->data_parallel, group = dp_group(cm, pl);
-    int cp = cm->context_parallel > 1 ? cm->context_parallel : 1;
-    int ep = cm->has_source ? cm->source.parallel.expert_model_parallel_size : 1;
+    int cp = model_cp(cm), ep = model_ep(cm);
     bool optim = dp_buckets_overlapped(cm, pl) && cm->sharding == WL_SHARD_OPTIM;
     if (!(zero2_update_overlapped(cm) || optim) || !c || group < 2)
         return 0.0;
@@ -368,7 +373,7 @@ double predict_chunk_boundary_s(const cm_model *cm, const cl_cluster *c, const p
     /* Rank order tp-cp-dp-pp: a stage spans δ = tp·cp·dp ranks; stage p − 1
      * sends to stage 0, δ(p − 1) ranks back, in one server only when the
      * whole pipeline is. */
-    int tp_cp = pl->tensor_parallel * (cm->context_parallel > 1 ? cm->context_parallel : 1);
+    int tp_cp = pl->tensor_parallel * model_cp(cm);
     bool same = a + 1 < p ? predict_boundary_same_node(c, tp_cp, pl->data_parallel, a)
                           : c->npus_per_node <= 0 ||
                                 (long long)tp_cp * pl->data_parallel * p <= c->npus_per_node;

@@ -37,19 +37,15 @@ static void scaleup_leg(transport *t, int a, int b, double bytes, transfer *x)
         transport_add_flow(t, x, pf->scaleup_port_of_rank[a], pf->scaleup_port_of_rank[b], bytes);
         return;
     }
-    double now = transport_now(t);
-    if (t->record) { /* listed, not started: the ports stay as they are */
-        if (bytes > 0 && now + cl_p2p_time(&pf->cluster, bytes, 1) > x->arrive_s)
-            x->arrive_s = now + cl_p2p_time(&pf->cluster, bytes, 1);
-        return;
+    double start = transport_now(t);
+    if (!t->record) { /* a leg only listed (t->record) leaves the ports as they are */
+        int n = pf->num_npus;
+        if (!t->port_free && !(t->port_free = calloc((size_t)2 * n, sizeof *t->port_free)))
+            xbt_die("npusim: out of memory for the scale-up ports");
+        double *send_free = &t->port_free[a], *recv_free = &t->port_free[n + b];
+        start = fmax(start, fmax(*send_free, *recv_free));
+        *send_free = *recv_free = start + bytes / pf->cluster.scaleup_bandwidth_Bps;
     }
-    int n = pf->num_npus;
-    if (!t->port_free && !(t->port_free = calloc((size_t)2 * n, sizeof *t->port_free)))
-        xbt_die("npusim: out of memory for the scale-up ports");
-    double *send_free = &t->port_free[a], *recv_free = &t->port_free[n + b];
-    double start = fmax(now, fmax(*send_free, *recv_free));
-    double busy = bytes / pf->cluster.scaleup_bandwidth_Bps;
-    *send_free = *recv_free = start + busy;
     double done = start + cl_p2p_time(&pf->cluster, bytes, 1);
     if (done > x->arrive_s)
         x->arrive_s = done;
